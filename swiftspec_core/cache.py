@@ -1,0 +1,53 @@
+"""KV cache of one model for one request: the verified prefix, then the draft tree, both contiguous.
+
+Rows [0, length) hold the keys and values of verified tokens in order (RoPE already applied at
+their positions). Rows from `length` on are scratch for the current tree: a forward writes its
+tokens into the rows it is given, and `keep` moves the rows that survive a verification (or a
+re-root) to just after the prefix. Everything is allocated once for `max_len` rows.
+"""
+from __future__ import annotations
+
+import torch
+
+from .models.args import ModelArgs
+
+
+class KVCache:
+    def __init__(self, args: ModelArgs, max_len: int, dtype: torch.dtype, device="cpu"):
+        shape = (args.n_layers, max_len, args.n_kv_heads, args.head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.max_len = max_len
+        self.length = 0  # verified rows
+
+    def write(self, layer: int, rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """rows: [T] int64 cache rows; k, v: [T, kv_heads, head_dim]."""
+        self.k[layer].index_copy_(0, rows, k)
+        self.v[layer].index_copy_(0, rows, v)
+
+    def view(self, layer: int, n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first n_rows rows of a layer: [n_rows, kv_heads, head_dim] each."""
+        return self.k[layer, :n_rows], self.v[layer, :n_rows]
+
+    def keep(self, rows: list[int], verified: int) -> None:
+        """Move `rows` (ascending, all >= self.length) to [length, length + len(rows)).
+
+        The first `verified` of them become part of the prefix; the rest stay as tree rows right
+        after it. Ascending sources land at or below themselves, so copying in order is safe.
+        """
+        if any(b <= a for a, b in zip(rows, rows[1:])) or (rows and rows[0] < self.length):
+            raise ValueError(f"rows to keep must ascend from {self.length}: {rows}")
+        if len(rows) > 0:
+            src = torch.tensor(rows, device=self.k.device)
+            dst = torch.arange(self.length, self.length + len(rows), device=self.k.device)
+            moved = src != dst
+            if bool(moved.any()):
+                src, dst = src[moved], dst[moved]
+                self.k[:, dst] = self.k[:, src]
+                self.v[:, dst] = self.v[:, src]
+        self.length += verified
+
+    def truncate(self, length: int) -> None:
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot truncate a cache of {self.length} rows to {length}")
+        self.length = length

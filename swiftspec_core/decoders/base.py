@@ -1,0 +1,90 @@
+"""What every decoder returns, and the settings the speculative ones share."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class SpecSettings:
+    tree_bs: int = 8  # nodes the target verifies per round, root included
+    tree_w: int = 8  # leaves the draft expands per step (and children kept per expanded node)
+    draft_steps: int | None = None  # swiftspec's d; None: floor(t_target / t_draft), measured
+    chain_k: int = 7  # draft tokens per chain round
+
+
+@dataclass
+class DecodeResult:
+    tokens: list[int]  # generated token ids (the prompt excluded)
+    # One entry per target verification forward after the prefill (which emits the first token):
+    accepted: list[int] = field(default_factory=list)  # tokens that forward emitted, bonus included
+    target_s: list[float] = field(default_factory=list)  # its wall time
+    draft_s: list[float] = field(default_factory=list)  # draft time on the critical path before it
+    bonus_in_tree: list[bool] = field(default_factory=list)  # tree decoders: bonus token was a draft node
+    draft_steps: int = 0  # expansions per round (swiftspec's d; 0 where it does not apply)
+    # Tree decoders: mean over expansions of the sorted top-w draft log-probs of a node's children.
+    draft_topk_logprobs: list[float] = field(default_factory=list)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.accepted)
+
+    @property
+    def mean_accepted(self) -> float:
+        """Tokens per target verification forward (the prefill's first token is not counted)."""
+        return sum(self.accepted) / len(self.accepted) if self.accepted else 0.0
+
+
+class Stopwatch:
+    """Wall time of a block; synchronizes the device first so GPU work is counted where it ran."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = torch.device(device).type == "cuda"
+        self.seconds = 0.0
+
+    def __enter__(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        if self.cuda:
+            torch.cuda.synchronize()
+        self.seconds = time.perf_counter() - self._t0
+
+
+class Output:
+    """Generated tokens so far; stops at an EOS token or the token budget."""
+
+    def __init__(self, first: int, max_new_tokens: int, eos_ids: set[int]):
+        self.tokens, self.max_new_tokens, self.eos_ids = [], max_new_tokens, eos_ids
+        self.done = False
+        self.add([first])
+
+    def add(self, emitted: list[int]) -> int:
+        """Append what one forward emitted, cut at EOS or the budget; returns how many were kept."""
+        kept = emitted[: self.max_new_tokens - len(self.tokens)]
+        for i, tok in enumerate(kept):
+            if tok in self.eos_ids:
+                kept = kept[: i + 1]
+                break
+        self.tokens += kept
+        self.done = len(self.tokens) >= self.max_new_tokens or bool(kept and kept[-1] in self.eos_ids)
+        return len(kept)
+
+    @property
+    def remaining(self) -> int:
+        return self.max_new_tokens - len(self.tokens)
+
+
+def cache_len(prompt: list[int], max_new_tokens: int, settings: SpecSettings) -> int:
+    """Rows a cache needs: the prompt, every new token, and one verification tree beyond them."""
+    return len(prompt) + max_new_tokens + max(settings.tree_bs, settings.chain_k + 1) + 1
+
+
+def draft_tree_rows(settings: SpecSettings) -> int:
+    """Cache rows the draft tree may use beyond the prefix: room for several rounds of growth."""
+    return 4 * settings.tree_bs * settings.tree_w

@@ -1,0 +1,93 @@
+"""The draft side: a token tree grown over the draft's KV cache, re-rooted as tokens get verified.
+
+The cache holds the verified prefix, then one row per expanded tree node (in expansion order).
+Re-rooting keeps the rows of newly verified nodes as prefix and compacts the surviving subtree
+right after them, so no draft KV entry that is still useful is ever recomputed.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..models.transformer import Transformer
+from ..tree import TokenTree, tree_mask
+
+
+class Drafter:
+    def __init__(self, model: Transformer, max_len: int, max_tree_rows: int):
+        self.model = model
+        self.cache = model.new_cache(max_len)
+        self.max_tree_rows = max_tree_rows
+        self.tree: TokenTree | None = None
+        self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
+        self.topk_logprob_sum: torch.Tensor | None = None  # sorted child log-probs, summed
+        self.expansions = 0
+
+    def prefill(self, prompt: list[int], root: int) -> None:
+        """Cache the prompt; the tree starts at `root`, the target's first token."""
+        n, dev = len(prompt), self.model.device
+        mask = torch.ones(n, n, dtype=torch.bool, device=dev).tril()
+        self.model(torch.tensor(prompt, device=dev), torch.arange(n, device=dev), torch.arange(n, device=dev),
+                   mask, self.cache)
+        self.cache.length = n
+        self.tree, self.pending = TokenTree(root), []
+
+    def step(self, w: int, k: int) -> int:
+        """Expand the w best leaves (each gets its k best children) in one forward; returns how
+        many were expanded (0 when the tree's cache rows are used up).
+
+        Verified tokens still without KV (`pending`, only ever before a fresh root) ride along at
+        the front of the same forward, causally, and join the prefix.
+        """
+        tree, pending = self.tree, self.pending
+        leaves = tree.best_leaves(min(w, self.max_tree_rows - tree.n_rows))
+        if not leaves:
+            return 0
+        n, p, dev = self.cache.length, len(pending), self.model.device
+        assert p == 0 or tree.n_rows == 0, "pending tokens come only before a fresh root"
+        base = n + p  # tree rows start here once pending tokens are in the prefix
+        first_row = base + tree.n_rows
+        visible = [list(range(n, n + i + 1)) for i in range(p)]
+        for j, leaf in enumerate(leaves):
+            visible.append(list(range(n, n + p)) + [base + tree.row[a] for a in tree.ancestors(leaf)]
+                           + [first_row + j])
+        tokens = pending + [tree.token[l] for l in leaves]
+        positions = list(range(n, n + p)) + [base + tree.depth[l] for l in leaves]
+        rows = torch.cat([torch.arange(n, n + p), torch.arange(first_row, first_row + len(leaves))])
+        logits = self.model(torch.tensor(tokens, device=dev), torch.tensor(positions, device=dev), rows.to(dev),
+                            tree_mask(n, first_row + len(leaves), visible, dev), self.cache)
+        logprobs = torch.log_softmax(logits[p:], dim=-1)
+        self.cache.length, self.pending = base, []
+        tree.expand(leaves, logprobs, k)
+        self._record_topk(logprobs, k)
+        return len(leaves)
+
+    def _record_topk(self, logprobs: torch.Tensor, k: int) -> None:
+        top = logprobs.topk(k, dim=-1).values.sum(0).cpu()  # [k], best child first
+        self.topk_logprob_sum = top if self.topk_logprob_sum is None else self.topk_logprob_sum + top
+        self.expansions += logprobs.shape[0]
+
+    def mean_topk_logprobs(self) -> list[float]:
+        if not self.expansions:
+            return []
+        return (self.topk_logprob_sum / self.expansions).tolist()
+
+    def grow_to(self, n_nodes: int, w: int, k: int) -> None:
+        """Expand until the tree has at least n_nodes nodes (or no rows are left)."""
+        while len(self.tree) < n_nodes and self.step(w, k):
+            pass
+
+    def subtree(self, bs: int) -> tuple[list[int], list[int]]:
+        """The best bs-node subtree to send: (tokens, parent positions within it; root first)."""
+        nodes = self.tree.best_subtree(bs)
+        where = {node: i for i, node in enumerate(nodes)}
+        return [self.tree.token[i] for i in nodes], [where.get(self.tree.parent[i], -1) for i in nodes]
+
+    def advance(self, emitted: list[int]) -> bool:
+        """Re-root at the bonus token after `emitted` (accepted tokens, then the bonus).
+
+        Returns whether the bonus was a node of the tree (its subtree and KV are reused)."""
+        self.tree, r = self.tree.reroot(emitted)
+        n = self.cache.length
+        self.cache.keep([n + row for row in r.keep_rows], verified=r.verified_rows)
+        self.pending = r.pending
+        return r.reused

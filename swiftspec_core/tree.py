@@ -1,0 +1,140 @@
+"""The draft's token tree: nodes, scores, expansion, the verified subtree, re-rooting, masks.
+
+Node 0 is the root: the last verified token, at depth 0. Every other node is a drafted token with
+its parent, its depth and its score, the sum of draft log-probs from the root (so scores never
+rise along a path and the best `bs` nodes by score form an ancestor-closed subtree). A node is
+*expanded* once the draft has run it through a forward: it then owns a cache row (`row`, counted
+from the end of the verified prefix) and has its best children as nodes.
+
+Node indices grow in creation order, so a parent's index is always below its children's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Reroot:
+    """What re-rooting did, for the cache: rows to keep, and how many of them are now verified."""
+
+    keep_rows: list[int]  # ascending tree rows: the expanded path nodes, then the surviving subtree
+    verified_rows: int  # the first this many of keep_rows now belong to the verified prefix
+    pending: list[int]  # verified tokens (before the new root) that have no draft KV yet
+    reused: bool  # the new root was a node of the old tree
+
+
+class TokenTree:
+    def __init__(self, root_token: int):
+        self.token = [root_token]
+        self.parent = [-1]
+        self.depth = [0]
+        self.score = [0.0]
+        self.row = [-1]  # cache row offset after the prefix; -1 until expanded
+        self.children: list[dict[int, int]] = [{}]  # token -> node
+        self.n_rows = 0
+
+    def __len__(self) -> int:
+        return len(self.token)
+
+    def expanded(self, node: int) -> bool:
+        return self.row[node] >= 0
+
+    def _order(self, node: int):
+        # Best first; a tie goes to the shallower node, then the older one: parents before children.
+        return (-self.score[node], self.depth[node], node)
+
+    def best_leaves(self, w: int) -> list[int]:
+        """The w best nodes not yet expanded."""
+        leaves = [i for i in range(len(self)) if self.row[i] < 0]
+        return sorted(leaves, key=self._order)[:w]
+
+    def best_subtree(self, bs: int) -> list[int]:
+        """The best ancestor-closed set of at most bs nodes, root included, in index order."""
+        return sorted(sorted(range(len(self)), key=self._order)[:bs])
+
+    def ancestors(self, node: int) -> list[int]:
+        """node's strict ancestors, root first."""
+        out = []
+        while self.parent[node] >= 0:
+            node = self.parent[node]
+            out.append(node)
+        return out[::-1]
+
+    def expand(self, nodes: list[int], logprobs: torch.Tensor, k: int) -> None:
+        """Give each node a cache row (in order) and its k most likely children.
+
+        logprobs: [len(nodes), vocab] draft log-probs at those nodes.
+        """
+        top = logprobs.float().topk(k, dim=-1)
+        for node, values, tokens in zip(nodes, top.values.tolist(), top.indices.tolist()):
+            self.row[node] = self.n_rows
+            self.n_rows += 1
+            for lp, tok in zip(values, tokens):
+                self._add(node, tok, self.score[node] + lp)
+
+    def _add(self, parent: int, token: int, score: float) -> int:
+        node = len(self)
+        self.token.append(token)
+        self.parent.append(parent)
+        self.depth.append(self.depth[parent] + 1)
+        self.score.append(score)
+        self.row.append(-1)
+        self.children.append({})
+        self.children[parent][token] = node
+        return node
+
+    def subtree_closed(self, bs: int) -> bool:
+        """Every node of the best bs-subtree is expanded: expanding more cannot change it."""
+        return all(self.expanded(i) for i in self.best_subtree(bs))
+
+    def reroot(self, emitted: list[int]) -> tuple["TokenTree", Reroot]:
+        """Follow the verified tokens from the root; the last one (the bonus) is the new root.
+
+        emitted: the tokens the target accepted along the tree, then its bonus token. Returns the
+        tree hanging under the new root (a fresh one-node tree when the bonus was not drafted).
+        """
+        path = [0]
+        for tok in emitted[:-1]:
+            child = self.children[path[-1]].get(tok)
+            if child is None:
+                raise ValueError(f"verified token {tok} is not a child of node {path[-1]}")
+            path.append(child)
+        new_root = self.children[path[-1]].get(emitted[-1])
+        path_rows = [self.row[n] for n in path if self.row[n] >= 0]
+        pending = [self.token[n] for n in path if self.row[n] < 0]
+        if new_root is None:
+            return TokenTree(emitted[-1]), Reroot(path_rows, len(path_rows), pending, False)
+
+        # Keep new_root's subtree; node order (and so row order) is preserved.
+        keep, inside = [new_root], {new_root}
+        for node in range(new_root + 1, len(self)):
+            if self.parent[node] in inside:
+                keep.append(node)
+                inside.add(node)
+        tree = TokenTree.__new__(TokenTree)
+        index = {old: new for new, old in enumerate(keep)}
+        base_depth, base_score = self.depth[new_root], self.score[new_root]
+        kept_rows = sorted(self.row[n] for n in keep if self.row[n] >= 0)
+        new_row = {r: i for i, r in enumerate(kept_rows)}
+        tree.token = [self.token[n] for n in keep]
+        tree.parent = [index.get(self.parent[n], -1) for n in keep]
+        tree.parent[0] = -1
+        tree.depth = [self.depth[n] - base_depth for n in keep]
+        tree.score = [self.score[n] - base_score for n in keep]
+        tree.row = [new_row[self.row[n]] if self.row[n] >= 0 else -1 for n in keep]
+        tree.children = [{t: index[c] for t, c in self.children[n].items() if c in index} for n in keep]
+        tree.n_rows = len(kept_rows)
+        return tree, Reroot(path_rows + kept_rows, len(path_rows), pending, True)
+
+
+
+def tree_mask(prefix_len: int, total_len: int, visible: list[list[int]], device="cpu") -> torch.Tensor:
+    """[len(visible), total_len] bool: every row sees the prefix [0, prefix_len) and its own
+    `visible` rows (its ancestors' and its own cache rows)."""
+    mask = torch.zeros(len(visible), total_len, dtype=torch.bool)
+    mask[:, :prefix_len] = True
+    for i, rows in enumerate(visible):
+        mask[i, rows] = True
+    return mask.to(device)

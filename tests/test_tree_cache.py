@@ -1,0 +1,111 @@
+"""Token tree selection and the KV caches' invariant: after any re-root they equal a fresh prefill."""
+from __future__ import annotations
+
+import random
+
+import torch
+
+from engine_fixtures import VOCAB, engine, perturbed, prompt, target_state
+from swiftspec_core.decoders.drafter import Drafter
+from swiftspec_core.decoders.verifier import Verifier
+from swiftspec_core.tree import TokenTree
+
+
+def random_tree(seed: int, steps: int = 6, w: int = 3, k: int = 3) -> TokenTree:
+    gen = torch.Generator().manual_seed(seed)
+    tree = TokenTree(0)
+    for _ in range(steps):
+        leaves = tree.best_leaves(w)
+        tree.expand(leaves, torch.log_softmax(3 * torch.randn(len(leaves), 50, generator=gen), -1), k)
+    return tree
+
+
+def test_best_subtree_is_ancestor_closed_and_best():
+    for seed in range(20):
+        tree = random_tree(seed)
+        for bs in (1, 2, 5, 8, 13):
+            nodes = tree.best_subtree(bs)
+            assert nodes[0] == 0 and len(nodes) == min(bs, len(tree))
+            assert all(tree.parent[n] in nodes for n in nodes[1:])  # ancestor-closed
+            outside = [tree.score[n] for n in range(len(tree)) if n not in nodes]
+            assert not outside or min(tree.score[n] for n in nodes) >= max(outside)
+            assert nodes == sorted(nodes)
+
+
+def test_reroot_keeps_subtree_and_rebases():
+    tree = random_tree(3, steps=8)
+    best = max(range(1, len(tree)), key=lambda n: (tree.depth[n], tree.score[n]))
+    path = tree.ancestors(best)[1:] + [best]  # below the root
+    emitted = [tree.token[n] for n in path]
+    new, r = tree.reroot(emitted)
+    assert r.reused and new.token[0] == tree.token[best] and new.depth[0] == 0 and new.score[0] == 0.0
+    assert r.verified_rows == len(path)  # the root and every path node above `best` were expanded
+    sub = [n for n in range(len(tree)) if n == best or best in tree.ancestors(n)]
+    assert len(new) == len(sub)
+    assert sorted(new.token) == sorted(tree.token[n] for n in sub)
+    assert all(new.parent[i] < i for i in range(1, len(new)))
+    fresh, r2 = tree.reroot(emitted[:-1] + [VOCAB + 1])  # a bonus token the draft never proposed
+    assert not r2.reused and len(fresh) == 1
+
+
+def fresh_kv(model, tokens: list[int]):
+    cache = model.new_cache(len(tokens) + 1)
+    n = len(tokens)
+    model(torch.tensor(tokens), torch.arange(n), torch.arange(n), torch.ones(n, n, dtype=torch.bool).tril(), cache)
+    return cache.k[:, :n], cache.v[:, :n]
+
+
+def test_caches_equal_fresh_prefill_after_every_reroot():
+    base = target_state()
+    target, draft = engine(base), engine(perturbed(base, 0.3))
+    p = prompt()
+    verifier, drafter = Verifier(target, 256), Drafter(draft, 512, 128)
+    verified = p + [verifier.prefill(p)]
+    drafter.prefill(p, verified[-1])
+    rng = random.Random(0)
+    reused = 0
+    for _ in range(12):
+        drafter.grow_to(8, 4, 4)
+        subtree = drafter.subtree(8)
+        emitted, _ = verifier.verify(*subtree)
+        for _ in range(rng.randrange(3)):  # the parallel draft keeps expanding meanwhile
+            drafter.step(4, 4)
+        reused += drafter.advance(emitted)
+        verified += emitted
+        # The target holds every verified token but the newest (the next root).
+        assert verifier.cache.length == len(verified) - 1
+        k, v = fresh_kv(target, verified[:-1])
+        torch.testing.assert_close(verifier.cache.k[:, : len(verified) - 1], k)
+        torch.testing.assert_close(verifier.cache.v[:, : len(verified) - 1], v)
+        # The draft holds a prefix of them: all but the root and any pending tokens.
+        n = drafter.cache.length
+        assert n == len(verified) - 1 - len(drafter.pending)
+        assert verified[n:-1] == drafter.pending and drafter.tree.token[0] == verified[-1]
+        k, v = fresh_kv(draft, verified[:n])
+        torch.testing.assert_close(drafter.cache.k[:, :n], k)
+        torch.testing.assert_close(drafter.cache.v[:, :n], v)
+        # Each surviving expanded node's row holds what a fresh forward of its path would.
+        tree = drafter.tree
+        for node in range(len(tree)):
+            if tree.expanded(node):
+                path = verified + [tree.token[a] for a in tree.ancestors(node)[1:]] + [tree.token[node]]
+                path = path if node else verified
+                k, _ = fresh_kv(draft, path)
+                torch.testing.assert_close(drafter.cache.k[:, n + tree.row[node]], k[:, -1])
+    assert reused > 0  # the evolving tree was reused, not only rebuilt
+
+
+def test_draft_equals_target_accepts_to_a_leaf():
+    """With draft = target, the accepted path always ends at a leaf of the verified subtree."""
+    m = engine(target_state(confidence=20.0))
+    p = prompt(seed=4)
+    verifier, drafter = Verifier(m, 256), Drafter(m, 512, 128)
+    drafter.prefill(p, verifier.prefill(p))
+    for _ in range(8):
+        drafter.grow_to(8, 8, 8)
+        for _ in range(3):
+            drafter.step(8, 8)
+        tokens, parents = drafter.subtree(8)
+        emitted, path = verifier.verify(tokens, parents)
+        assert path[-1] not in parents  # no child of the last accepted node was sent
+        drafter.advance(emitted)
