@@ -3,7 +3,8 @@
 Rows [0, length) hold the keys and values of verified tokens in order (RoPE already applied at
 their positions). Rows from `length` on are scratch for the current tree: a forward writes its
 tokens into the rows it is given, and `keep` moves the rows that survive a verification (or a
-re-root) to just after the prefix. Everything is allocated once for `max_len` rows.
+re-root) to just after the prefix. Everything is allocated once for `max_len` rows, plus one
+scratch row that padding tokens of fixed-width (CUDA graph) forwards write and read.
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from .models.args import ModelArgs
 
 class KVCache:
     def __init__(self, args: ModelArgs, max_len: int, dtype: torch.dtype, device="cpu"):
-        shape = (args.n_layers, max_len, args.n_kv_heads, args.head_dim)
+        self.rows = max_len + 1
+        self.scratch_row = max_len
+        shape = (args.n_layers, self.rows, args.n_kv_heads, args.head_dim)
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.max_len = max_len

@@ -62,13 +62,15 @@ class TokenTree:
             out.append(node)
         return out[::-1]
 
-    def expand(self, nodes: list[int], logprobs: torch.Tensor, k: int) -> None:
+    def expand(self, nodes: list[int], logprobs: torch.Tensor, k: int, scores: list[float] | None = None) -> None:
         """Give each node a cache row (in order) and its k most likely children.
 
-        logprobs: [len(nodes), vocab] draft log-probs at those nodes.
+        logprobs: [len(nodes), vocab] draft log-probs at those nodes. `scores` (replay) replaces
+        the children's log-probs, best first, keeping the draft's own ranking of tokens.
         """
         top = logprobs.float().topk(k, dim=-1)
         for node, values, tokens in zip(nodes, top.values.tolist(), top.indices.tolist()):
+            values = scores or values
             self.row[node] = self.n_rows
             self.n_rows += 1
             for lp, tok in zip(values, tokens):
@@ -89,18 +91,23 @@ class TokenTree:
         """Every node of the best bs-subtree is expanded: expanding more cannot change it."""
         return all(self.expanded(i) for i in self.best_subtree(bs))
 
+    def follow(self, tokens: list[int]) -> int:
+        """The node reached from the root through children with these tokens."""
+        node = 0
+        for tok in tokens:
+            if tok not in self.children[node]:
+                raise ValueError(f"verified token {tok} is not a child of node {node}")
+            node = self.children[node][tok]
+        return node
+
     def reroot(self, emitted: list[int]) -> tuple["TokenTree", Reroot]:
         """Follow the verified tokens from the root; the last one (the bonus) is the new root.
 
         emitted: the tokens the target accepted along the tree, then its bonus token. Returns the
         tree hanging under the new root (a fresh one-node tree when the bonus was not drafted).
         """
-        path = [0]
-        for tok in emitted[:-1]:
-            child = self.children[path[-1]].get(tok)
-            if child is None:
-                raise ValueError(f"verified token {tok} is not a child of node {path[-1]}")
-            path.append(child)
+        last = self.follow(emitted[:-1])
+        path = self.ancestors(last) + [last]
         new_root = self.children[path[-1]].get(emitted[-1])
         path_rows = [self.row[n] for n in path if self.row[n] >= 0]
         pending = [self.token[n] for n in path if self.row[n] < 0]

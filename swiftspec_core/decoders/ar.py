@@ -1,14 +1,12 @@
 """Autoregressive decoding with the target alone: a verification of a one-node tree per token."""
 from __future__ import annotations
 
-from .base import DecodeResult, Output, SpecSettings, Stopwatch, cache_len
-from .verifier import Verifier
+from .base import DecodeResult, SpecSettings, Stopwatch, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
-           settings: SpecSettings = SpecSettings()) -> DecodeResult:
-    verifier = Verifier(target, cache_len(prompt, max_new_tokens, settings))
-    out = Output(verifier.prefill(prompt), max_new_tokens, eos_ids)
+           settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
+    verifier, _, out = start(target, None, prompt, max_new_tokens, eos_ids, settings, verify_width=1)
     result = DecodeResult(tokens=out.tokens)
     while not out.done:
         with Stopwatch(target.device) as t:

@@ -88,3 +88,20 @@ def cache_len(prompt: list[int], max_new_tokens: int, settings: SpecSettings) ->
 def draft_tree_rows(settings: SpecSettings) -> int:
     """Cache rows the draft tree may use beyond the prefix: room for several rounds of growth."""
     return 4 * settings.tree_bs * settings.tree_w
+
+
+def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[int], settings: SpecSettings,
+          *, verify_width: int, draft_width: int = 0, replay=None):
+    """Prefill both sides. Returns (verifier, drafter or None, output holding the first token)."""
+    from .drafter import Drafter
+    from .verifier import Verifier
+
+    n = cache_len(prompt, max_new_tokens, settings)
+    verifier = Verifier(target, n, verify_width, replay)
+    out = Output(verifier.prefill(prompt), max_new_tokens, eos_ids)
+    drafter = None
+    if draft is not None:
+        rows = draft_tree_rows(settings)
+        drafter = Drafter(draft, n + rows, rows, draft_width, replay)
+        drafter.prefill(prompt, out.tokens[-1])
+    return verifier, drafter, out

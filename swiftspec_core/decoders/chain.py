@@ -2,17 +2,13 @@
 constant chain): the draft proposes k tokens one at a time, the target verifies all k + 1."""
 from __future__ import annotations
 
-from .base import DecodeResult, Output, SpecSettings, Stopwatch, cache_len, draft_tree_rows
-from .drafter import Drafter
-from .verifier import Verifier
+from .base import DecodeResult, SpecSettings, Stopwatch, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
-           settings: SpecSettings = SpecSettings()) -> DecodeResult:
-    n = cache_len(prompt, max_new_tokens, settings)
-    verifier, drafter = Verifier(target, n), Drafter(draft, n + draft_tree_rows(settings), draft_tree_rows(settings))
-    out = Output(verifier.prefill(prompt), max_new_tokens, eos_ids)
-    drafter.prefill(prompt, out.tokens[-1])
+           settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
+    verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
+                                   verify_width=settings.chain_k + 1, draft_width=1, replay=replay)
     result = DecodeResult(tokens=out.tokens)
     while not out.done:
         # As transformers does: never draft past the token budget.
@@ -23,8 +19,8 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
         tokens, parents = drafter.subtree(k + 1)
         with Stopwatch(target.device) as t:
             emitted, _ = verifier.verify(tokens, parents)
+        emitted, _ = drafter.advance(emitted, verifier.bonus_hint)
         result.accepted.append(out.add(emitted))
         result.target_s.append(t.seconds)
         result.draft_s.append(d.seconds)
-        drafter.advance(emitted)
     return result

@@ -9,14 +9,20 @@ from __future__ import annotations
 import torch
 
 from ..models.transformer import Transformer
+from ..replay import Replay
+from ..runtime.graphs import make_forward
 from ..tree import TokenTree, tree_mask
 
 
 class Drafter:
-    def __init__(self, model: Transformer, max_len: int, max_tree_rows: int):
-        self.model = model
+    def __init__(self, model: Transformer, max_len: int, max_tree_rows: int, width: int,
+                 replay: Replay | None = None):
+        """width: the most leaves one step expands (w); a pending token may ride along."""
+        self.model, self.replay = model, replay
         self.cache = model.new_cache(max_len)
+        self.forward = make_forward(model, self.cache, width + 1)
         self.max_tree_rows = max_tree_rows
+        self.sent: set[int] = set()  # tree nodes of the last subtree sent
         self.tree: TokenTree | None = None
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
         self.topk_logprob_sum: torch.Tensor | None = None  # sorted child log-probs, summed
@@ -53,11 +59,11 @@ class Drafter:
         tokens = pending + [tree.token[l] for l in leaves]
         positions = list(range(n, n + p)) + [base + tree.depth[l] for l in leaves]
         rows = torch.cat([torch.arange(n, n + p), torch.arange(first_row, first_row + len(leaves))])
-        logits = self.model(torch.tensor(tokens, device=dev), torch.tensor(positions, device=dev), rows.to(dev),
-                            tree_mask(n, first_row + len(leaves), visible, dev), self.cache)
+        logits = self.forward(torch.tensor(tokens, device=dev), torch.tensor(positions, device=dev), rows.to(dev),
+                              tree_mask(n, first_row + len(leaves), visible, dev))
         logprobs = torch.log_softmax(logits[p:], dim=-1)
         self.cache.length, self.pending = base, []
-        tree.expand(leaves, logprobs, k)
+        tree.expand(leaves, logprobs, k, self.replay.scores(k) if self.replay else None)
         self._record_topk(logprobs, k)
         return len(leaves)
 
@@ -79,15 +85,24 @@ class Drafter:
     def subtree(self, bs: int) -> tuple[list[int], list[int]]:
         """The best bs-node subtree to send: (tokens, parent positions within it; root first)."""
         nodes = self.tree.best_subtree(bs)
+        self.sent = set(nodes)
         where = {node: i for i, node in enumerate(nodes)}
         return [self.tree.token[i] for i in nodes], [where.get(self.tree.parent[i], -1) for i in nodes]
 
-    def advance(self, emitted: list[int]) -> bool:
+    def advance(self, emitted: list[int], bonus_hint: bool | None = None) -> tuple[list[int], bool]:
         """Re-root at the bonus token after `emitted` (accepted tokens, then the bonus).
 
-        Returns whether the bonus was a node of the tree (its subtree and KV are reused)."""
+        Under replay (`bonus_hint` given), a hint of True makes the bonus the best child of the
+        last accepted node that was not sent, where the draft has one. Returns the emitted tokens
+        (with that bonus) and whether the bonus was a node of the tree (its subtree and KV kept).
+        """
+        if bonus_hint:
+            last = self.tree.follow(emitted[:-1])
+            unsent = [c for c in sorted(self.tree.children[last].values()) if c not in self.sent]
+            if unsent:
+                emitted = emitted[:-1] + [self.tree.token[unsent[0]]]
         self.tree, r = self.tree.reroot(emitted)
         n = self.cache.length
         self.cache.keep([n + row for row in r.keep_rows], verified=r.verified_rows)
         self.pending = r.pending
-        return r.reused
+        return emitted, r.reused

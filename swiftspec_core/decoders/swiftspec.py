@@ -13,42 +13,40 @@ verification, which keeps the draft off the critical path.
 """
 from __future__ import annotations
 
-from .base import DecodeResult, Output, SpecSettings, Stopwatch, cache_len, draft_tree_rows
-from .drafter import Drafter
-from .verifier import Verifier
+from .base import DecodeResult, SpecSettings, Stopwatch, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
-           settings: SpecSettings = SpecSettings()) -> DecodeResult:
+           settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     bs, w = settings.tree_bs, settings.tree_w
-    n = cache_len(prompt, max_new_tokens, settings)
-    verifier, drafter = Verifier(target, n), Drafter(draft, n + draft_tree_rows(settings), draft_tree_rows(settings))
-    out = Output(verifier.prefill(prompt), max_new_tokens, eos_ids)
-    drafter.prefill(prompt, out.tokens[-1])
+    verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
+                                   verify_width=bs, draft_width=w, replay=replay)
     result = DecodeResult(tokens=out.tokens, draft_steps=settings.draft_steps or 0)
-    with Stopwatch(draft.device) as critical:
+    with Stopwatch(draft.device) as grow:
         drafter.grow_to(bs, w, w)
-    subtree = drafter.subtree(bs)
+    subtree, critical_s = drafter.subtree(bs), grow.seconds
     while not out.done:
         with Stopwatch(target.device) as t:
             emitted, _ = verifier.verify(*subtree)
-        if not result.draft_steps:
+        steps = result.draft_steps
+        if not steps:  # measure d on the first round: one draft step against the verification
             with Stopwatch(draft.device) as one_step:
                 drafter.step(w, w)
             result.draft_steps = max(1, int(t.seconds // max(one_step.seconds, 1e-9)))
-            steps_left = result.draft_steps - 1
-        else:
-            steps_left = result.draft_steps
-        for _ in range(steps_left):  # in parallel with the verification above
+            steps = result.draft_steps - 1
+        for _ in range(steps):  # in parallel with the verification above
             drafter.step(w, w)
+        with Stopwatch(draft.device) as reroot:
+            emitted, reused = drafter.advance(emitted, verifier.bonus_hint)
         result.accepted.append(out.add(emitted))
         result.target_s.append(t.seconds)
-        result.draft_s.append(critical.seconds)
+        result.draft_s.append(critical_s)
+        result.bonus_in_tree.append(reused)
         if out.done:
             break
-        with Stopwatch(draft.device) as critical:
-            result.bonus_in_tree.append(drafter.advance(emitted))
+        with Stopwatch(draft.device) as grow:
             drafter.grow_to(bs, w, w)
             subtree = drafter.subtree(bs)
+        critical_s = reroot.seconds + grow.seconds
     result.draft_topk_logprobs = drafter.mean_topk_logprobs()
     return result

@@ -3,18 +3,14 @@ bs-node subtree is final (all of its nodes expanded), then the target verifies t
 both sides keep what it accepted; the draft keeps the KV of the surviving subtree."""
 from __future__ import annotations
 
-from .base import DecodeResult, Output, SpecSettings, Stopwatch, cache_len, draft_tree_rows
-from .drafter import Drafter
-from .verifier import Verifier
+from .base import DecodeResult, SpecSettings, Stopwatch, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
-           settings: SpecSettings = SpecSettings()) -> DecodeResult:
+           settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     bs, w = settings.tree_bs, settings.tree_w
-    n = cache_len(prompt, max_new_tokens, settings)
-    verifier, drafter = Verifier(target, n), Drafter(draft, n + draft_tree_rows(settings), draft_tree_rows(settings))
-    out = Output(verifier.prefill(prompt), max_new_tokens, eos_ids)
-    drafter.prefill(prompt, out.tokens[-1])
+    verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
+                                   verify_width=bs, draft_width=w, replay=replay)
     result = DecodeResult(tokens=out.tokens)
     while not out.done:
         with Stopwatch(draft.device) as d:
@@ -25,9 +21,10 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
         tokens, parents = drafter.subtree(bs)
         with Stopwatch(target.device) as t:
             emitted, _ = verifier.verify(tokens, parents)
+        emitted, reused = drafter.advance(emitted, verifier.bonus_hint)
         result.accepted.append(out.add(emitted))
         result.target_s.append(t.seconds)
         result.draft_s.append(d.seconds)
-        result.bonus_in_tree.append(drafter.advance(emitted))
+        result.bonus_in_tree.append(reused)
     result.draft_topk_logprobs = drafter.mean_topk_logprobs()
     return result

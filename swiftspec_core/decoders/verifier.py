@@ -4,13 +4,22 @@ from __future__ import annotations
 import torch
 
 from ..models.transformer import Transformer
+from ..replay import Replay
+from ..runtime.graphs import make_forward
 from ..tree import tree_mask
 
 
 class Verifier:
-    def __init__(self, model: Transformer, max_len: int):
-        self.model = model
+    def __init__(self, model: Transformer, max_len: int, width: int, replay: Replay | None = None):
+        """width: the most tree nodes one verification takes (the CUDA graph's batch)."""
+        self.model, self.replay = model, replay
         self.cache = model.new_cache(max_len)
+        self.forward = make_forward(model, self.cache, width)
+
+    @property
+    def bonus_hint(self) -> bool | None:
+        """Under replay: whether the last round's bonus token should come from the draft's tree."""
+        return None if self.replay is None else self.replay.bonus_hint
 
     def prefill(self, prompt: list[int]) -> int:
         """Run the prompt; return the target's first token (the root of the first tree)."""
@@ -26,8 +35,9 @@ class Verifier:
         """One forward over a tree (node 0 the root, parents before children, parent -1 for the root).
 
         Greedy: follow the child whose token is the target's argmax at its parent, as far as the
-        tree goes, then add the target's own next token (the bonus). Keeps the KV of the root and
-        the accepted nodes. Returns (emitted tokens: accepted then bonus, accepted node indices).
+        tree goes, then add the target's own next token (the bonus); under replay, follow the
+        draft's best path as far as the drawn length. Keeps the KV of the root and the accepted
+        nodes. Returns (emitted tokens: accepted then bonus, accepted node indices).
         """
         n, size = self.cache.length, len(tokens)
         depth, visible = [0] * size, [[n]]
@@ -35,19 +45,17 @@ class Verifier:
             depth[i] = depth[parents[i]] + 1
             visible.append(visible[parents[i]] + [n + i])
         dev = self.model.device
-        logits = self.model(torch.tensor(tokens, device=dev), torch.tensor(depth, device=dev) + n,
-                            torch.arange(n, n + size, device=dev), tree_mask(n, n + size, visible, dev),
-                            self.cache)
+        logits = self.forward(torch.tensor(tokens, device=dev), torch.tensor(depth, device=dev) + n,
+                              torch.arange(n, n + size, device=dev), tree_mask(n, n + size, visible, dev))
         best = logits.argmax(-1).tolist()
-        children = [{} for _ in range(size)]
-        for i in range(1, size):
-            children[parents[i]][tokens[i]] = i
-        path, emitted = [0], []
-        while True:
-            emitted.append(best[path[-1]])
-            child = children[path[-1]].get(emitted[-1])
-            if child is None:
-                break
-            path.append(child)
+        if self.replay is not None:
+            path = self.replay.accept(parents)
+        else:
+            children = [{} for _ in range(size)]
+            for i in range(1, size):
+                children[parents[i]][tokens[i]] = i
+            path = [0]
+            while best[path[-1]] in children[path[-1]]:
+                path.append(children[path[-1]][best[path[-1]]])
         self.cache.keep([n + i for i in path], verified=len(path))
-        return emitted, path
+        return [tokens[i] for i in path[1:]] + [best[path[-1]]], path

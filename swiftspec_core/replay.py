@@ -1,0 +1,55 @@
+"""Replayed acceptance, for random-weight runs at scales whose real weights are not at hand.
+
+Random weights accept almost nothing, so a `--weights random` run replays what a real-weight run
+of the same system and tree settings measured (design.md): each verification still runs its
+full forward over the real tree, but how many tokens it emits is drawn from the recorded
+per-round distribution, taken along the draft's best path. Two more recorded quantities keep the
+tree's shape and reuse honest:
+- the draft's scores use the recorded mean top-w child log-probs (random weights would give a
+  flat, bushy tree), ranked as the random draft ranks its own children;
+- whether the bonus token was a node of the draft's tree (then the evolving tree keeps the
+  subtree under it), drawn from the recorded per-round flags.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ReplayProfile:
+    emitted: tuple[int, ...]  # tokens each recorded verification emitted (accepted + bonus)
+    bonus_in_tree: tuple[bool, ...] = ()  # per recorded round (tree decoders)
+    topk_logprobs: tuple[float, ...] = ()  # mean sorted child log-probs of a draft expansion
+
+
+class Replay:
+    """Draws per-round outcomes from a profile; seeded, so a replayed run repeats exactly."""
+
+    def __init__(self, profile: ReplayProfile, seed: int = 0):
+        if not profile.emitted:
+            raise ValueError("a replay profile needs at least one recorded round")
+        self.profile = profile
+        self.rng = random.Random(seed)
+        self.bonus_hint: bool | None = None
+
+    def accept(self, parents: list[int]) -> list[int]:
+        """The accepted node indices (root first) of a sent tree: the first children from the
+        root (the draft's best path: siblings are created best first), as many as drawn."""
+        n_emitted = self.rng.choice(self.profile.emitted)
+        flags = self.profile.bonus_in_tree
+        self.bonus_hint = self.rng.choice(flags) if flags else False
+        first_child: dict[int, int] = {}
+        for i in range(1, len(parents)):
+            first_child.setdefault(parents[i], i)
+        path = [0]
+        while len(path) < n_emitted and path[-1] in first_child:
+            path.append(first_child[path[-1]])
+        return path
+
+    def scores(self, k: int) -> list[float] | None:
+        """Child log-probs for a draft expansion keeping k children, best first."""
+        lp = list(self.profile.topk_logprobs)
+        if not lp:
+            return None
+        return (lp + [lp[-1]] * k)[:k]

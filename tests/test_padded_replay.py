@@ -1,0 +1,63 @@
+"""Fixed-width (CUDA-graph shaped) forwards change nothing; replayed acceptance follows its profile."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine_fixtures import engine, perturbed, prompt, target_state
+from swiftspec_core.decoders import DECODERS, SpecSettings
+from swiftspec_core.replay import Replay, ReplayProfile
+from swiftspec_core.runtime import graphs
+
+
+@pytest.fixture(scope="module")
+def pair():
+    base = target_state()
+    return engine(base), engine(perturbed(base, 0.3))
+
+
+def test_padded_forward_matches_exact(pair, monkeypatch):
+    target, draft = pair
+    p = prompt()
+    exact = {s: DECODERS[s](target, draft, p, max_new_tokens=30, eos_ids=set(),
+                            settings=SpecSettings(draft_steps=2)) for s in DECODERS}
+    monkeypatch.setattr(graphs, "make_forward", lambda m, c, w: graphs.PaddedForward(m, c, w, graph=False))
+    # The decoders' modules imported make_forward by name: patch where it is used.
+    import swiftspec_core.decoders.drafter as drafter_mod
+    import swiftspec_core.decoders.verifier as verifier_mod
+    monkeypatch.setattr(drafter_mod, "make_forward", graphs.make_forward)
+    monkeypatch.setattr(verifier_mod, "make_forward", graphs.make_forward)
+    for system, ref in exact.items():
+        got = DECODERS[system](target, draft, p, max_new_tokens=30, eos_ids=set(),
+                               settings=SpecSettings(draft_steps=2))
+        assert got.tokens == ref.tokens and got.accepted == ref.accepted, system
+
+
+def test_padded_forward_rejects_overflow(pair):
+    target, _ = pair
+    cache = target.new_cache(32)
+    fwd = graphs.PaddedForward(target, cache, 2, graph=False)
+    with pytest.raises(ValueError, match="width 2"):
+        fwd(torch.zeros(3, dtype=torch.long), torch.arange(3), torch.arange(3), torch.ones(3, 3, dtype=torch.bool))
+
+
+def test_replay_draws_from_profile_along_best_path(pair):
+    target, draft = pair
+    profile = ReplayProfile(emitted=(3, 5), bonus_in_tree=(True, False), topk_logprobs=(-0.05, -3.0, -4.0))
+    p = prompt()
+    for system in ("chain", "tree", "swiftspec"):
+        runs = [DECODERS[system](target, draft, p, max_new_tokens=60, eos_ids=set(),
+                                 settings=SpecSettings(draft_steps=3), replay=Replay(profile, seed=4))
+                for _ in range(2)]
+        assert runs[0].tokens == runs[1].tokens and runs[0].accepted == runs[1].accepted  # seeded
+        body = runs[0].accepted[:-1]  # the last round is cut by the token budget
+        assert set(body) <= {1, 2, 3, 4, 5}, system  # a draw is clipped where the tree is shallower
+        if system != "swiftspec":  # chain and serial tree always send a path deep enough for 5
+            assert set(body) == {3, 5}, system
+        if system != "chain":
+            assert any(runs[0].bonus_in_tree) and not all(runs[0].bonus_in_tree), system
+
+
+def test_replay_profile_needs_rounds():
+    with pytest.raises(ValueError):
+        Replay(ReplayProfile(emitted=()))
