@@ -27,6 +27,8 @@ def test_padded_forward_matches_exact(pair, monkeypatch):
     import swiftspec_core.decoders.verifier as verifier_mod
     monkeypatch.setattr(drafter_mod, "make_forward", graphs.make_forward)
     monkeypatch.setattr(verifier_mod, "make_forward", graphs.make_forward)
+    for m in (target, draft):
+        m.__dict__.pop("_sides", None)  # sides are kept per model: rebuild them padded
     for system, ref in exact.items():
         got = DECODERS[system](target, draft, p, max_new_tokens=30, eos_ids=set(),
                                settings=SpecSettings(draft_steps=2))
@@ -61,3 +63,16 @@ def test_replay_draws_from_profile_along_best_path(pair):
 def test_replay_profile_needs_rounds():
     with pytest.raises(ValueError):
         Replay(ReplayProfile(emitted=()))
+
+
+def test_sides_are_reused_across_requests(pair):
+    target, draft = pair
+    for m in (target, draft):
+        m.__dict__.pop("_sides", None)
+    a = DECODERS["tree"](target, draft, prompt(seed=5), max_new_tokens=20, eos_ids=set())
+    sides = dict(target.__dict__["_sides"])
+    b = DECODERS["tree"](target, draft, prompt(seed=5), max_new_tokens=20, eos_ids=set())
+    assert a.tokens == b.tokens and a.accepted == b.accepted
+    assert target.__dict__["_sides"] == sides  # the same objects: no new caches or graphs
+    for m in (target, draft):
+        m.__dict__.pop("_sides", None)  # leave exact sides for the other tests

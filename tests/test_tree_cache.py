@@ -59,7 +59,7 @@ def test_caches_equal_fresh_prefill_after_every_reroot():
     base = target_state()
     target, draft = engine(base), engine(perturbed(base, 0.3))
     p = prompt()
-    verifier, drafter = Verifier(target, 256, 8), Drafter(draft, 512, 128, 4)
+    verifier, drafter = Verifier(target, 8), Drafter(draft, 4, 128)
     verified = p + [verifier.prefill(p)]
     drafter.prefill(p, verified[-1])
     rng = random.Random(0)
@@ -99,7 +99,7 @@ def test_draft_equals_target_accepts_to_a_leaf():
     """With draft = target, the accepted path always ends at a leaf of the verified subtree."""
     m = engine(target_state(confidence=20.0))
     p = prompt(seed=4)
-    verifier, drafter = Verifier(m, 256, 8), Drafter(m, 512, 128, 8)
+    verifier, drafter = Verifier(m, 8), Drafter(m, 8, 128)
     drafter.prefill(p, verifier.prefill(p))
     for _ in range(8):
         drafter.grow_to(8, 8, 8)

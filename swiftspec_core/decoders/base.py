@@ -80,11 +80,6 @@ class Output:
         return self.max_new_tokens - len(self.tokens)
 
 
-def cache_len(prompt: list[int], max_new_tokens: int, settings: SpecSettings) -> int:
-    """Rows a cache needs: the prompt, every new token, and one verification tree beyond them."""
-    return len(prompt) + max_new_tokens + max(settings.tree_bs, settings.chain_k + 1) + 1
-
-
 def draft_tree_rows(settings: SpecSettings) -> int:
     """Cache rows the draft tree may use beyond the prefix: room for several rounds of growth."""
     return 4 * settings.tree_bs * settings.tree_w
@@ -92,16 +87,28 @@ def draft_tree_rows(settings: SpecSettings) -> int:
 
 def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[int], settings: SpecSettings,
           *, verify_width: int, draft_width: int = 0, replay=None):
-    """Prefill both sides. Returns (verifier, drafter or None, output holding the first token)."""
+    """Prefill both sides for a request. Returns (verifier, drafter or None, output holding the
+    first token). The sides (caches, CUDA graphs) are built once per model and width, then reused."""
     from .drafter import Drafter
     from .verifier import Verifier
 
-    n = cache_len(prompt, max_new_tokens, settings)
-    verifier = Verifier(target, n, verify_width, replay)
-    out = Output(verifier.prefill(prompt), max_new_tokens, eos_ids)
+    need = len(prompt) + max_new_tokens + max(settings.tree_bs, settings.chain_k + 1) + 1
+    if need > target.max_seq_len:
+        raise ValueError(f"{len(prompt)} prompt tokens + {max_new_tokens} new ones (+ one tree) need "
+                         f"{need} positions; the engine holds {target.max_seq_len}")
+    verifier = reuse(target, Verifier, verify_width)
+    out = Output(verifier.prefill(prompt, replay), max_new_tokens, eos_ids)
     drafter = None
     if draft is not None:
-        rows = draft_tree_rows(settings)
-        drafter = Drafter(draft, n + rows, rows, draft_width, replay)
-        drafter.prefill(prompt, out.tokens[-1])
+        drafter = reuse(draft, Drafter, draft_width, draft_tree_rows(settings))
+        drafter.prefill(prompt, out.tokens[-1], replay)
     return verifier, drafter, out
+
+
+def reuse(model, side, *args):
+    """One `side(model, *args)` per model and arguments, kept on the model."""
+    memo = model.__dict__.setdefault("_sides", {})
+    key = (side.__name__, *args)
+    if key not in memo:
+        memo[key] = side(model, *args)
+    return memo[key]

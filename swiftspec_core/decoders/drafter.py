@@ -15,11 +15,11 @@ from ..tree import TokenTree, tree_mask
 
 
 class Drafter:
-    def __init__(self, model: Transformer, max_len: int, max_tree_rows: int, width: int,
-                 replay: Replay | None = None):
-        """width: the most leaves one step expands (w); a pending token may ride along."""
-        self.model, self.replay = model, replay
-        self.cache = model.new_cache(max_len)
+    def __init__(self, model: Transformer, width: int, max_tree_rows: int):
+        """width: the most leaves one step expands (w; a pending token may ride along). Built
+        once per model and width; `prefill` starts a request."""
+        self.model, self.replay = model, None
+        self.cache = model.new_cache(model.max_seq_len + max_tree_rows)
         self.forward = make_forward(model, self.cache, width + 1)
         self.max_tree_rows = max_tree_rows
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
@@ -28,9 +28,10 @@ class Drafter:
         self.topk_logprob_sum: torch.Tensor | None = None  # sorted child log-probs, summed
         self.expansions = 0
 
-    def prefill(self, prompt: list[int], root: int) -> None:
-        """Cache the prompt; the tree starts at `root`, the target's first token."""
+    def prefill(self, prompt: list[int], root: int, replay: Replay | None = None) -> None:
+        """Start a request: cache the prompt; the tree starts at `root`, the target's first token."""
         n, dev = len(prompt), self.model.device
+        self.replay, self.topk_logprob_sum, self.expansions = replay, None, 0
         mask = torch.ones(n, n, dtype=torch.bool, device=dev).tril()
         self.model(torch.tensor(prompt, device=dev), torch.arange(n, device=dev), torch.arange(n, device=dev),
                    mask, self.cache)

@@ -10,10 +10,11 @@ from ..tree import tree_mask
 
 
 class Verifier:
-    def __init__(self, model: Transformer, max_len: int, width: int, replay: Replay | None = None):
-        """width: the most tree nodes one verification takes (the CUDA graph's batch)."""
-        self.model, self.replay = model, replay
-        self.cache = model.new_cache(max_len)
+    def __init__(self, model: Transformer, width: int):
+        """width: the most tree nodes one verification takes (the CUDA graph's batch). Built once
+        per model and width (the cache and the graph live on); `prefill` starts a request."""
+        self.model, self.replay = model, None
+        self.cache = model.new_cache(model.max_seq_len)
         self.forward = make_forward(model, self.cache, width)
 
     @property
@@ -21,9 +22,9 @@ class Verifier:
         """Under replay: whether the last round's bonus token should come from the draft's tree."""
         return None if self.replay is None else self.replay.bonus_hint
 
-    def prefill(self, prompt: list[int]) -> int:
-        """Run the prompt; return the target's first token (the root of the first tree)."""
-        n = len(prompt)
+    def prefill(self, prompt: list[int], replay: Replay | None = None) -> int:
+        """Start a request: run the prompt; return the target's first token (the first root)."""
+        n, self.replay = len(prompt), replay
         dev = self.model.device
         mask = torch.ones(n, n, dtype=torch.bool, device=dev).tril()
         logits = self.model(torch.tensor(prompt, device=dev), torch.arange(n, device=dev),

@@ -48,6 +48,7 @@ class Transformer(nn.Module):
         super().__init__()
         self.args, self.group = args, group or SingleGroup()
         self.vocab_start = vocab_start
+        self.max_seq_len = max_seq_len  # positions the rope tables cover; caches are this long
         self.full_vocab = full_vocab or args.vocab_size
         with torch.device(device):
             self.embed = nn.Parameter(torch.empty(args.vocab_size, args.dim, dtype=dtype))
