@@ -24,6 +24,10 @@ class DecodeResult:
     draft_s: list[float] = field(default_factory=list)  # draft time on the critical path before it
     bonus_in_tree: list[bool] = field(default_factory=list)  # tree decoders: bonus token was a draft node
     draft_steps: int = 0  # expansions per round (swiftspec's d; 0 where it does not apply)
+    # Across processes (swiftspec with a split): the draft's expansions that overlapped each
+    # verification, and how long the target waited on the link for each tree.
+    draft_parallel_s: list[float] = field(default_factory=list)
+    link_wait_s: list[float] = field(default_factory=list)
     # Tree decoders: mean over expansions of the sorted top-w draft log-probs of a node's children.
     draft_topk_logprobs: list[float] = field(default_factory=list)
 

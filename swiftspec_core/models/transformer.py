@@ -56,7 +56,10 @@ class Transformer(nn.Module):
             self.norm = nn.Parameter(torch.ones(args.dim, dtype=dtype))
             self.lm_head = None if args.tie_embeddings else nn.Parameter(
                 torch.empty(args.vocab_size, args.dim, dtype=dtype))
-        cos, sin = rope_tables(args, max_seq_len, device=device)
+        if str(device) == "meta":  # shapes only: build_engine makes the tables for real
+            cos = sin = torch.empty(max_seq_len, args.head_dim, device="meta")
+        else:
+            cos, sin = rope_tables(args, max_seq_len, device=device)
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 

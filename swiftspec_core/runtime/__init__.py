@@ -1,0 +1,1 @@
+"""Processes, placement of the target and draft groups, CUDA graphs, the disaggregated round."""

@@ -1,0 +1,166 @@
+"""Long-lived workers that decode requests one at a time: one process per GPU (or CPU rank).
+
+    pool = WorkerPool(plan, world_size=2, device="cuda", split=(1, 1))
+    result, latency_s = pool.decode(prompt_ids, max_new_tokens=256, eos_ids=set())
+    pool.close()
+
+Each worker builds its engines once (its shard of the target, the draft, or both), warms up with
+one request (capturing its CUDA graphs, and measuring swiftspec's d = floor(t_target / t_draft)
+when it is not given), then serves. Rank 0 takes requests from the parent and broadcasts them;
+it times each request and returns the result. A worker that raises or dies ends the pool with
+that worker's error (launch.py), which `decode` raises.
+"""
+from __future__ import annotations
+
+import queue
+import statistics
+import threading
+import time
+from dataclasses import dataclass, replace
+
+import torch
+import torch.distributed as dist
+
+from ..decoders import DECODERS
+from ..decoders.base import SpecSettings
+from ..replay import Replay, ReplayProfile
+from .disagg import draft_request, target_request
+from .launch import run_workers
+
+WARMUP_PROMPT = list(range(1, 33))
+WARMUP_TOKENS = 24
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    system: str  # ar | chain | tree | swiftspec (swiftspec needs a split)
+    target: str  # model specs, as load_engine takes them
+    draft: str | None
+    weights: str
+    dtype: str  # torch dtype name, e.g. "bfloat16"
+    seed: int
+    max_seq_len: int
+    settings: SpecSettings
+
+
+@dataclass(frozen=True)
+class Request:
+    prompt: list[int]
+    max_new_tokens: int
+    eos_ids: frozenset
+    replay: ReplayProfile | None = None
+    replay_seed: int = 0
+
+
+def _engines(plan: WorkerPlan, ctx):
+    from ..models.weights import load_engine
+
+    dtype = getattr(torch, plan.dtype)
+    load = lambda spec: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device, seed=plan.seed,  # noqa: E731
+                                    group=ctx.group, max_seq_len=plan.max_seq_len)
+    split = bool(ctx.placement.draft_ranks)
+    target = load(plan.target) if ctx.role == "target" else None
+    needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
+    return target, load(plan.draft) if needs_draft else None
+
+
+def _serve_one(ctx, plan: WorkerPlan, target, draft, req: Request, settings: SpecSettings):
+    replay = Replay(req.replay, req.replay_seed) if req.replay else None
+    kwargs = dict(max_new_tokens=req.max_new_tokens, eos_ids=set(req.eos_ids))
+    if ctx.role == "draft":
+        draft_request(ctx, draft, req.prompt, settings=settings, draft_steps=settings.draft_steps, replay=replay)
+        return None
+    if ctx.device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    if ctx.placement.draft_ranks:
+        result = target_request(ctx, target, req.prompt, settings=settings, replay=replay, **kwargs)
+    else:
+        result = DECODERS[plan.system](target, draft, req.prompt, settings=settings, replay=replay, **kwargs)
+    if ctx.device.type == "cuda":
+        torch.cuda.synchronize()
+    return result, time.perf_counter() - t0
+
+
+def _broadcast(ctx, obj):
+    box = [obj]
+    dist.broadcast_object_list(box, src=0, group=ctx.world.pg)
+    return box[0]
+
+
+def _serve(rank: int, world_size: int, ctx):
+    plan, requests, responses = ctx.args
+    target, draft = _engines(plan, ctx)
+    settings = plan.settings
+    split = bool(ctx.placement.draft_ranks)
+    # Warm-up: captures the graphs; with a split and no d given, one draft step per round
+    # measures the draft step against the verification.
+    warm = Request(WARMUP_PROMPT, WARMUP_TOKENS, frozenset())
+    probe = replace(settings, draft_steps=settings.draft_steps or 1)
+    out = _serve_one(ctx, plan, target, draft, warm, probe)
+    d = settings.draft_steps
+    if split and d is None and rank == 0:
+        res = out[0]
+        d = max(1, int(statistics.median(res.target_s) // max(statistics.median(res.draft_parallel_s), 1e-6)))
+    settings = replace(settings, draft_steps=_broadcast(ctx, d))
+    if rank == 0:
+        responses.put(("ready", settings.draft_steps))
+    while True:
+        req = _broadcast(ctx, requests.get() if rank == 0 else None)
+        if req is None:
+            return None
+        out = _serve_one(ctx, plan, target, draft, req, settings)
+        if rank == 0:
+            result, latency = out
+            if split:
+                result.draft_steps = settings.draft_steps
+            responses.put(("done", (result, latency)))
+
+
+class WorkerPool:
+    def __init__(self, plan: WorkerPlan, *, world_size: int, device: str, split: tuple[int, int] | None = None,
+                 start_timeout: float = 1800.0):
+        import multiprocessing as mp
+
+        if plan.system == "swiftspec" and split is None:
+            raise ValueError("swiftspec across processes needs a split (target+draft groups)")
+        ctx = mp.get_context("spawn")
+        self.requests, self.responses = ctx.Queue(), ctx.Queue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(plan, world_size, device, split), daemon=True)
+        self.thread.start()
+        _, self.draft_steps = self._wait("ready", start_timeout)
+
+    def _run(self, plan, world_size, device, split):
+        try:
+            run_workers(_serve, world_size, (plan, self.requests, self.responses), device=device, split=split)
+        except BaseException as e:  # re-raised in the caller's thread by _wait
+            self.error = e
+
+    def _wait(self, kind: str, timeout: float):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                got, payload = self.responses.get(timeout=0.1)
+                assert got == kind, (got, kind)
+                return got, payload
+            except queue.Empty:
+                if self.error is not None:
+                    raise self.error
+                if not self.thread.is_alive():
+                    raise RuntimeError("the workers ended without an answer")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no answer from the workers within {timeout} s")
+
+    def decode(self, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
+               replay: ReplayProfile | None = None, replay_seed: int = 0, timeout: float = 1800.0):
+        """(DecodeResult, latency in seconds measured on rank 0)."""
+        self.requests.put(Request(list(prompt), max_new_tokens, frozenset(eos_ids), replay, replay_seed))
+        return self._wait("done", timeout)[1]
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            self.requests.put(None)
+            self.thread.join(120)
+        if self.error is not None:
+            raise self.error

@@ -1,0 +1,74 @@
+"""SwiftSpec across processes (gloo on CPU): the same tokens and accepted lengths as lockstep."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from swiftspec_core.decoders import DECODERS, SpecSettings
+from swiftspec_core.errors import UserError
+from swiftspec_core.models.weights import load_engine
+from swiftspec_core.replay import Replay, ReplayProfile
+from swiftspec_core.runtime.launch import WorkerError
+from swiftspec_core.runtime.service import WorkerPlan, WorkerPool
+
+SETTINGS = SpecSettings(tree_bs=6, tree_w=4, draft_steps=2)
+PROFILE = ReplayProfile(emitted=(2, 4, 6), bonus_in_tree=(True, False, True), topk_logprobs=(-0.1, -2.5, -3.0, -4.0))
+
+
+def plan(system: str, settings=SETTINGS, draft: str = "tiny-llama") -> WorkerPlan:
+    return WorkerPlan(system=system, target="tiny-llama", draft=draft, weights="random", dtype="float64", seed=0,
+                      max_seq_len=512, settings=settings)
+
+
+def lockstep(system: str, prompt, replay=None, draft_seed=0):
+    load = lambda seed: load_engine("tiny-llama", weights="random", dtype=torch.float64, seed=seed,  # noqa: E731
+                                    max_seq_len=512)
+    target = load(0)
+    return DECODERS[system](target, load(draft_seed), prompt, max_new_tokens=40, eos_ids=set(), settings=SETTINGS,
+                            replay=replay)
+
+
+PROMPTS = [[5, 9, 33, 70, 12, 4, 99], [200, 3, 3, 17]]
+
+
+@pytest.mark.parametrize("world,split", [(2, (1, 1)), (4, (2, 2))])
+def test_split_equals_lockstep(world, split):
+    pool = WorkerPool(plan("swiftspec"), world_size=world, device="cpu", split=split)
+    try:
+        assert pool.draft_steps == SETTINGS.draft_steps
+        for prompt in PROMPTS:
+            ref = lockstep("swiftspec", prompt)
+            got, latency = pool.decode(prompt, max_new_tokens=40, eos_ids=set())
+            assert got.tokens == ref.tokens and got.accepted == ref.accepted
+            assert latency > 0 and len(got.link_wait_s) == len(got.accepted) == len(got.draft_parallel_s)
+        ref = lockstep("swiftspec", PROMPTS[0], replay=Replay(PROFILE, seed=3))
+        got, _ = pool.decode(PROMPTS[0], max_new_tokens=40, eos_ids=set(), replay=PROFILE, replay_seed=3)
+        assert got.accepted == ref.accepted and got.tokens == ref.tokens
+    finally:
+        pool.close()
+
+
+def test_serial_tp2_equals_single_process():
+    pool = WorkerPool(plan("tree"), world_size=2, device="cpu")
+    try:
+        ref = lockstep("tree", PROMPTS[1])
+        got, _ = pool.decode(PROMPTS[1], max_new_tokens=40, eos_ids=set())
+        assert got.tokens == ref.tokens and got.accepted == ref.accepted
+    finally:
+        pool.close()
+
+
+def test_measured_draft_steps_and_worker_failure():
+    pool = WorkerPool(plan("swiftspec", SpecSettings(tree_bs=6, tree_w=4)), world_size=2, device="cpu", split=(1, 1))
+    try:
+        assert pool.draft_steps >= 1
+        with pytest.raises(WorkerError, match="rank"):
+            pool.decode([1] * 600, max_new_tokens=40, eos_ids=set(), timeout=60)  # longer than the engine
+    finally:
+        with pytest.raises(WorkerError):
+            pool.close()
+
+
+def test_split_needs_gpus():
+    with pytest.raises(UserError, match="needs 2 GPUs"):
+        WorkerPool(plan("swiftspec"), world_size=2, device="cuda", split=(1, 1))

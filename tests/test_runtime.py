@@ -1,0 +1,218 @@
+"""The launcher and the link on CPU (gloo): round trips, failures that end the run, placement."""
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from swiftspec_core.errors import UserError
+from swiftspec_core.runtime.launch import Placement, WorkerError, parse_split, run_workers
+
+
+def _our_workers() -> list[int]:
+    """Pids of live children spawned by run_workers (not the multiprocessing resource tracker),
+    read from /proc so the test needs no extra package."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read()
+        except (OSError, ValueError):
+            continue
+        if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"spawn_main" in cmd:
+            pids.append(int(entry))
+    return pids
+
+
+def assert_no_workers_left():
+    assert multiprocessing.active_children() == []
+    assert _our_workers() == []
+
+
+def _link_worker(rank, world_size, ctx):
+    """Split 2+1: the draft (rank 2) sends a tree to both targets, target 0 answers for both."""
+    msg = torch.zeros(8, dtype=torch.int32)
+    seen = []
+    for rnd in range(3):
+        if ctx.role == "draft":
+            msg.copy_(torch.arange(8, dtype=torch.int32) + 100 * rnd)
+            ctx.link.send(msg)
+            msg.fill_(-1)  # send() must have taken its own copy
+            ctx.link.recv(msg)
+            if msg.tolist() != [2 * (i + 100 * rnd) for i in range(8)]:
+                raise AssertionError(f"draft got {msg.tolist()} in round {rnd}")
+        else:
+            ctx.link.recv(msg)
+            seen.append(msg.tolist())
+            # Both target ranks hold the tree; their TP group agrees on the reply.
+            total = ctx.group.all_reduce(msg.clone().float())
+            gathered = ctx.group.all_gather(msg[None, :2].clone())
+            ctx.link.send((total.to(torch.int32)).contiguous())
+            seen.append(gathered.tolist())
+    return {"role": ctx.role, "group_size": ctx.group.size, "seen": seen, "draft_ranks": ctx.placement.draft_ranks}
+
+
+def test_link_round_trip_and_groups():
+    out = run_workers(_link_worker, 3, split=(2, 1), timeout=60)
+    assert out["role"] == "target" and out["group_size"] == 2 and out["draft_ranks"] == (2,)
+    for rnd in range(3):
+        tree = [i + 100 * rnd for i in range(8)]
+        assert out["seen"][2 * rnd] == tree
+        assert out["seen"][2 * rnd + 1] == [tree[:2] + tree[:2]]
+    assert_no_workers_left()
+
+
+def _raising_worker(rank, world_size, ctx):
+    if rank == 1:
+        time.sleep(0.5)
+        raise ValueError(f"boom from rank 1 at {time.time()!r}")
+    ctx.world.barrier()  # rank 0 waits on a peer that never comes
+    return "unreachable"
+
+
+def test_worker_exception_ends_run():
+    with pytest.raises(WorkerError) as info:
+        run_workers(_raising_worker, 2, timeout=120)
+    ended = time.time()
+    err = info.value
+    assert err.rank == 1 and "rank 1" in str(err)
+    assert "ValueError: boom from rank 1" in err.traceback and "_raising_worker" in err.traceback
+    raised_at = float(err.traceback.rsplit(" at ", 1)[1].split()[0])
+    assert ended - raised_at < 10
+    assert_no_workers_left()
+
+
+def _killed_worker(rank, world_size, ctx):
+    ctx.world.barrier()
+    if rank == 1:
+        with open(ctx.args, "w") as f:
+            f.write(repr(time.time()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    t = torch.ones(4)
+    while True:  # rank 0 keeps talking to the dead rank
+        ctx.world.all_reduce(t)
+
+
+def test_killed_worker_ends_run(tmp_path):
+    stamp = tmp_path / "killed_at"
+    with pytest.raises(WorkerError) as info:
+        run_workers(_killed_worker, 2, str(stamp), timeout=120)
+    ended = time.time()
+    err = info.value
+    assert err.rank == 1 and err.exitcode == -signal.SIGKILL and err.traceback is None
+    assert "rank 1" in str(err) and "SIGKILL" in str(err)
+    assert ended - float(stamp.read_text()) < 10
+    assert_no_workers_left()
+
+
+needs_2_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2 or importlib.util.find_spec("cupy") is None,
+                                  reason="needs 2 CUDA GPUs and cupy")
+
+
+def _nccl_group_worker(rank, world_size, ctx):
+    """One TP group of 2 over CuPy NCCL: eager fp32 / bf16, then an all-reduce in a CUDA graph."""
+    dev, out = ctx.device, {}
+    for dtype in (torch.float32, torch.bfloat16):
+        x = ctx.group.all_reduce(torch.full((4, 3), rank + 1.0, dtype=dtype, device=dev))
+        g = ctx.group.all_gather(torch.full((2, 3), float(rank), dtype=dtype, device=dev))
+        out[str(dtype)] = (x.float().cpu(), g.float().cpu())
+    static = torch.zeros(4096, dtype=torch.bfloat16, device=dev)
+    ctx.group.all_reduce(static)  # eager first: nothing lazy left for the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        ctx.group.all_reduce(static)
+    replays = []
+    for k in range(3):
+        static.fill_(rank + 1.0 + k)
+        graph.replay()
+        replays.append(static.float().cpu().unique().tolist())
+    out["graph"] = replays
+    return out
+
+
+@needs_2_gpus
+def test_nccl_group_eager_and_in_graph():
+    out = run_workers(_nccl_group_worker, 2, device="cuda", timeout=300)
+    for dtype in (torch.float32, torch.bfloat16):
+        x, g = out[str(dtype)]
+        assert torch.equal(x, torch.full((4, 3), 3.0))
+        assert torch.equal(g, torch.tensor([[0.0] * 3 + [1.0] * 3] * 2))
+    assert out["graph"] == [[3.0], [5.0], [7.0]]
+    assert os.environ["NCCL_NVLS_ENABLE"] == "0"
+    assert_no_workers_left()
+
+
+def _nccl_link_worker(rank, world_size, ctx):
+    buf = torch.zeros(16, dtype=torch.int32, device=ctx.device)
+    for rnd in range(3):
+        if ctx.role == "draft":
+            buf.copy_(torch.arange(16, device=ctx.device, dtype=torch.int32) + rnd)
+            ctx.link.send(buf)
+            ctx.link.recv(buf)
+            got = buf.tolist()  # .tolist() synchronizes the stream the recv is on
+            if got != [2 * (i + rnd) for i in range(16)]:
+                raise AssertionError(f"draft got {got}")
+        else:
+            ctx.link.recv(buf)
+            buf.mul_(2)  # stream-ordered after the recv
+            ctx.link.send(buf)
+    return ctx.role
+
+
+@needs_2_gpus
+def test_nccl_link_round_trip():
+    assert run_workers(_nccl_link_worker, 2, device="cuda", split=(1, 1), timeout=300) == "target"
+    assert_no_workers_left()
+
+
+@pytest.mark.parametrize("text,expected", [("1+1", (1, 1)), ("4+4", (4, 4)), (" 3 + 1 ", (3, 1))])
+def test_parse_split(text, expected):
+    assert parse_split(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0+1", "1+0", "2", "a+b", "1+1+1", "", "-1+2", "1.5+1"])
+def test_parse_split_rejects(text):
+    with pytest.raises(UserError, match="--split"):
+        parse_split(text)
+
+
+def _never_runs(rank, world_size, ctx):
+    raise AssertionError("no worker should start")
+
+
+@pytest.mark.skipif(torch.cuda.device_count() >= 8, reason="this machine has the GPUs")
+def test_split_needs_enough_gpus():
+    visible = torch.cuda.device_count()
+    with pytest.raises(UserError, match=rf"--split 4\+4 needs 8 GPUs, {visible} visible"):
+        run_workers(_never_runs, 8, device="cuda", split=(4, 4))
+    assert_no_workers_left()
+
+
+def test_world_must_match_split():
+    with pytest.raises(UserError, match="1\\+1"):
+        run_workers(_never_runs, 3, split=(1, 1))
+
+
+@pytest.mark.parametrize("split", [(1, 1), (2, 2), (4, 2), (1, 3), (3, 2)])
+def test_link_peers_pair_every_rank(split):
+    p = Placement.of(sum(split), split)
+    assert p.target_ranks == tuple(range(split[0]))
+    assert p.draft_ranks == tuple(range(split[0], sum(split)))
+    senders = {}
+    for r in range(p.world_size):
+        send_to, recv_from = p.link_peers(r)
+        assert p.role(recv_from) != p.role(r)
+        assert all(p.role(d) != p.role(r) for d in send_to)
+        for d in send_to:
+            assert d not in senders
+            senders[d] = r
+    # Every rank gets each message from exactly the rank it listens to.
+    assert senders == {r: p.link_peers(r)[1] for r in range(p.world_size)}
