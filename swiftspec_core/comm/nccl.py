@@ -77,12 +77,15 @@ def create_comms(member_lists: list[list[int]], world_rank: int, world: dist.Pro
     ids = torch.zeros(len(member_lists), UNIQUE_ID_BYTES, dtype=torch.int64)
     for i, ranks in enumerate(member_lists):
         if ranks and ranks[0] == world_rank:
-            ids[i] = torch.tensor(nccl.get_unique_id(), dtype=torch.int64)
+            ids[i] = torch.tensor(list(nccl.get_unique_id()), dtype=torch.int64)
     dist.all_reduce(ids, group=world)
+    # CuPy 14 hands the id out as bytes (older CuPy as a tuple of ints) and takes it back the same way.
+    as_bytes = isinstance(nccl.get_unique_id(), (bytes, bytearray))
     comms = []
     for ranks, uid in zip(member_lists, ids):
         if world_rank in ranks:
-            comms.append(nccl.NcclCommunicator(len(ranks), tuple(uid.tolist()), ranks.index(world_rank)))
+            key = bytes(uid.tolist()) if as_bytes else tuple(uid.tolist())
+            comms.append(nccl.NcclCommunicator(len(ranks), key, ranks.index(world_rank)))
         else:
             comms.append(None)
     return comms

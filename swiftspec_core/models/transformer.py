@@ -21,10 +21,23 @@ from .rope import apply_rope, rope_tables
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    # In float32 and back, as transformers does, so fp32 and bf16 both match it.
-    x32 = x.float()
-    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * x32.to(x.dtype)
+    # One fused op (it accumulates in fp32); transformers rounds to the input dtype before the
+    # weight multiply, so bf16 may differ from it by one rounding, fp32 not at all.
+    return F.rms_norm(x, (x.shape[-1],), weight, eps)
+
+
+def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, n_kv: int) -> torch.Tensor:
+    """GQA as plain batched attention: the G query heads of a kv head share its keys, so stack
+    them as G*T query rows of one batch entry per kv head (no key/value copies).
+
+    q: [T, H, hd]; k, v: [L, KV, hd]; mask: [T, L] bool. Returns [T, H * hd].
+    """
+    T, H, hd = q.shape
+    G = H // n_kv
+    qg = q.view(T, n_kv, G, hd).permute(1, 2, 0, 3).reshape(n_kv, G * T, hd)  # [KV, G*T, hd]
+    o = F.scaled_dot_product_attention(qg, k.transpose(0, 1), v.transpose(0, 1),
+                                       attn_mask=mask.repeat(G, 1))  # [KV, G*T, hd]
+    return o.view(n_kv, G, T, hd).permute(2, 0, 1, 3).reshape(T, H * hd)
 
 
 class Layer(nn.Module):
@@ -93,16 +106,12 @@ class Transformer(nn.Module):
         for i, layer in enumerate(self.layers):
             h = rms_norm(x, layer.attn_norm, a.norm_eps)
             qkv = F.linear(h, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
-            q, k, v = qkv.split([a.n_heads * a.head_dim, a.n_kv_heads * a.head_dim,
-                                 a.n_kv_heads * a.head_dim], dim=-1)
-            q = apply_rope(q.view(T, a.n_heads, a.head_dim), cos, sin)
-            k = apply_rope(k.view(T, a.n_kv_heads, a.head_dim), cos, sin)
+            qk, v = qkv.split([(a.n_heads + a.n_kv_heads) * a.head_dim, a.n_kv_heads * a.head_dim], dim=-1)
+            qk = apply_rope(qk.view(T, a.n_heads + a.n_kv_heads, a.head_dim), cos, sin)  # q and k at once
+            q, k = qk.split([a.n_heads, a.n_kv_heads], dim=1)
             cache.write(i, rows, k, v.view(T, a.n_kv_heads, a.head_dim))
             keys, values = cache.view(i, L)  # [L, KV, hd]
-            o = F.scaled_dot_product_attention(
-                q.transpose(0, 1)[None], keys.transpose(0, 1)[None], values.transpose(0, 1)[None],
-                attn_mask=mask[None, None], enable_gqa=True)  # [1, H, T, hd]
-            o = o[0].transpose(0, 1).reshape(T, a.n_heads * a.head_dim)
+            o = grouped_attention(q, keys, values, mask, a.n_kv_heads)  # [T, H * hd]
             x = x + self.group.all_reduce(F.linear(o, layer.wo))
             h = rms_norm(x, layer.mlp_norm, a.norm_eps)
             gate, up = F.linear(h, layer.w_gate_up).chunk(2, dim=-1)

