@@ -69,6 +69,7 @@ def main() -> None:
     ap.add_argument("--widths", default="1,8,9")
     ap.add_argument("--context", type=int, default=512, help="verified tokens in the cache")
     ap.add_argument("--out", default=".")
+    ap.add_argument("--eager", action="store_true", help="no torch.compile of the layer blocks")
     a = ap.parse_args()
     bw = copy_bandwidth()
     # The device machine gets a copy of the tree without .git: the caller passes the commit.
@@ -78,21 +79,23 @@ def main() -> None:
     for name in a.models.split(","):
         args = ModelArgs.from_hf_config(PRESETS[name].hf_config())
         state = random_state(args, torch.bfloat16, "cuda", seed=0)
-        model = build_engine(args, state, dtype=torch.bfloat16, device="cuda", max_seq_len=a.context + 128)
+        model = build_engine(args, state, dtype=torch.bfloat16, device="cuda", max_seq_len=a.context + 128,
+                             compile=not a.eager)
         del state
         floor = args.weight_bytes(2) / bw
         for width in map(int, a.widths.split(",")):
             t = time_forward(model, width, a.context)
             rows.append(dict(model=name, width=width, context=a.context, forward_ms=t * 1e3, floor_ms=floor * 1e3,
-                             x_floor=t / floor, bandwidth_tb_s=bw / 1e12, kernels="torch", weights="random",
+                             x_floor=t / floor, bandwidth_tb_s=bw / 1e12,
+                             kernels="torch-compile" if model.compiled else "torch", weights="random",
                              dtype="bfloat16", device=torch.cuda.get_device_name(), commit=commit))
         del model
         torch.cuda.empty_cache()
     df = pd.DataFrame(rows)
     Path(a.out).mkdir(parents=True, exist_ok=True)
     df.to_csv(Path(a.out) / "forward.csv", index=False)
-    print(df[["model", "width", "forward_ms", "floor_ms", "x_floor"]].to_string(index=False, float_format="%.3f"))
-    print(f"copy bandwidth {bw / 1e12:.2f} TB/s; commit {commit}; weights random; kernels torch (CUDA graphs)")
+    print(df[["model", "width", "kernels", "forward_ms", "floor_ms", "x_floor"]].to_string(index=False, float_format="%.3f"))
+    print(f"copy bandwidth {bw / 1e12:.2f} TB/s; commit {commit}; weights random; CUDA graph replays")
 
 
 if __name__ == "__main__":

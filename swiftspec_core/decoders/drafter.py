@@ -34,7 +34,7 @@ class Drafter:
         self.replay, self.topk_logprob_sum, self.expansions = replay, None, 0
         mask = torch.ones(n, n, dtype=torch.bool, device=dev).tril()
         self.model(torch.tensor(prompt, device=dev), torch.arange(n, device=dev), torch.arange(n, device=dev),
-                   mask, self.cache)
+                   mask, self.cache, eager=True)
         self.cache.length = n
         self.tree, self.pending = TokenTree(root), []
 

@@ -28,7 +28,7 @@ class Verifier:
         dev = self.model.device
         mask = torch.ones(n, n, dtype=torch.bool, device=dev).tril()
         logits = self.model(torch.tensor(prompt, device=dev), torch.arange(n, device=dev),
-                            torch.arange(n, device=dev), mask, self.cache)
+                            torch.arange(n, device=dev), mask, self.cache, eager=True)
         self.cache.length = n
         return int(logits[-1].argmax())
 

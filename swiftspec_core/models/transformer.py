@@ -62,6 +62,7 @@ class Transformer(nn.Module):
         self.args, self.group = args, group or SingleGroup()
         self.vocab_start = vocab_start
         self.max_seq_len = max_seq_len  # positions the rope tables cover; caches are this long
+        self.compiled = False  # compile_blocks() fuses the layers' elementwise work (GPU)
         self.full_vocab = full_vocab or args.vocab_size
         with torch.device(device):
             self.embed = nn.Parameter(torch.empty(args.vocab_size, args.dim, dtype=dtype))
@@ -95,28 +96,56 @@ class Transformer(nn.Module):
         x = F.embedding(local.clamp(0, self.args.vocab_size - 1), self.embed) * mine[:, None].to(self.dtype)
         return self.group.all_reduce(x)
 
+    def compile_blocks(self) -> None:
+        """Fuse each layer's elementwise work with torch.compile (inductor). The blocks take the
+        layer's weights as arguments, so one compiled graph per block serves every layer."""
+        for name in ("qkv_block", "attention_block", "mlp_block"):
+            setattr(self, name, torch.compile(getattr(type(self), name), dynamic=False))
+        self.compiled = True
+
+    # The three blocks of a layer. Between them, eagerly: the cache write and the all-reduces.
+    @staticmethod
+    def qkv_block(h, m, norm, wqkv, bqkv, cos, sin, eps: float, n_heads: int, n_kv: int, hd: int):
+        """x = h + m (the previous block's residual and output); q, k with RoPE; v."""
+        x = h + m
+        qkv = F.linear(rms_norm(x, norm, eps), wqkv, bqkv)  # [T, (H + 2 KV) * hd]
+        qk, v = qkv.split([(n_heads + n_kv) * hd, n_kv * hd], dim=-1)
+        qk = apply_rope(qk.view(-1, n_heads + n_kv, hd), cos, sin)  # q and k at once
+        q, k = qk.split([n_heads, n_kv], dim=1)
+        return x, q, k, v.view(-1, n_kv, hd)
+
+    @staticmethod
+    def attention_block(q, keys, values, mask, wo, n_kv: int):
+        return F.linear(grouped_attention(q, keys, values, mask, n_kv), wo)
+
+    @staticmethod
+    def mlp_block(x, a, norm, w_gate_up, w_down, eps: float):
+        """h = x + a (attention output); returns h and the MLP's output."""
+        h = x + a
+        gate, up = F.linear(rms_norm(h, norm, eps), w_gate_up).chunk(2, dim=-1)
+        return h, F.linear(F.silu(gate) * up, w_down)
+
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, rows: torch.Tensor,
-                mask: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """tokens, positions, rows: [T] int64; mask: [T, L] bool over cache rows. -> [T, vocab] fp32."""
+                mask: torch.Tensor, cache: KVCache, eager: bool = False) -> torch.Tensor:
+        """tokens, positions, rows: [T] int64; mask: [T, L] bool over cache rows. -> [T, vocab] fp32.
+
+        eager: skip the compiled blocks (prefills: every prompt length would compile anew)."""
         a = self.args
-        T, L = tokens.shape[0], mask.shape[1]
+        blocks = type(self) if eager else self
+        L = mask.shape[1]
         cos, sin = self.cos[positions], self.sin[positions]
-        x = self.embed_tokens(tokens)  # [T, dim]
+        h = self.embed_tokens(tokens)  # [T, dim]: the residual stream
+        m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
         for i, layer in enumerate(self.layers):
-            h = rms_norm(x, layer.attn_norm, a.norm_eps)
-            qkv = F.linear(h, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
-            qk, v = qkv.split([(a.n_heads + a.n_kv_heads) * a.head_dim, a.n_kv_heads * a.head_dim], dim=-1)
-            qk = apply_rope(qk.view(T, a.n_heads + a.n_kv_heads, a.head_dim), cos, sin)  # q and k at once
-            q, k = qk.split([a.n_heads, a.n_kv_heads], dim=1)
-            cache.write(i, rows, k, v.view(T, a.n_kv_heads, a.head_dim))
+            x, q, k, v = blocks.qkv_block(h, m, layer.attn_norm, layer.wqkv, layer.bqkv, cos, sin, a.norm_eps,
+                                        a.n_heads, a.n_kv_heads, a.head_dim)
+            cache.write(i, rows, k, v)
             keys, values = cache.view(i, L)  # [L, KV, hd]
-            o = grouped_attention(q, keys, values, mask, a.n_kv_heads)  # [T, H * hd]
-            x = x + self.group.all_reduce(F.linear(o, layer.wo))
-            h = rms_norm(x, layer.mlp_norm, a.norm_eps)
-            gate, up = F.linear(h, layer.w_gate_up).chunk(2, dim=-1)
-            x = x + self.group.all_reduce(F.linear(F.silu(gate) * up, layer.w_down))
-        x = rms_norm(x, self.norm, a.norm_eps)
+            attn = self.group.all_reduce(blocks.attention_block(q, keys, values, mask, layer.wo, a.n_kv_heads))
+            h, m = blocks.mlp_block(x, attn, layer.mlp_norm, layer.w_gate_up, layer.w_down, a.norm_eps)
+            m = self.group.all_reduce(m)
+        x = rms_norm(h + m, self.norm, a.norm_eps)
         head = self.embed if self.lm_head is None else self.lm_head
         logits = self.group.all_gather(F.linear(x, head))
         return logits[:, : self.full_vocab].float()

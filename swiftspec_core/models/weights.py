@@ -47,8 +47,11 @@ def random_state(args: ModelArgs, dtype: torch.dtype, device="cpu", seed: int = 
 
 
 def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torch.dtype, device="cpu",
-                 group: Group | None = None, max_seq_len: int = 4096) -> Transformer:
-    """A Transformer holding this rank's shard of `state` (the whole of it on one process)."""
+                 group: Group | None = None, max_seq_len: int = 4096, compile: bool | None = None) -> Transformer:
+    """A Transformer holding this rank's shard of `state` (the whole of it on one process).
+
+    compile: fuse the layers' elementwise work with torch.compile; by default on GPU only (on the
+    CPU the eager ops are the reference the tests hold everything against)."""
     group = group or SingleGroup()
     vocab_start, full_vocab = 0, args.vocab_size
     if group.size > 1:
@@ -63,6 +66,8 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
     from .rope import rope_tables
 
     model.cos, model.sin = rope_tables(args, max_seq_len, device=device)
+    if compile if compile is not None else torch.device(device).type == "cuda":
+        model.compile_blocks()
     return model
 
 

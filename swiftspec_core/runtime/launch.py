@@ -172,10 +172,9 @@ def _teardown(ctx: WorkerContext) -> None:
         ctx.link.close()
     if ctx.device.type == "cuda":
         torch.cuda.synchronize()
-    ctx.world.barrier()  # no rank destroys a communicator a peer may still be using
-    for comm in ctx._comms:
-        comm.destroy()
-    dist.destroy_process_group()
+    ctx.world.barrier()  # no rank leaves while a peer may still be using a communicator
+    # Then leave without destroying the NCCL communicators or the process group one by one: on
+    # the 2xH200 machine that teardown hung past 60 s after every run; the exit frees them all.
 
 
 def _worker(rank: int, fn: Callable, args: Any, placement: Placement, device: str, results,
@@ -186,12 +185,15 @@ def _worker(rank: int, fn: Callable, args: Any, placement: Placement, device: st
         out = fn(rank, placement.world_size, ctx)
         # Pickled here so an unpicklable result is this rank's error, with its traceback.
         results.put(("ok", rank, pickle.dumps(out) if rank == 0 else None))
+        _teardown(ctx)
+        results.close()
+        results.join_thread()
+        os._exit(0)
     except BaseException:
         results.put(("error", rank, traceback.format_exc()))
         results.close()
         results.join_thread()  # the report must reach the pipe before the process goes
         os._exit(1)  # skip interpreter teardown: it can hang on communicators peers abandoned
-    _teardown(ctx)
 
 
 def _describe_exit(code: int) -> str:
