@@ -21,7 +21,6 @@ from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.presets import PRESETS
 from swiftspec_core.models.weights import build_engine, random_state
 from swiftspec_core.runtime.graphs import PaddedForward
-from swiftspec_core.tree import tree_mask
 
 
 def copy_bandwidth(gib: float = 4.0) -> float:
@@ -48,10 +47,9 @@ def time_forward(model, width: int, context: int, reps: int = 50) -> float:
     n = context
     cache.length = n
     visible = [[n + j for j in range(i + 1)] for i in range(width)]  # a chain: the densest mask
-    args = (torch.arange(width, device="cuda"), torch.arange(n, n + width, device="cuda"),
-            torch.arange(n, n + width, device="cuda"), tree_mask(n, n + width, visible, "cuda"))
+    rows = list(range(n, n + width))
     for _ in range(5):
-        fwd(*args)
+        fwd(list(range(width)), rows, rows, n, visible)
     times = []
     for _ in range(reps):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -40,14 +40,11 @@ class KVCache:
         """
         if any(b <= a for a, b in zip(rows, rows[1:])) or (rows and rows[0] < self.length):
             raise ValueError(f"rows to keep must ascend from {self.length}: {rows}")
-        if len(rows) > 0:
-            src = torch.tensor(rows, device=self.k.device)
-            dst = torch.arange(self.length, self.length + len(rows), device=self.k.device)
-            moved = src != dst
-            if bool(moved.any()):
-                src, dst = src[moved], dst[moved]
-                self.k[:, dst] = self.k[:, src]
-                self.v[:, dst] = self.v[:, src]
+        moves = [(s, d) for d, s in enumerate(rows, start=self.length) if s != d]
+        if moves:
+            src, dst = torch.tensor(moves, device=self.k.device).T
+            self.k[:, dst] = self.k[:, src]
+            self.v[:, dst] = self.v[:, src]
         self.length += verified
 
     def truncate(self, length: int) -> None:

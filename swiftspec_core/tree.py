@@ -10,6 +10,7 @@ Node indices grow in creation order, so a parent's index is always below its chi
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import torch
@@ -47,12 +48,11 @@ class TokenTree:
 
     def best_leaves(self, w: int) -> list[int]:
         """The w best nodes not yet expanded."""
-        leaves = [i for i in range(len(self)) if self.row[i] < 0]
-        return sorted(leaves, key=self._order)[:w]
+        return heapq.nsmallest(w, (i for i in range(len(self)) if self.row[i] < 0), key=self._order)
 
     def best_subtree(self, bs: int) -> list[int]:
         """The best ancestor-closed set of at most bs nodes, root included, in index order."""
-        return sorted(sorted(range(len(self)), key=self._order)[:bs])
+        return sorted(heapq.nsmallest(bs, range(len(self)), key=self._order))
 
     def ancestors(self, node: int) -> list[int]:
         """node's strict ancestors, root first."""
@@ -62,18 +62,16 @@ class TokenTree:
             out.append(node)
         return out[::-1]
 
-    def expand(self, nodes: list[int], logprobs: torch.Tensor, k: int, scores: list[float] | None = None) -> None:
-        """Give each node a cache row (in order) and its k most likely children.
-
-        logprobs: [len(nodes), vocab] draft log-probs at those nodes. `scores` (replay) replaces
-        the children's log-probs, best first, keeping the draft's own ranking of tokens.
-        """
-        top = logprobs.float().topk(k, dim=-1)
-        for node, values, tokens in zip(nodes, top.values.tolist(), top.indices.tolist()):
+    def expand(self, nodes: list[int], logprobs: list[list[float]], tokens: list[list[int]],
+               scores: list[float] | None = None) -> None:
+        """Give each node a cache row (in order) and children: its most likely tokens, best first,
+        with their draft log-probs. `scores` (replay) replaces those log-probs, keeping the
+        draft's own ranking of tokens."""
+        for node, values, toks in zip(nodes, logprobs, tokens):
             values = scores or values
             self.row[node] = self.n_rows
             self.n_rows += 1
-            for lp, tok in zip(values, tokens):
+            for lp, tok in zip(values, toks):
                 self._add(node, tok, self.score[node] + lp)
 
     def _add(self, parent: int, token: int, score: float) -> int:

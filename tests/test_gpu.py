@@ -32,12 +32,12 @@ def test_graph_forward_equals_eager():
         visible = [[n]]
         for i in range(1, size):
             visible.append(visible[parents[i]] + [n + i])
-        args = (torch.randint(0, 384, (size,), device="cuda"), torch.arange(n, n + size, device="cuda"),
-                torch.arange(n, n + size, device="cuda"), tree_mask(n, n + size, visible, "cuda"))
+        tokens, rows = torch.randint(0, 384, (size,)).tolist(), list(range(n, n + size))
         with torch.inference_mode():
             graphed.logits.fill_(float("nan"))  # poison: the replay must write every row we read
-        got = graphed(*args).clone()
-        ref = model(*args, cache_b)
+        got = graphed(tokens, rows, rows, n, visible).clone()
+        ref = model(torch.tensor(tokens, device="cuda"), torch.tensor(rows, device="cuda"),
+                    torch.tensor(rows, device="cuda"), tree_mask(n, n + size, visible, "cuda"), cache_b)
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(cache_a.k[:, n:n + size], cache_b.k[:, n:n + size], rtol=1e-4, atol=1e-4)
 

@@ -40,7 +40,7 @@ def test_padded_forward_rejects_overflow(pair):
     cache = target.new_cache(32)
     fwd = graphs.PaddedForward(target, cache, 2, graph=False)
     with pytest.raises(ValueError, match="width 2"):
-        fwd(torch.zeros(3, dtype=torch.long), torch.arange(3), torch.arange(3), torch.ones(3, 3, dtype=torch.bool))
+        fwd([0, 0, 0], [0, 1, 2], [0, 1, 2], 0, [[0], [0, 1], [0, 1, 2]])
 
 
 def test_replay_draws_from_profile_along_best_path(pair):

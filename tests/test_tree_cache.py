@@ -16,7 +16,8 @@ def random_tree(seed: int, steps: int = 6, w: int = 3, k: int = 3) -> TokenTree:
     tree = TokenTree(0)
     for _ in range(steps):
         leaves = tree.best_leaves(w)
-        tree.expand(leaves, torch.log_softmax(3 * torch.randn(len(leaves), 50, generator=gen), -1), k)
+        top = torch.log_softmax(3 * torch.randn(len(leaves), 50, generator=gen), -1).topk(k)
+        tree.expand(leaves, top.values.tolist(), top.indices.tolist())
     return tree
 
 

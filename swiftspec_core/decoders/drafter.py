@@ -11,7 +11,7 @@ import torch
 from ..models.transformer import Transformer
 from ..replay import Replay
 from ..runtime.graphs import make_forward
-from ..tree import TokenTree, tree_mask
+from ..tree import TokenTree
 
 
 class Drafter:
@@ -25,7 +25,7 @@ class Drafter:
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
         self.tree: TokenTree | None = None
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
-        self.topk_logprob_sum: torch.Tensor | None = None  # sorted child log-probs, summed
+        self.topk_logprob_sum: list[float] | None = None  # sorted child log-probs, summed
         self.expansions = 0
 
     def prefill(self, prompt: list[int], root: int, replay: Replay | None = None) -> None:
@@ -49,7 +49,7 @@ class Drafter:
         leaves = tree.best_leaves(min(w, self.max_tree_rows - tree.n_rows))
         if not leaves:
             return 0
-        n, p, dev = self.cache.length, len(pending), self.model.device
+        n, p = self.cache.length, len(pending)
         assert p == 0 or tree.n_rows == 0, "pending tokens come only before a fresh root"
         base = n + p  # tree rows start here once pending tokens are in the prefix
         first_row = base + tree.n_rows
@@ -59,24 +59,25 @@ class Drafter:
                            + [first_row + j])
         tokens = pending + [tree.token[l] for l in leaves]
         positions = list(range(n, n + p)) + [base + tree.depth[l] for l in leaves]
-        rows = torch.cat([torch.arange(n, n + p), torch.arange(first_row, first_row + len(leaves))])
-        logits = self.forward(torch.tensor(tokens, device=dev), torch.tensor(positions, device=dev), rows.to(dev),
-                              tree_mask(n, first_row + len(leaves), visible, dev))
-        logprobs = torch.log_softmax(logits[p:], dim=-1)
+        rows = list(range(n, n + p)) + list(range(first_row, first_row + len(leaves)))
+        logits = self.forward(tokens, positions, rows, n, visible)[p:].float()
+        # Children: the k best tokens with their log-probs, read back in one transfer.
+        top = logits.topk(k, dim=-1)
+        values = top.values - torch.logsumexp(logits, dim=-1, keepdim=True)
+        values, tokens_k = torch.stack([values, top.indices.float()]).tolist()  # exact below 2**24
         self.cache.length, self.pending = base, []
-        tree.expand(leaves, logprobs, k, self.replay.scores(k) if self.replay else None)
-        self._record_topk(logprobs, k)
+        tree.expand(leaves, values, [[int(t) for t in row] for row in tokens_k],
+                    self.replay.scores(k) if self.replay else None)
+        for row in values:
+            self.topk_logprob_sum = [a + b for a, b in zip(self.topk_logprob_sum, row)] if self.topk_logprob_sum else row
+        self.expansions += len(values)
         return len(leaves)
 
-    def _record_topk(self, logprobs: torch.Tensor, k: int) -> None:
-        top = logprobs.topk(k, dim=-1).values.sum(0).cpu()  # [k], best child first
-        self.topk_logprob_sum = top if self.topk_logprob_sum is None else self.topk_logprob_sum + top
-        self.expansions += logprobs.shape[0]
-
     def mean_topk_logprobs(self) -> list[float]:
+        """Mean sorted child log-probs over this request's expansions (a replay profile's scores)."""
         if not self.expansions:
             return []
-        return (self.topk_logprob_sum / self.expansions).tolist()
+        return [v / self.expansions for v in self.topk_logprob_sum]
 
     def grow_to(self, n_nodes: int, w: int, k: int) -> None:
         """Expand until the tree has at least n_nodes nodes (or no rows are left)."""

@@ -6,7 +6,6 @@ import torch
 from ..models.transformer import Transformer
 from ..replay import Replay
 from ..runtime.graphs import make_forward
-from ..tree import tree_mask
 
 
 class Verifier:
@@ -45,9 +44,7 @@ class Verifier:
         for i in range(1, size):
             depth[i] = depth[parents[i]] + 1
             visible.append(visible[parents[i]] + [n + i])
-        dev = self.model.device
-        logits = self.forward(torch.tensor(tokens, device=dev), torch.tensor(depth, device=dev) + n,
-                              torch.arange(n, n + size, device=dev), tree_mask(n, n + size, visible, dev))
+        logits = self.forward(tokens, [n + d for d in depth], list(range(n, n + size)), n, visible)
         best = logits.argmax(-1).tolist()
         if self.replay is not None:
             path = self.replay.accept(parents)

@@ -11,6 +11,7 @@ import torch
 
 from ..cache import KVCache
 from ..models.transformer import Transformer
+from ..tree import tree_mask
 
 
 class ExactForward:
@@ -19,29 +20,36 @@ class ExactForward:
     def __init__(self, model: Transformer, cache: KVCache):
         self.model, self.cache = model, cache
 
-    def __call__(self, tokens, positions, rows, mask) -> torch.Tensor:
-        return self.model(tokens, positions, rows, mask, self.cache)
+    def __call__(self, tokens: list[int], positions: list[int], rows: list[int], prefix_len: int,
+                 visible: list[list[int]]) -> torch.Tensor:
+        """Each token i sees the cache rows [0, prefix_len) and visible[i]. -> [T, vocab] logits."""
+        dev = self.model.device
+        ids = torch.tensor([tokens, positions, rows], device=dev)
+        return self.model(ids[0], ids[1], ids[2], tree_mask(prefix_len, max(rows) + 1, visible, dev), self.cache)
 
 
 class PaddedForward:
-    """Fixed-width forward; replays a captured CUDA graph when `graph` is set."""
+    """Fixed-width forward; replays a captured CUDA graph when `graph` is set.
+
+    Inputs are staged in pinned host memory and reach the device in two copies (ids and mask),
+    so a step costs the host a few microseconds of bookkeeping, not a dozen small transfers."""
 
     def __init__(self, model: Transformer, cache: KVCache, width: int, graph: bool):
         self.model, self.cache, self.width = model, cache, width
-        dev = model.device
-        self.tokens = torch.zeros(width, dtype=torch.long, device=dev)
-        self.positions = torch.zeros(width, dtype=torch.long, device=dev)
-        self.rows = torch.full((width,), cache.scratch_row, dtype=torch.long, device=dev)
+        dev, pin = model.device, model.device.type == "cuda"
+        self.host_ids = torch.zeros(3, width, dtype=torch.long, pin_memory=pin)  # tokens, positions, rows
+        self.host_mask = torch.zeros(width, cache.rows, dtype=torch.bool, pin_memory=pin)
+        self.ids = torch.zeros(3, width, dtype=torch.long, device=dev)
         self.mask = torch.zeros(width, cache.rows, dtype=torch.bool, device=dev)
+        self.ids[2].fill_(cache.scratch_row)
         self.mask[:, cache.scratch_row] = True
         self.graph = None
         if graph:
             self._capture()
 
     def _capture(self) -> None:
-        # Warm up on a side stream (cuBLAS / NCCL set themselves up), then capture one forward.
-        # The caller's cache rows are scratch until a forward's result is kept, and the inputs
-        # point at the scratch row, so these forwards change nothing that matters.
+        # Warm up on a side stream (cuBLAS, NCCL and inductor set themselves up), then capture one
+        # forward. The inputs point at the scratch row, so these forwards change nothing that matters.
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -53,20 +61,24 @@ class PaddedForward:
             self.logits = self._run()
 
     def _run(self) -> torch.Tensor:
-        return self.model(self.tokens, self.positions, self.rows, self.mask, self.cache)
+        return self.model(self.ids[0], self.ids[1], self.ids[2], self.mask, self.cache)
 
-    def __call__(self, tokens, positions, rows, mask) -> torch.Tensor:
-        """tokens, positions, rows: [T] (T <= width); mask: [T, L] with L <= cache rows."""
-        T, L = mask.shape
+    def __call__(self, tokens: list[int], positions: list[int], rows: list[int], prefix_len: int,
+                 visible: list[list[int]]) -> torch.Tensor:
+        """As ExactForward; T = len(tokens) <= width, the rest is padding."""
+        T, scratch = len(tokens), self.cache.scratch_row
         if T > self.width:
             raise ValueError(f"{T} tokens do not fit a forward of width {self.width}")
-        self.tokens[:T].copy_(tokens, non_blocking=True)
-        self.positions[:T].copy_(positions, non_blocking=True)
-        self.rows[:T].copy_(rows, non_blocking=True)
-        self.rows[T:].fill_(self.cache.scratch_row)
-        self.mask.zero_()
-        self.mask[:T, :L].copy_(mask, non_blocking=True)
-        self.mask[T:, self.cache.scratch_row] = True
+        pad = self.width - T
+        self.host_ids.copy_(torch.tensor([tokens + [0] * pad, positions + [0] * pad, rows + [scratch] * pad]))
+        mask = self.host_mask
+        mask.zero_()
+        mask[:T, :prefix_len] = True
+        for i, cols in enumerate(visible):
+            mask[i, cols] = True
+        mask[T:, scratch] = True
+        self.ids.copy_(self.host_ids, non_blocking=True)
+        self.mask.copy_(mask, non_blocking=True)
         if self.graph is None:
             return self._run()[:T]
         self.graph.replay()
