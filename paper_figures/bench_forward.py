@@ -20,25 +20,8 @@ import torch
 from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.presets import PRESETS
 from swiftspec_core.models.weights import build_engine, random_state
+from swiftspec_core.runtime.floor import copy_bandwidth
 from swiftspec_core.runtime.graphs import PaddedForward
-
-
-def copy_bandwidth(gib: float = 4.0) -> float:
-    """Bytes per second of a device-to-device copy, counting bytes read and written."""
-    n = int(gib * 2**30) // 2
-    a, b = torch.empty(n, dtype=torch.bfloat16, device="cuda"), torch.empty(n, dtype=torch.bfloat16, device="cuda")
-    a.normal_()
-    for _ in range(3):
-        b.copy_(a)
-    times = []
-    for _ in range(10):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        b.copy_(a)
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / 1e3)
-    return 2 * a.numel() * 2 / statistics.median(times)
 
 
 def time_forward(model, width: int, context: int, reps: int = 50) -> float:

@@ -1,0 +1,124 @@
+"""Tables from a run's rows: speed per (target, dataset) and overall, speedup over a baseline,
+mean accepted length; and the losslessness check (every system emitted the same tokens)."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+
+from swiftspec_core.errors import UserError
+
+FORMATS = ("table", "csv", "markdown")
+OVERALL = "overall"
+QUERY = ["target", "dataset", "question_id", "turn"]
+
+
+def pick_baseline(frame: pd.DataFrame, baseline: str | None) -> str:
+    """--baseline if given (it must be in the rows), else ar, else hf-ar, else the first system."""
+    systems = list(dict.fromkeys(frame["system"]))
+    if baseline is not None:
+        if baseline not in systems:
+            raise UserError(f"--baseline {baseline}: no rows of that system (systems: {', '.join(systems)})")
+        return baseline
+    for name in ("ar", "hf-ar"):
+        if name in systems:
+            return name
+    return systems[0]
+
+
+def _stats(rows: pd.DataFrame) -> dict:
+    tps = rows["tokens_per_s"].astype(float)
+    per_token = rows["latency_s"].astype(float) / rows["new_tokens"].clip(lower=1)
+    rounds = rows["rounds"].sum()
+    accepted = sum(int(np.sum(a)) for a in rows["accepted_lengths"] if a is not None)
+
+    def per_round_ms(col: str) -> float:  # mean over every round of every query
+        values = [v for lists in rows[col] if lists is not None for v in lists] if col in rows else []
+        return float(np.mean(values)) * 1e3 if len(values) else float("nan")
+
+    return {
+        "queries": len(rows),
+        "mean_tok_s": tps.mean(),
+        "median_tok_s": tps.median(),
+        "p5_tok_s": tps.quantile(0.05),  # the slow tail
+        "p95_ms_per_token": per_token.quantile(0.95) * 1e3,
+        "mean_accepted": accepted / rounds if rounds else float("nan"),
+        # Where a round's time goes: the whole round, the target's verification, the draft on the
+        # critical path, and (across processes) the target's wait on the link.
+        "round_ms": rows["latency_s"].sum() / rounds * 1e3 if rounds else float("nan"),
+        "target_ms": per_round_ms("target_s"),
+        "draft_ms": per_round_ms("draft_s"),
+        "link_ms": per_round_ms("link_wait_s"),
+    }
+
+
+def summarize(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """One row per (target, dataset, system), then per (target, system) over every dataset."""
+    base = pick_baseline(frame, baseline)
+    systems = list(dict.fromkeys(frame["system"]))
+    out = []
+    for target, by_target in frame.groupby("target", sort=False):
+        datasets = list(dict.fromkeys(by_target["dataset"]))
+        for dataset in datasets + [OVERALL]:
+            rows = by_target if dataset == OVERALL else by_target[by_target["dataset"] == dataset]
+            stats = {s: _stats(rows[rows["system"] == s]) for s in systems if (rows["system"] == s).any()}
+            base_speed = stats[base]["mean_tok_s"] if base in stats else float("nan")
+            for system, st in stats.items():
+                out.append({"target": target, "dataset": dataset, "system": system, **st,
+                            "speedup": st["mean_tok_s"] / base_speed if base_speed else float("nan")})
+    columns = ["target", "dataset", "system", "queries", "mean_tok_s", "median_tok_s", "p5_tok_s",
+               "p95_ms_per_token", "speedup", "mean_accepted", "round_ms", "target_ms", "draft_ms", "link_ms"]
+    summary = pd.DataFrame(out, columns=columns)
+    summary.attrs["baseline"] = base
+    return summary
+
+
+def divergences(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """Rows whose output differs from their query's reference output: the baseline system's where it
+    ran that query, else the output most systems emitted."""
+    base = pick_baseline(frame, baseline)
+    if "acceptance" in frame:  # replayed rows follow drawn acceptance, not the target: not comparable
+        frame = frame[frame["acceptance"] != "replayed"]
+    bad = []
+    for key, rows in frame.groupby(QUERY, sort=False):
+        if rows["output_sha"].nunique() <= 1:
+            continue
+        from_base = rows.loc[rows["system"] == base, "output_sha"]
+        reference = from_base.iloc[0] if len(from_base) else rows["output_sha"].value_counts().index[0]
+        ref_system = base if len(from_base) else "majority"
+        for _, row in rows[rows["output_sha"] != reference].iterrows():
+            bad.append({**dict(zip(QUERY, key)), "system": row["system"], "differs_from": ref_system,
+                        "output_sha": row["output_sha"][:12], "reference_sha": reference[:12]})
+    return pd.DataFrame(bad, columns=["system"] + QUERY + ["differs_from", "output_sha", "reference_sha"])
+
+
+def _formatted(frame: pd.DataFrame) -> pd.DataFrame:
+    shown = frame.copy()
+    for col in shown.columns:
+        if pd.api.types.is_float_dtype(shown[col]):
+            shown[col] = [("-" if pd.isna(v) else f"{v:.2f}") for v in shown[col]]
+    return shown.astype(str)
+
+
+def render(frame: pd.DataFrame, fmt: str) -> str:
+    if fmt == "csv":
+        return frame.to_csv(index=False).rstrip("\n")
+    shown = _formatted(frame)
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(shown.columns) + " |", "|" + "|".join("---" for _ in shown.columns) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in shown.itertuples(index=False)]
+        return "\n".join(lines)
+    from rich.console import Console
+    from rich.table import Table
+
+    baseline = frame.attrs.get("baseline")
+    table = Table(title=f"speedup over {baseline}" if baseline else None)
+    for col in shown.columns:
+        text = col in ("target", "dataset", "system", "question_id", "differs_from", "output_sha", "reference_sha")
+        table.add_column(col, justify="left" if text else "right")
+    for r in shown.itertuples(index=False):
+        table.add_row(*r)
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, no_color=True).print(table)
+    return buffer.getvalue().rstrip("\n")

@@ -1,0 +1,155 @@
+"""The six evaluation sets: where their prompts come from (datasets.yaml) and how a query's prompt
+is built (the target tokenizer's chat template, with the system's own earlier answers)."""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from swiftspec_core.errors import UserError
+
+_YAML = Path(__file__).with_name("datasets.yaml")
+PACKAGE_CHECKOUT = Path(__file__).resolve().parent.parent
+# Where the local copies are looked for when --data-dir is not given, first match wins.
+DATA_DIR_CANDIDATES = (Path("..") / "shared" / "datasets" / "eagle",
+                       PACKAGE_CHECKOUT.parent / "shared" / "datasets" / "eagle")
+
+
+@dataclass(frozen=True)
+class Query:
+    dataset: str
+    question_id: str
+    category: str
+    turns: tuple[str, ...]  # the user's messages, in order
+
+
+@lru_cache(maxsize=1)
+def dataset_specs() -> dict[str, dict]:
+    with open(_YAML, encoding="utf-8") as f:
+        return yaml.safe_load(f)["datasets"]
+
+
+def dataset_names() -> list[str]:
+    return list(dataset_specs())
+
+
+def parse_dataset_list(text: str) -> list[str]:
+    """`all` or a comma list of dataset names, in the order given, without repeats."""
+    known = dataset_names()
+    if text.strip() == "all":
+        return known
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise UserError("--datasets is empty")
+    for n in names:
+        if n not in known:
+            raise UserError(f"unknown dataset {n!r} (known: {', '.join(known)}, or all)")
+    return names
+
+
+def resolve_data_dir(option: str | None) -> Path | None:
+    """The folder of local jsonl copies: --data-dir if given (it must exist), else the first
+    candidate that exists, else None (prompts then come from the hub)."""
+    if option:
+        path = Path(option).expanduser()
+        if not path.is_dir():
+            raise UserError(f"--data-dir {option}: no such folder")
+        return path
+    for candidate in DATA_DIR_CANDIDATES:
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def load_queries(name: str, data_dir: Path | None, limit: int) -> list[Query]:
+    """The first `limit` questions of a dataset, from the local copy or else the hub."""
+    spec = dataset_specs()[name]
+    if data_dir is not None:
+        path = data_dir / spec["file"]
+        if not path.is_file():
+            raise UserError(f"dataset {name}: {path} does not exist")
+        return read_jsonl(name, path, limit)
+    return load_from_hub(name, spec, limit)
+
+
+def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
+    queries = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if len(queries) >= limit:
+                break
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                turns = row["turns"]
+                if not isinstance(row, dict) or not isinstance(turns, list) or not turns \
+                        or not all(isinstance(t, str) for t in turns):
+                    raise ValueError("`turns` must be a non-empty list of strings")
+                queries.append(Query(name, str(row["question_id"]), str(row.get("category", "")), tuple(turns)))
+            except (ValueError, KeyError, TypeError) as exc:
+                what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+                raise UserError(f"{path}:{lineno}: malformed line ({what})") from None
+    return queries
+
+
+def load_from_hub(name: str, spec: dict, limit: int) -> list[Query]:
+    """The same prompts through the `datasets` library (streamed: only `limit` rows are read)."""
+    try:
+        import datasets as hf_datasets
+    except ImportError:
+        raise UserError(f"no local copy of {name} (give --data-dir) and the `datasets` package is not "
+                        "installed") from None
+    if os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise UserError(f"no local copy of {name} (give --data-dir) and the dataset hub is offline")
+    errors = []
+    for source in spec.get("hub", []):
+        try:
+            rows = hf_datasets.load_dataset(source["path"], source.get("name"), split=source["split"],
+                                            streaming=True)
+            return [_query_from_hub_row(name, source, i, row)
+                    for i, row in enumerate(itertools.islice(rows, limit))]
+        except Exception as exc:  # network, missing dataset, changed schema: try the next source
+            errors.append(f"{source['path']}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    raise UserError(f"no local copy of {name} (give --data-dir) and the hub failed: {'; '.join(errors)}")
+
+
+def _query_from_hub_row(name: str, source: dict, index: int, row: dict) -> Query:
+    qid = str(row[source["id"]]) if "id" in source else str(index)
+    category = str(row[source["category"]]) if "category" in source else source.get("category_value", "")
+    if "turns_field" in source:
+        turns = row[source["turns_field"]]
+        turns = [turns] if isinstance(turns, str) else list(turns)
+    else:
+        template = source["template"]
+        if row.get("input") and "template_if_input" in source:
+            template = source["template_if_input"]
+        text = template.format(**row)
+        if source.get("capitalize"):
+            text = text[:1].upper() + text[1:]
+        suffix = source.get("suffix_if_missing")
+        if suffix and not text.endswith(suffix):
+            text += suffix
+        turns = [text]
+    return Query(name, qid, category, tuple(turns))
+
+
+def chat_prompt_ids(tokenizer, user_turns: list[str], answers: list[str]) -> list[int]:
+    """Token ids of the chat [user 1, assistant 1, ..., user n] through the tokenizer's chat template,
+    ending with the generation prompt: turn n's prompt carries the system's own earlier answers."""
+    if len(answers) != len(user_turns) - 1:
+        raise ValueError("need one answer per earlier turn")
+    if not getattr(tokenizer, "chat_template", None):
+        raise UserError("the target tokenizer has no chat template")
+    messages = []
+    for i, text in enumerate(user_turns):
+        messages.append({"role": "user", "content": text})
+        if i < len(answers):
+            messages.append({"role": "assistant", "content": answers[i]})
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -1,0 +1,109 @@
+"""Figures from a run's rows, each as PNG and PDF:
+(a) speed per dataset and system, grouped bars (the paper's Fig. 6 shape);
+(b) per-query speed of each system, sorted, the slow tail (p95 of time per token) marked (Fig. 7);
+(c) mean accepted length (tokens per target verification) per dataset and system."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def provenance(rows: pd.DataFrame) -> str:
+    """What a figure's numbers come from: device, weights, and how acceptance was obtained."""
+    def values(col):
+        return "+".join(str(v) for v in dict.fromkeys(rows[col])) if col in rows else "?"
+
+    replayed = "acceptance" in rows and (rows["acceptance"] == "replayed").any()
+    acceptance = "acceptance replayed" if replayed else f"acceptance {values('acceptance')}"
+    return f"device {values('device')}, weights {values('weights')}, {acceptance}"
+
+
+def _accepted_mean(rows: pd.DataFrame) -> float:
+    rounds = rows["rounds"].sum()
+    return sum(int(np.sum(a)) for a in rows["accepted_lengths"]) / rounds if rounds else float("nan")
+
+
+def _grouped_bars(ax, table: pd.DataFrame, ylabel: str) -> None:
+    """table: index = groups on the x axis, columns = bars in each group."""
+    n = max(len(table.columns), 1)
+    width = 0.8 / n
+    x = np.arange(len(table.index))
+    for i, system in enumerate(table.columns):
+        ax.bar(x + (i - (n - 1) / 2) * width, table[system].to_numpy(dtype=float), width, label=system)
+    ax.set_xticks(x, table.index, rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _per_target(frame: pd.DataFrame, draw, title: str, ylabel: str, out: Path, stem: str) -> list[Path]:
+    targets = list(dict.fromkeys(frame["target"]))
+    fig, axes = plt.subplots(1, len(targets), figsize=(max(6.0, 2.0 + 1.2 * frame["dataset"].nunique()) *
+                                                        len(targets), 4.5), squeeze=False)
+    for ax, target in zip(axes[0], targets):
+        rows = frame[frame["target"] == target]
+        draw(ax, rows)
+        ax.set_title(target, fontsize="medium")
+        ax.set_ylabel(ylabel)
+    fig.suptitle(f"{title}\n{provenance(frame)}", fontsize="medium")
+    fig.tight_layout()
+    return _save(fig, out, stem)
+
+
+def _save(fig, out: Path, stem: str) -> list[Path]:
+    paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
+    for p in paths:
+        fig.savefig(p, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def speed_by_dataset(frame: pd.DataFrame, out: Path) -> list[Path]:
+    def draw(ax, rows):
+        table = rows.pivot_table(index="dataset", columns="system", values="tokens_per_s", aggfunc="mean",
+                                 sort=False)
+        _grouped_bars(ax, table, "tokens/s (mean)")
+
+    return _per_target(frame, draw, "Decoding speed per dataset", "tokens/s (mean)", out, "speed_by_dataset")
+
+
+def per_query_speed(frame: pd.DataFrame, out: Path) -> list[Path]:
+    def draw(ax, rows):
+        for system, by_system in rows.groupby("system", sort=False):
+            speeds = np.sort(by_system["tokens_per_s"].to_numpy(dtype=float))
+            rank = np.arange(1, len(speeds) + 1) / len(speeds) * 100
+            line, = ax.plot(rank, speeds, marker="o" if len(speeds) < 30 else None, ms=3, label=system)
+            # p95 time per token is the speed below which the slowest 5% of queries fall
+            p95_ms = np.quantile(by_system["latency_s"] / by_system["new_tokens"].clip(lower=1), 0.95) * 1e3
+            ax.axhline(1e3 / p95_ms, color=line.get_color(), ls="--", lw=0.8)
+        ax.set_xlabel("queries, slowest first (%)")
+        ax.set_xlim(0, 100)
+        ax.legend(fontsize="small", title="dashed: p95 time/token", title_fontsize="x-small")
+        ax.grid(alpha=0.3)
+
+    return _per_target(frame, draw, "Per-query decoding speed, sorted", "tokens/s", out, "per_query_speed")
+
+
+def accepted_length(frame: pd.DataFrame, out: Path) -> list[Path]:
+    def draw(ax, rows):
+        datasets = list(dict.fromkeys(rows["dataset"]))
+        systems = list(dict.fromkeys(rows["system"]))
+        table = pd.DataFrame({s: [_accepted_mean(rows[(rows["dataset"] == d) & (rows["system"] == s)])
+                                  for d in datasets] for s in systems}, index=datasets)
+        _grouped_bars(ax, table, "tokens per verification")
+
+    return _per_target(frame, draw, "Mean accepted length per dataset", "tokens per verification", out,
+                       "accepted_length")
+
+
+def plot_run(frame: pd.DataFrame, out: Path) -> list[Path]:
+    """Draw every figure of a run into `out` (created); returns the files written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return speed_by_dataset(frame, out) + per_query_speed(frame, out) + accepted_length(frame, out)

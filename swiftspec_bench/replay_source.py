@@ -1,0 +1,84 @@
+"""Replay profiles from a real-weight results table (`--acceptance replay:FILE`).
+
+For each (system, dataset) the profile pools, over the rows whose acceptance was measured, the per-round emitted lengths, the bonus-in-tree
+flags and the draft's mean child log-probs of the rows of the same system and tree settings
+(swiftspec: the same draft steps d where recorded, else the nearest d).
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pandas as pd
+
+from swiftspec_core.errors import UserError
+from swiftspec_core.replay import ReplayProfile
+
+from .results import PARQUET, read_frame
+from .systems import base_name
+
+REPLAYED = {"chain", "tree", "swiftspec"}  # ar emits one token a round: nothing to replay
+
+
+def parse_acceptance(text: str) -> Path | None:
+    """'real' -> None; 'replay:FILE' -> FILE (a results.parquet/.csv or a run folder)."""
+    if text == "real":
+        return None
+    if not text.startswith("replay:") or not text[len("replay:"):]:
+        raise UserError(f"--acceptance {text}: choose real or replay:FILE")
+    path = Path(text[len("replay:"):]).expanduser()
+    if not path.exists():
+        raise UserError(f"--acceptance {text}: no such file or folder")
+    return path
+
+
+class ReplaySource:
+    def __init__(self, path: Path, *, tree_bs: int, tree_w: int, chain_k: int):
+        frame = _read(path)
+        real = frame[frame["acceptance"] == "real"].copy()  # measured, not themselves replayed
+        real["base"] = [base_name(s) for s in real["system"]]  # tree@tp2 replays as tree
+        self.frame = real[(real["tree_bs"] == tree_bs) & (real["tree_w"] == tree_w) & (real["chain_k"] == chain_k)]
+        self.path = path
+
+    def check(self, systems: list[str], datasets: list[str]) -> None:
+        """Every replayed (system, dataset) has recorded rounds: a user error before anything runs."""
+        for system in systems:
+            for dataset in datasets:
+                if system in REPLAYED and self._rows(system, dataset).empty:
+                    raise UserError(f"{self.path} has no measured {system} rows for {dataset} with these "
+                                    f"tree settings: nothing to replay")
+
+    def _rows(self, system: str, dataset: str) -> pd.DataFrame:
+        return self.frame[(self.frame["base"] == system) & (self.frame["dataset"] == dataset)]
+
+    def profile(self, system: str, dataset: str, draft_steps: int | None = None) -> ReplayProfile | None:
+        if system not in REPLAYED:
+            return None
+        rows = self._rows(system, dataset)
+        if system == "swiftspec" and draft_steps:
+            nearest = min(set(rows["draft_steps"]), key=lambda d: (abs(d - draft_steps), d))
+            rows = rows[rows["draft_steps"] == nearest]
+        emitted = tuple(int(a) for lengths in rows["accepted_lengths"] for a in lengths)
+        flags = tuple(bool(b) for lists in rows["bonus_in_tree"] for b in lists)
+        logprobs = [list(v) for v in rows["draft_topk_logprobs"] if v is not None and len(v)]
+        mean = tuple(sum(col) / len(col) for col in zip(*logprobs)) if logprobs else ()
+        return ReplayProfile(emitted=emitted, bonus_in_tree=flags, topk_logprobs=mean)
+
+
+def replay_seed(seed: int, dataset: str, question_id: str, turn: int) -> int:
+    """A per-query seed, the same for every system, so reruns repeat their draws."""
+    digest = hashlib.sha256(f"{seed}/{dataset}/{question_id}/{turn}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+def _read(path: Path) -> pd.DataFrame:
+    if path.is_dir() or path.name == PARQUET:
+        return read_frame(path if path.is_dir() else path.parent)
+    if path.suffix == ".csv":
+        import json
+
+        frame = pd.read_csv(path)
+        for col in ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs"):
+            frame[col] = [json.loads(v) if isinstance(v, str) else [] for v in frame[col]]
+        return frame
+    raise UserError(f"--acceptance replay:{path}: expected a run folder, results.parquet or results.csv")

@@ -1,0 +1,201 @@
+"""The results table of a run: one row per (system, dataset, question, turn), written after every
+query as DIR/results.parquet and DIR/results.csv, each replaced atomically, so a run that is
+stopped at any moment leaves whole files and the next run into DIR resumes where it stopped."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from swiftspec_core.errors import UserError
+
+PARQUET = "results.parquet"
+CSV = "results.csv"
+
+# Column -> arrow type, in file order.
+ROW_SCHEMA = pa.schema([
+    ("system", pa.string()),
+    ("target", pa.string()),
+    ("draft", pa.string()),
+    ("dataset", pa.string()),
+    ("question_id", pa.string()),
+    ("turn", pa.int64()),  # 1-based
+    ("category", pa.string()),
+    ("prompt_tokens", pa.int64()),
+    ("new_tokens", pa.int64()),
+    ("max_new_tokens", pa.int64()),
+    ("latency_s", pa.float64()),  # wall time of the decode call, prompt tokenization excluded
+    ("tokens_per_s", pa.float64()),
+    ("rounds", pa.int64()),  # target verification forwards after the prefill
+    ("mean_accepted", pa.float64()),  # tokens per verification forward, bonus included
+    ("accepted_lengths", pa.list_(pa.int64())),
+    ("target_s", pa.list_(pa.float64())),
+    ("draft_s", pa.list_(pa.float64())),
+    ("bonus_in_tree", pa.list_(pa.bool_())),
+    ("draft_steps", pa.int64()),
+    ("draft_topk_logprobs", pa.list_(pa.float64())),
+    ("draft_parallel_s", pa.list_(pa.float64())),  # swiftspec across processes: draft work overlapping each round
+    ("link_wait_s", pa.list_(pa.float64())),  # ... and the target's wait on the link for each tree
+    ("output_sha", pa.string()),  # sha256 of the generated token ids (see output_sha())
+    ("output_text", pa.string()),  # the decoded answer (MT-bench turn 2 is asked after it)
+    ("device", pa.string()),
+    ("gpus", pa.int64()),
+    ("weights", pa.string()),  # real | random
+    ("acceptance", pa.string()),  # real | replayed
+    ("kernels", pa.string()),  # torch (eager ops) | torch-compile (GPU: layers fused by inductor)
+    ("bandwidth_tb_s", pa.float64()),  # measured device copy bandwidth at the run's start (GPU)
+    ("target_floor_ms", pa.float64()),  # weight bytes / bandwidth: one target forward's HBM floor
+    ("draft_floor_ms", pa.float64()),
+    ("tree_bs", pa.int64()),
+    ("tree_w", pa.int64()),
+    ("chain_k", pa.int64()),
+    ("dtype", pa.string()),
+    ("seed", pa.int64()),
+    ("commit", pa.string()),
+    ("started_at", pa.string()),  # ISO-8601 UTC start of the run that made the row
+])
+COLUMNS = ROW_SCHEMA.names
+LIST_COLUMNS = [f.name for f in ROW_SCHEMA if pa.types.is_list(f.type)]
+KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
+# Settings that change what a row measures: a run may only resume into a DIR made with the same.
+RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "device", "tree_bs", "tree_w", "chain_k")
+
+
+def output_sha(tokens: list[int]) -> str:
+    """sha256 of the token ids as comma-separated decimals (e.g. "1,2,3")."""
+    return hashlib.sha256(",".join(str(t) for t in tokens).encode()).hexdigest()
+
+
+def row_from_result(result, latency_s: float, *, output_text: str, **columns) -> dict:
+    """A row for one decoded query: the DecodeResult's measures plus the run's `columns`
+    (system, target, draft, dataset, question_id, turn, prompt_tokens, settings, ...)."""
+    n = len(result.tokens)
+    return {
+        **columns,
+        "new_tokens": n,
+        "latency_s": latency_s,
+        "tokens_per_s": n / latency_s if latency_s > 0 else 0.0,
+        "rounds": result.rounds,
+        "mean_accepted": result.mean_accepted,
+        "accepted_lengths": [int(a) for a in result.accepted],
+        "target_s": [float(t) for t in result.target_s],
+        "draft_s": [float(t) for t in result.draft_s],
+        "bonus_in_tree": [bool(b) for b in result.bonus_in_tree],
+        "draft_steps": int(result.draft_steps),
+        "draft_topk_logprobs": [float(x) for x in result.draft_topk_logprobs],
+        "draft_parallel_s": [float(t) for t in result.draft_parallel_s],
+        "link_wait_s": [float(t) for t in result.link_wait_s],
+        "output_sha": output_sha(result.tokens),
+        "output_text": output_text,
+    }
+
+
+def row_key(row: dict) -> tuple:
+    return tuple(int(row[k]) if k == "turn" else str(row[k]) for k in KEY)
+
+
+def check_out_dir(out: Path) -> None:
+    """An --out that is a file, or whose results file is not readable, is a user error."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is an existing file, not a folder")
+    if (out / PARQUET).exists():
+        read_rows(out)
+
+
+def read_rows(run_dir: Path) -> list[dict]:
+    """Rows of DIR/results.parquet as plain dicts (list columns as Python lists); [] if none."""
+    path = Path(run_dir) / PARQUET
+    if not path.exists():
+        return []
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        raise UserError(f"{path} is not a readable results file ({type(exc).__name__})") from None
+    missing = [c for c in KEY if c not in table.column_names]
+    if missing:
+        raise UserError(f"{path} lacks the columns {', '.join(missing)}")
+    return table.to_pylist()
+
+
+def read_frame(run_dir: Path) -> pd.DataFrame:
+    """The results of DIR as a DataFrame; a user error if DIR holds none."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such folder")
+    if not (run_dir / PARQUET).exists():
+        raise UserError(f"{run_dir} holds no {PARQUET} (run `swiftspec-bench run --out {run_dir}` first)")
+    rows = read_rows(run_dir)
+    if not rows:
+        raise UserError(f"{run_dir / PARQUET} has no rows")
+    return pd.DataFrame(rows)
+
+
+class ResultsTable:
+    """The rows of one run folder; `append` adds a row and rewrites both files atomically."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.rows = read_rows(self.run_dir)
+        self._done = {row_key(r) for r in self.rows}
+
+    def is_done(self, key: tuple) -> bool:
+        return key in self._done
+
+    def find(self, key: tuple) -> dict | None:
+        for row in self.rows:
+            if row_key(row) == key:
+                return row
+        return None
+
+    def check_settings(self, settings: dict) -> None:
+        """A user error if DIR's rows were made with other RUN_SETTINGS than this run's."""
+        for row in self.rows:
+            for name in RUN_SETTINGS:
+                if name in row and name in settings and row[name] != settings[name]:
+                    raise UserError(f"{self.run_dir} holds rows made with {name}={row[name]} (this run: "
+                                    f"{settings[name]}); use another --out to keep them apart")
+
+    def append(self, row: dict) -> None:
+        missing = [c for c in COLUMNS if c not in row]
+        if missing:
+            raise ValueError(f"row lacks {missing}")
+        self.rows.append({c: row[c] for c in COLUMNS})
+        self._done.add(row_key(row))
+        self.write()
+
+    def write(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        rows = [{c: r.get(c) for c in COLUMNS} for r in self.rows]
+        table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+        _atomic_write(self.run_dir / PARQUET, lambda f: pq.write_table(table, f))
+        frame = pd.DataFrame(rows, columns=COLUMNS)
+        for col in LIST_COLUMNS:  # lists as JSON text in the CSV
+            frame[col] = [json.dumps(None if v is None else list(v)) for v in frame[col]]
+        _atomic_write(self.run_dir / CSV, lambda f: f.write(frame.to_csv(index=False).encode()))
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write into a temporary file beside `path`, fsync it, then rename it over `path`."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    try:  # make the rename itself durable
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass

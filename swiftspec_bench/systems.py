@@ -1,0 +1,155 @@
+"""The systems under test, by name: ours (swiftspec_core's decoders, on engines built from the
+loaded weights) and the third-party peers (transformers, on the loaded HF models); and the one
+function that runs one query on one system."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from swiftspec_core.decoders import DECODERS
+from swiftspec_core.decoders import NEEDS_DRAFT as OURS_NEED_DRAFT
+from swiftspec_core.decoders.base import DecodeResult, SpecSettings
+from swiftspec_core.errors import UserError
+
+from . import hf_systems
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    decode: Callable[..., DecodeResult]  # decode(target, draft, prompt_ids, *, max_new_tokens, eos_ids, settings)
+    needs_draft: bool
+    on_engine: bool  # True: takes our engines (swiftspec_core Transformer); False: takes LoadedModels
+
+
+SYSTEMS: dict[str, System] = {
+    **{name: System(name, fn, name in OURS_NEED_DRAFT, True) for name, fn in DECODERS.items()},
+    **{name: System(name, fn, name in hf_systems.NEEDS_DRAFT, False) for name, fn in hf_systems.PEERS.items()},
+}
+
+
+def parse_system_list(text: str) -> list[str]:
+    """A comma list of system names, in the order given, without repeats."""
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise UserError("--systems is empty")
+    for n in names:
+        if n not in SYSTEMS:
+            raise UserError(f"unknown system {n!r} (known: {', '.join(SYSTEMS)})")
+    return names
+
+
+def label(name: str, tp: int, split: tuple[int, int] | None) -> str:
+    """A system's name in the rows, with its placement where it spans processes: ar@tp2, swiftspec@1+1."""
+    if name == "swiftspec" and split:
+        return f"swiftspec@{split[0]}+{split[1]}"
+    if SYSTEMS[name].on_engine and name != "swiftspec" and tp > 1:
+        return f"{name}@tp{tp}"
+    return name
+
+
+def base_name(system_label: str) -> str:
+    return system_label.split("@")[0]
+
+
+class LoadedPair:
+    """The loaded target and draft (None when no system needs one), and what runs our systems:
+    engines in this process built from the loaded weights on first use, or, for a system placed
+    over several processes (--tp, --split), a pool of workers that build their own shards."""
+
+    def __init__(self, target, draft, *, dtype: torch.dtype, device: str, seed: int = 0, max_seq_len: int = 4096,
+                 tp: int = 1, split: tuple[int, int] | None = None):
+        self.target, self.draft = target, draft
+        self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
+        self.tp, self.split = tp, split
+        self._engines = None
+        self._pools: dict = {}
+
+    def spans_processes(self, system: System) -> bool:
+        return system.on_engine and (self.split is not None if system.name == "swiftspec" else self.tp > 1)
+
+    def models_for(self, system: System) -> tuple:
+        if system.needs_draft and self.draft is None:
+            raise UserError(f"system {system.name} needs a draft model")
+        if not system.on_engine:
+            return self.target, self.draft
+        if self._engines is None:
+            self._engines = (self._build(self.target), self._build(self.draft) if self.draft is not None else None)
+        return self._engines
+
+    def _build(self, loaded):
+        from swiftspec_core.models.weights import build_engine, state_from_hf
+
+        args, state = state_from_hf(loaded.hf)
+        engine = build_engine(args, state, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len)
+        del state
+        share_weights(loaded.hf, engine)
+        return engine
+
+    def pool_for(self, system: System, settings: SpecSettings):
+        """The workers of a multi-process system (started on first use: that is its warm-up)."""
+        from swiftspec_core.runtime.service import WorkerPlan, WorkerPool
+
+        if system.name not in self._pools:
+            for other in list(self._pools):  # one pool at a time holds the GPUs
+                self._pools.pop(other).close()
+            plan = WorkerPlan(system.name, self.target.name, self.draft.name if self.draft else None,
+                              self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,
+                              self.max_seq_len, settings)
+            split = self.split if system.name == "swiftspec" else None
+            world = sum(split) if split else self.tp
+            self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split)
+        return self._pools[system.name]
+
+    def close(self) -> None:
+        for name in list(self._pools):
+            self._pools.pop(name).close()
+
+
+def share_weights(hf, engine) -> None:
+    """Point the transformers model's weights at views of the engine's (fused) tensors, so both
+    systems compute on one copy of the weights (the real pair would not fit twice on 24 GiB)."""
+    a, model = engine.args, hf.model
+    q, kv = a.n_heads * a.head_dim, a.n_kv_heads * a.head_dim
+    model.embed_tokens.weight.data = engine.embed.data
+    model.norm.weight.data = engine.norm.data
+    if engine.lm_head is not None:
+        hf.lm_head.weight.data = engine.lm_head.data
+    for layer, ours in zip(model.layers, engine.layers):
+        attn, mlp = layer.self_attn, layer.mlp
+        layer.input_layernorm.weight.data = ours.attn_norm.data
+        layer.post_attention_layernorm.weight.data = ours.mlp_norm.data
+        attn.q_proj.weight.data, attn.k_proj.weight.data, attn.v_proj.weight.data = ours.wqkv.data.split([q, kv, kv])
+        if ours.bqkv is not None:
+            attn.q_proj.bias.data, attn.k_proj.bias.data, attn.v_proj.bias.data = ours.bqkv.data.split([q, kv, kv])
+        attn.o_proj.weight.data = ours.wo.data
+        mlp.gate_proj.weight.data, mlp.up_proj.weight.data = ours.w_gate_up.data.chunk(2)
+        mlp.down_proj.weight.data = ours.w_down.data
+
+
+def run_query(system_name: str, pair: LoadedPair, prompt_ids: list[int], *, max_new_tokens: int,
+              eos_ids: set[int], settings: SpecSettings, replay=None, replay_seed: int = 0) -> tuple[DecodeResult, float]:
+    """Decode one prompt with one system; returns its result and the wall time of the decode
+    (measured in the worker that leads, for a system that spans processes)."""
+    from swiftspec_core.replay import Replay
+
+    system = SYSTEMS[system_name]
+    if pair.spans_processes(system):
+        return pair.pool_for(system, settings).decode(prompt_ids, max_new_tokens=max_new_tokens, eos_ids=eos_ids,
+                                                      replay=replay, replay_seed=replay_seed)
+    target, draft = pair.models_for(system)
+    extra = {"replay": Replay(replay, replay_seed)} if replay is not None else {}
+    cuda = torch.device(pair.device).type == "cuda"
+    with torch.inference_mode():
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        result = system.decode(target, draft if system.needs_draft else None, prompt_ids,
+                               max_new_tokens=max_new_tokens, eos_ids=eos_ids, settings=settings, **extra)
+        if cuda:
+            torch.cuda.synchronize()
+        latency = time.perf_counter() - t0
+    return result, latency

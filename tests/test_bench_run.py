@@ -1,0 +1,184 @@
+"""`swiftspec-bench run -> compare -> plot` on the tiny presets, resume after an interrupted run, and
+MT-bench's second turn (asked after the system's own first answer, through the chat template)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from swiftspec_bench import results, systems
+from swiftspec_bench.cli import app
+
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "eagle"
+pytestmark = pytest.mark.skipif(not (DATA_DIR / "gsm8k.jsonl").exists(), reason=f"no datasets at {DATA_DIR}")
+
+REQUIRED = ["system", "target", "draft", "dataset", "question_id", "turn", "prompt_tokens", "new_tokens",
+            "latency_s", "tokens_per_s", "rounds", "mean_accepted", "accepted_lengths", "target_s", "draft_s",
+            "bonus_in_tree", "draft_steps", "draft_topk_logprobs", "output_sha", "device", "gpus", "weights",
+            "acceptance", "kernels", "tree_bs", "tree_w", "chain_k", "dtype", "seed", "commit", "started_at"]
+
+
+def run_args(out: Path, systems_list: str = "hf-ar,hf-assisted", datasets: str = "gsm8k,mt_bench") -> list[str]:
+    return ["run", "--target", "tiny-llama", "--draft", "tiny-llama", "--systems", systems_list,
+            "--datasets", datasets, "--limit", "1", "--max-new-tokens", "8", "--data-dir", str(DATA_DIR),
+            "--out", str(out)]
+
+
+def invoke(args):
+    return CliRunner().invoke(app, args)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bench") / "run"
+    res = invoke(run_args(out))
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    return out
+
+
+def test_run_writes_one_row_per_query(run_dir):
+    frame = pd.read_parquet(run_dir / "results.parquet")
+    assert all(c in frame.columns for c in REQUIRED)
+    # gsm8k: 1 question x 1 turn; mt_bench: 1 question x 2 turns; two systems
+    assert len(frame) == 6
+    assert sorted(frame.groupby("system").size().tolist()) == [3, 3]
+    assert set(frame[frame.dataset == "mt_bench"].turn) == {1, 2}
+    assert (frame.new_tokens >= 1).all() and (frame.new_tokens <= 8).all()
+    assert set(frame.weights) == {"random"} and set(frame.acceptance) == {"real"}
+    assert set(frame.kernels) == {"torch"} and set(frame.device) == {"cpu"} and set(frame.dtype) == {"float32"}
+    for row in frame.itertuples():
+        assert len(row.output_sha) == 64
+        assert row.rounds == len(row.accepted_lengths) == len(row.target_s) == len(row.draft_s)
+        # the prefill emits the first token; every later token belongs to one round
+        assert sum(row.accepted_lengths) == row.new_tokens - 1
+        if row.system == "hf-ar":
+            assert set(row.accepted_lengths) <= {1}
+    csv = pd.read_csv(run_dir / "results.csv")
+    assert len(csv) == len(frame) and list(csv.columns) == list(frame.columns)
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_compare_reports_lossless(run_dir):
+    res = invoke(["compare", str(run_dir)])
+    assert res.exit_code == 0, res.stdout
+    assert "lossless: yes" in res.stdout
+    assert "overall" in res.stdout and "hf-assisted" in res.stdout
+    md = invoke(["compare", str(run_dir), "--format", "markdown", "--baseline", "hf-assisted"])
+    assert md.exit_code == 0 and md.stdout.startswith("| target | dataset | system |")
+    csv = invoke(["compare", str(run_dir), "--format", "csv"])
+    assert csv.exit_code == 0 and csv.stdout.splitlines()[0].startswith("target,dataset,system,queries")
+
+
+def test_compare_exits_1_on_a_tampered_sha(run_dir, tmp_path):
+    table = pq.read_table(run_dir / "results.parquet").to_pandas()
+    i = table.index[(table.system == "hf-assisted") & (table.dataset == "gsm8k")][0]
+    table.loc[i, "output_sha"] = "0" * 64
+    tampered = tmp_path / "tampered"
+    tampered.mkdir()
+    table.to_parquet(tampered / "results.parquet")
+    res = invoke(["compare", str(tampered)])
+    assert res.exit_code == 1
+    assert "lossless: NO" in res.stdout and "hf-assisted" in res.stdout.split("lossless: NO")[1]
+
+
+def test_plot_writes_png_and_pdf(run_dir, tmp_path):
+    res = invoke(["plot", str(run_dir), "--out", str(tmp_path / "figs")])
+    assert res.exit_code == 0, res.stderr
+    names = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    assert names == sorted(f"{s}.{e}" for s in ("speed_by_dataset", "per_query_speed", "accepted_length")
+                           for e in ("png", "pdf"))
+    assert all((tmp_path / "figs" / n).stat().st_size > 1000 for n in names)
+    assert invoke(["plot", str(run_dir)]).exit_code == 0 and (run_dir / "figures" / "speed_by_dataset.png").exists()
+
+
+def test_second_turn_carries_the_first_answer(tmp_path, monkeypatch):
+    prompts = []
+    original = systems.run_query
+
+    def recording(system_name, pair, prompt_ids, **kw):
+        result, latency = original(system_name, pair, prompt_ids, **kw)
+        prompts.append((system_name, pair.target.tokenizer.decode(prompt_ids), kw["max_new_tokens"]))
+        return result, latency
+
+    monkeypatch.setattr(systems, "run_query", recording)
+    out = tmp_path / "run"
+    res = invoke(run_args(out, systems_list="hf-ar", datasets="mt_bench"))
+    assert res.exit_code == 0, res.stderr
+    decoded = [p for s, p, n in prompts if n == 8]  # the warm-up decodes fewer tokens
+    assert len(decoded) == 2
+    rows = pd.read_parquet(out / "results.parquet").sort_values("turn")
+    turns = json.loads((DATA_DIR / "mt_bench.jsonl").read_text().splitlines()[0])["turns"]
+    # chat template with the generation prompt (tiny tokenizer: <|bos|><|user|>..<|end|><|assistant|>)
+    first_prompt = f"<|bos|><|user|>{turns[0]}<|end|><|assistant|>"
+    assert decoded[0] == first_prompt
+    answer = rows.iloc[0].output_text
+    assert decoded[1] == f"{first_prompt}{answer}<|end|><|user|>{turns[1]}<|end|><|assistant|>"
+    assert rows.iloc[1].prompt_tokens > rows.iloc[0].prompt_tokens
+
+
+class Killed(Exception):
+    pass
+
+
+def test_resume_after_an_interrupted_run(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    original_append = results.ResultsTable.append
+
+    def append_then_die(self, row):
+        original_append(self, row)
+        raise Killed("killed after the first row")
+
+    monkeypatch.setattr(results.ResultsTable, "append", append_then_die)
+    res = invoke(run_args(out))
+    assert isinstance(res.exception, Killed)
+    first = pd.read_parquet(out / "results.parquet")
+    assert len(first) == 1 and len(pd.read_csv(out / "results.csv")) == 1
+    monkeypatch.setattr(results.ResultsTable, "append", original_append)
+
+    decoded = []
+    original_run = systems.run_query
+
+    def counting(system_name, pair, prompt_ids, **kw):
+        if kw["max_new_tokens"] == 8:
+            decoded.append(system_name)
+        return original_run(system_name, pair, prompt_ids, **kw)
+
+    monkeypatch.setattr(systems, "run_query", counting)
+    res = invoke(run_args(out))
+    assert res.exit_code == 0, res.stderr
+    full = pd.read_parquet(out / "results.parquet")
+    assert len(full) == 6 and len(decoded) == 5  # the finished row was kept, not decoded again
+    kept = full.iloc[0]
+    assert kept.started_at == first.iloc[0].started_at and kept.latency_s == first.iloc[0].latency_s
+
+    # a row lost from the table is decoded again, and only that one
+    pq.write_table(pq.read_table(out / "results.parquet").slice(0, 5), out / "results.parquet")
+    decoded.clear()
+    res = invoke(run_args(out))
+    assert res.exit_code == 0 and len(decoded) == 1
+    assert len(pd.read_parquet(out / "results.parquet")) == 6
+
+    decoded.clear()
+    res = invoke(run_args(out))
+    assert res.exit_code == 0 and decoded == [] and "nothing to do" in res.stdout
+
+
+def test_resume_refuses_other_settings(run_dir):
+    before = (run_dir / "results.parquet").read_bytes()
+    args = run_args(run_dir)
+    args[args.index("--max-new-tokens") + 1] = "9"
+    res = invoke(args)
+    assert res.exit_code == 2 and res.stderr.startswith("error: ") and "max_new_tokens" in res.stderr
+    assert (run_dir / "results.parquet").read_bytes() == before
+
+
+def test_our_decoders_agree_with_the_peers(tmp_path):
+    # ours first: the peers then run on HF models that share the engines' weight storage
+    out = tmp_path / "ours"
+    res = invoke(run_args(out, systems_list="ar,chain,tree,swiftspec,hf-ar,hf-assisted", datasets="gsm8k"))
+    assert res.exit_code == 0, res.stderr
+    assert "lossless: yes" in invoke(["compare", str(out)]).stdout

@@ -1,0 +1,196 @@
+"""The pieces of the suite on their own: datasets and prompts, the results table, compare's numbers
+and losslessness check, the peers' round accounting, figure titles."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from swiftspec_bench import compare, datasets as ds, results
+from swiftspec_bench.hf_systems import rounds_from_forwards
+from swiftspec_bench.plot import provenance
+from swiftspec_core.decoders.base import DecodeResult
+from swiftspec_core.errors import UserError
+
+SIX = ["mt_bench", "humaneval", "gsm8k", "alpaca", "qa", "sum"]
+
+
+# --- datasets -------------------------------------------------------------------------------------
+
+def test_datasets_yaml_names_the_six():
+    specs = ds.dataset_specs()
+    assert list(specs) == SIX
+    for name, spec in specs.items():
+        assert spec["file"] == f"{name}.jsonl" and spec["hub"]
+    assert specs["mt_bench"]["turns"] == 2
+
+
+def test_parse_dataset_list():
+    assert ds.parse_dataset_list("all") == SIX
+    assert ds.parse_dataset_list(" gsm8k, sum ,gsm8k") == ["gsm8k", "sum"]
+    with pytest.raises(UserError, match="unknown dataset 'nope'"):
+        ds.parse_dataset_list("gsm8k,nope")
+
+
+def test_read_jsonl(tmp_path):
+    f = tmp_path / "qa.jsonl"
+    f.write_text('{"question_id": 7, "category": "qa", "turns": ["a?"]}\n\n'
+                 '{"question_id": "x", "turns": ["b?", "c?"]}\n{"question_id": 9, "turns": ["d"]}\n')
+    qs = ds.read_jsonl("qa", f, limit=2)
+    assert [(q.question_id, q.turns) for q in qs] == [("7", ("a?",)), ("x", ("b?", "c?"))]
+    f.write_text('{"turns": ["a"]}\n')
+    with pytest.raises(UserError, match=r"qa.jsonl:1: malformed line \(missing field 'question_id'\)"):
+        ds.read_jsonl("qa", f, limit=5)
+
+
+def test_no_local_copy_and_no_hub_is_a_user_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(ds, "DATA_DIR_CANDIDATES", (tmp_path / "nowhere",))
+    assert ds.resolve_data_dir(None) is None
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserError, match="no local copy of gsm8k"):
+        ds.load_queries("gsm8k", None, 1)
+
+
+def test_hub_rows_become_the_same_prompts():
+    src = {s["path"]: s for spec in ds.dataset_specs().values() for s in spec["hub"]}
+    q = ds._query_from_hub_row("alpaca", src["tatsu-lab/alpaca"], 3, {"instruction": "Rate it.", "input": "Movie: X"})
+    assert q.turns == ("Rate it.\n\nMovie: X",) and q.question_id == "3"
+    q = ds._query_from_hub_row("alpaca", src["tatsu-lab/alpaca"], 0, {"instruction": "Say hi.", "input": ""})
+    assert q.turns == ("Say hi.",)
+    q = ds._query_from_hub_row("qa", src["google-research-datasets/nq_open"], 0, {"question": "who played anna"})
+    assert q.turns == ("Who played anna?",)
+    q = ds._query_from_hub_row("humaneval", src["openai/openai_humaneval"], 0,
+                               {"task_id": "HumanEval/0", "prompt": "def f():\n"})
+    assert q.turns == ("Complete the code I provided.\ndef f():\n",) and q.question_id == "HumanEval/0"
+    q = ds._query_from_hub_row("sum", src["abisee/cnn_dailymail"], 0, {"article": "Text."})
+    assert q.turns == ("Summarize: Text.",)
+    q = ds._query_from_hub_row("mt_bench", src["philschmid/mt-bench"], 0,
+                               {"question_id": 81, "category": "writing", "turns": ["a", "b"]})
+    assert q.turns == ("a", "b") and q.category == "writing"
+
+
+def test_chat_prompt_ids_use_the_template_and_earlier_answers():
+    from swiftspec_core.models.tiny_tokenizer import tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    one = ds.chat_prompt_ids(tok, ["Hi"], [])
+    assert tok.decode(one) == "<|bos|><|user|>Hi<|end|><|assistant|>"
+    two = ds.chat_prompt_ids(tok, ["Hi", "Again"], ["Hello!"])
+    assert tok.decode(two) == "<|bos|><|user|>Hi<|end|><|assistant|>Hello!<|end|><|user|>Again<|end|><|assistant|>"
+    tok.chat_template = None
+    with pytest.raises(UserError, match="no chat template"):
+        ds.chat_prompt_ids(tok, ["Hi"], [])
+
+
+# --- results --------------------------------------------------------------------------------------
+
+def make_row(system="ar", qid="0", turn=1, sha="a" * 64, tps=10.0, accepted=(2, 3), dataset="gsm8k", **over):
+    res = DecodeResult(tokens=[1] * (1 + sum(accepted)), accepted=list(accepted),
+                       target_s=[0.1] * len(accepted), draft_s=[0.0] * len(accepted))
+    n = len(res.tokens)
+    row = results.row_from_result(res, n / tps, output_text="x", system=system, target="t", draft="d",
+                                  dataset=dataset, question_id=qid, turn=turn, category="", prompt_tokens=5,
+                                  max_new_tokens=8, device="cpu", gpus=0, weights="real", acceptance="real",
+                                  kernels="torch", bandwidth_tb_s=None, target_floor_ms=None, draft_floor_ms=None,
+                                  tree_bs=8, tree_w=8, chain_k=7, dtype="float32", seed=0,
+                                  commit="unknown", started_at="now")
+    row["output_sha"] = sha
+    row = row | over
+    for column in results.COLUMNS:  # columns this test does not care about
+        row.setdefault(column, None)
+    return row
+
+
+def test_results_table_appends_and_reloads(tmp_path):
+    table = results.ResultsTable(tmp_path / "run")
+    assert table.rows == [] and not (tmp_path / "run").exists()
+    table.append(make_row("ar"))
+    table.append(make_row("chain", accepted=()))
+    again = results.ResultsTable(tmp_path / "run")
+    assert len(again.rows) == 2 and again.is_done(("ar", "t", "d", "gsm8k", "0", 1))
+    assert again.rows[0]["accepted_lengths"] == [2, 3] and again.rows[1]["accepted_lengths"] == []
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["results.csv", "results.parquet"]
+    csv = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert csv.accepted_lengths.tolist() == ["[2, 3]", "[]"]
+    with pytest.raises(UserError, match="max_new_tokens=8"):
+        again.check_settings({"max_new_tokens": 16})
+
+
+def test_a_write_that_dies_leaves_the_old_file(tmp_path, monkeypatch):
+    table = results.ResultsTable(tmp_path)
+    table.append(make_row("ar"))
+    before = (tmp_path / "results.parquet").read_bytes()
+
+    def dying_write(table, f):
+        f.write(b"half a parquet")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(results.pq, "write_table", dying_write)
+    with pytest.raises(KeyboardInterrupt):
+        table.append(make_row("chain"))
+    assert (tmp_path / "results.parquet").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "results.parquet"]
+
+
+def test_output_sha_is_of_the_token_ids():
+    import hashlib
+
+    assert results.output_sha([1, 2, 3]) == hashlib.sha256(b"1,2,3").hexdigest()
+
+
+# --- compare --------------------------------------------------------------------------------------
+
+def frame_of(*rows):
+    return pd.DataFrame(list(rows))
+
+
+def test_summary_numbers_and_speedup():
+    frame = frame_of(make_row("ar", "0", tps=10), make_row("ar", "1", tps=20),
+                     make_row("swiftspec", "0", tps=30, accepted=(4, 4)), make_row("swiftspec", "1", tps=50))
+    s = compare.summarize(frame).set_index(["dataset", "system"])
+    assert s.attrs["baseline"] == "ar"
+    assert s.loc[("gsm8k", "ar"), "mean_tok_s"] == pytest.approx(15)
+    assert s.loc[("gsm8k", "swiftspec"), "speedup"] == pytest.approx(40 / 15)
+    assert s.loc[("gsm8k", "swiftspec"), "mean_accepted"] == pytest.approx((8 + 5) / 4)
+    assert s.loc[("overall", "ar"), "queries"] == 2
+    assert s.loc[("gsm8k", "ar"), "p95_ms_per_token"] == pytest.approx(1e3 / 10 - 0.05 * (1e3 / 10 - 1e3 / 20))
+    assert compare.pick_baseline(frame_of(make_row("hf-ar"), make_row("chain")), None) == "hf-ar"
+    assert compare.pick_baseline(frame_of(make_row("tree"), make_row("chain")), None) == "tree"
+    with pytest.raises(UserError, match="--baseline medusa"):
+        compare.pick_baseline(frame, "medusa")
+    assert math.isnan(compare.summarize(frame_of(make_row("ar", accepted=()))).mean_accepted[0])
+
+
+def test_divergences_list_system_and_query():
+    frame = frame_of(make_row("ar"), make_row("chain"), make_row("tree", sha="b" * 64),
+                     make_row("ar", turn=2), make_row("chain", turn=2))
+    bad = compare.divergences(frame)
+    assert bad[["system", "question_id", "turn", "differs_from"]].values.tolist() == [["tree", "0", 1, "ar"]]
+    assert compare.divergences(frame_of(make_row("ar"), make_row("chain"))).empty
+    for fmt in compare.FORMATS:
+        assert "tree" in compare.render(bad, fmt)
+
+
+# --- peers and figures ----------------------------------------------------------------------------
+
+def test_rounds_from_forwards():
+    # prompt of 5; forward 0 (prefill + 4 draft tokens) emits 3; forward 1 starts at position 7 and
+    # emits 2; forward 2 starts at 9 and emits the last 2 of 7 tokens
+    rec = SimpleNamespace(starts=[0, 7, 9], began=[1.0, 3.0, 6.0], ended=[2.0, 4.0, 8.0])
+    res = DecodeResult(tokens=[0] * 7)
+    rounds_from_forwards(rec, 5, 7, 0.5, res)
+    assert res.accepted == [2, 2, 2] and res.target_s == [1.0, 1.0, 2.0] and res.draft_s == [0.5, 1.0, 2.0]
+    # plain decoding: the prefill emits one token, every later forward one more
+    rec = SimpleNamespace(starts=[0, 5, 6, 7], began=[0.0] * 4, ended=[0.0] * 4)
+    res = DecodeResult(tokens=[0] * 4)
+    rounds_from_forwards(rec, 5, 4, 0.0, res)
+    assert res.accepted == [1, 1, 1]
+
+
+def test_titles_say_when_acceptance_is_replayed():
+    frame = frame_of(make_row("ar"), make_row("swiftspec", acceptance="replayed", weights="random"))
+    assert "acceptance replayed" in provenance(frame) and "weights real+random" in provenance(frame)
+    assert provenance(frame_of(make_row("ar"))) == "device cpu, weights real, acceptance real"
+
