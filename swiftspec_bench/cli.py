@@ -17,13 +17,15 @@ from .replay_source import replay_seed
 from .results import ResultsTable, check_out_dir, row_from_result, row_key
 
 # Defaults of `swiftspec-bench run`, in one place. With them a run finishes in under 15 minutes on
-# 2 CPU cores (the fp32 1.5B target decodes ~2.5 tokens/s there): 6 systems x 7 queries x 32 tokens.
+# 2 CPU cores (the fp32 1.5B target decodes ~2.5 tokens/s there): 6 systems x 7 queries x 24 tokens,
+# plus the prefills (sum's first article is ~700 tokens: ~20 s per system) and ~1 min of loading.
+# Measured with 32 tokens: 25.7 min on a machine shared with other jobs, ~15-18 min estimated idle.
 DEFAULT_TARGET = "qwen2.5-coder-1.5b"
 DEFAULT_DRAFT = "qwen2.5-coder-0.5b"
 DEFAULT_SYSTEMS = "hf-ar,hf-assisted,ar,chain,tree,swiftspec"
 DEFAULT_DATASETS = "all"
 DEFAULT_LIMIT = 1  # prompts per dataset
-DEFAULT_MAX_NEW_TOKENS = 32
+DEFAULT_MAX_NEW_TOKENS = 24
 DEFAULT_OUT = "runs/latest"
 DEFAULT_TREE_BS = 8
 DEFAULT_TREE_W = 8
@@ -171,7 +173,7 @@ def run(
                        tree_bs=tree_bs, tree_w=tree_w, chain_k=chain_k, dtype=dtype, seed=seed,
                        max_new_tokens=max_new_tokens)
         table.check_settings(columns)
-        labels = {s: label(s, tp, split_sizes) for s in system_names}
+        labels = {s: label(s, tp, split_sizes, draft_steps) for s in system_names}
         # System by system (a multi-process system's workers are started once), query by query.
         todo = [(s, q, t) for s in system_names for q in queries for t in range(1, len(q.turns) + 1)
                 if not table.is_done(_key(labels[s], target, draft, q, t))]

@@ -42,17 +42,21 @@ def parse_system_list(text: str) -> list[str]:
     return names
 
 
-def label(name: str, tp: int, split: tuple[int, int] | None) -> str:
-    """A system's name in the rows, with its placement where it spans processes: ar@tp2, swiftspec@1+1."""
-    if name == "swiftspec" and split:
-        return f"swiftspec@{split[0]}+{split[1]}"
-    if SYSTEMS[name].on_engine and name != "swiftspec" and tp > 1:
+def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | None = None) -> str:
+    """A system's name in the rows, with its placement where it spans processes (ar@tp2,
+    swiftspec@1+1) and swiftspec's d where it was fixed (swiftspec:d3), so runs that differ only
+    there can share a folder."""
+    if name == "swiftspec":
+        where = f"@{split[0]}+{split[1]}" if split else ""
+        return f"swiftspec{where}" + (f":d{draft_steps}" if draft_steps else "")
+    if SYSTEMS[name].on_engine and tp > 1:
         return f"{name}@tp{tp}"
     return name
 
 
 def base_name(system_label: str) -> str:
-    return system_label.split("@")[0]
+    """swiftspec@1+1:d3 -> swiftspec."""
+    return system_label.split("@")[0].split(":")[0]
 
 
 class LoadedPair:
