@@ -1,0 +1,60 @@
+"""Our systems across processes through the CLI (gloo on CPU): ar and tree over TP 2, swiftspec split
+1+1, all lossless against in-process ar; then a random-weight run replaying that run's acceptance."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from swiftspec_bench.cli import app
+
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "eagle"
+pytestmark = pytest.mark.skipif(not (DATA_DIR / "gsm8k.jsonl").exists(), reason=f"no datasets at {DATA_DIR}")
+
+
+def run(out: Path, *extra: str):
+    args = ["run", "--target", "tiny-llama", "--draft", "tiny-llama", "--datasets", "gsm8k", "--limit", "1",
+            "--max-new-tokens", "16", "--data-dir", str(DATA_DIR), "--out", str(out), *extra]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+
+
+def test_placements_lossless_then_replayed(tmp_path):
+    real = tmp_path / "real"
+    run(real, "--systems", "ar,swiftspec", "--draft-steps", "2")  # in process
+    run(real, "--systems", "ar,tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2")
+    frame = pd.read_parquet(real / "results.parquet")
+    assert set(frame.system) == {"ar", "swiftspec:d2", "ar@tp2", "tree@tp2", "swiftspec@1+1:d2"}
+    assert frame.output_sha.nunique() == 1  # every placement emitted the target's greedy tokens
+    split = frame[frame.system == "swiftspec@1+1:d2"].iloc[0]
+    lockstep = frame[frame.system == "swiftspec:d2"].iloc[0]
+    assert list(split.accepted_lengths) == list(lockstep.accepted_lengths)
+    assert len(split.link_wait_s) == len(split.draft_parallel_s) == split.rounds
+    res = CliRunner().invoke(app, ["compare", str(real)])
+    assert res.exit_code == 0 and "lossless: yes" in res.stdout
+
+    replayed = tmp_path / "replayed"
+    run(replayed, "--systems", "ar,tree,swiftspec", "--weights", "random", "--acceptance", f"replay:{real}",
+        "--split", "1+1", "--draft-steps", "2")
+    rows = pd.read_parquet(replayed / "results.parquet")
+    assert set(rows.acceptance) == {"replayed"} and set(rows.weights) == {"random"}
+    drawn = set(frame[frame.system == "tree@tp2"].accepted_lengths.iloc[0])
+    assert set(rows[rows.system == "tree"].accepted_lengths.iloc[0][:-1]) <= drawn  # the last is cut by the budget
+    res = CliRunner().invoke(app, ["compare", str(replayed)])
+    assert res.exit_code == 0 and "not checked" in res.stdout
+
+
+def test_replay_needs_a_source_with_the_system(tmp_path):
+    real = tmp_path / "real"
+    run(real, "--systems", "ar")
+    res = CliRunner().invoke(app, ["run", "--target", "tiny-llama", "--draft", "tiny-llama", "--systems", "tree",
+                                   "--datasets", "gsm8k", "--data-dir", str(DATA_DIR), "--out", str(tmp_path / "x"),
+                                   "--acceptance", f"replay:{real}"])
+    assert res.exit_code == 2 and "nothing to replay" in res.stderr
+    res = CliRunner().invoke(app, ["run", "--systems", "ar", "--acceptance", "replay:/no/such", "--out",
+                                   str(tmp_path / "y")])
+    assert res.exit_code == 2 and "no such file" in res.stderr
+    res = CliRunner().invoke(app, ["run", "--systems", "swiftspec", "--split", "1-1", "--out", str(tmp_path / "z")])
+    assert res.exit_code == 2 and "--split" in res.stderr
