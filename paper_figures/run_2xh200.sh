@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue "Disaggregated multi-GPU runtime": the benchmark on nvidia-h200-x2 (2x H200, NVLink).
+# Llama-3-8B-Instruct target and Llama-3.2-1B-Instruct draft shapes, random bf16 weights, acceptance
+# replayed from the real Qwen-pair CPU run (paper_figures/results/cpu-qwen-pair), six datasets,
+# 256 new tokens, --kernels torch (torch ops; on GPU each layer's elementwise work fused by
+# torch.compile, every forward a CUDA graph replay).
+#
+#   bash paper_figures/run_2xh200.sh RUN_DIR DEADLINE_S "LIMIT ARGS..." ["LIMIT ARGS..." ...]
+#
+# Each quoted step is one `swiftspec-bench run` into RUN_DIR (which it resumes), in the order given;
+# a step stops, keeping its finished rows, when the deadline passes, so a later call carries on.
+# The calls made (two device calls, 30 minutes of device time in all) are in results/*-2xh200/command.sh.
+set -uo pipefail
+RUN=${1:?run dir}
+DEADLINE=$(( $(date +%s) + ${2:-560} ))
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+COMMON=(--target llama-3-8b --draft llama-3.2-1b --weights random --device cuda --dtype bfloat16
+        --acceptance replay:paper_figures/results/cpu-qwen-pair --datasets all --max-new-tokens 256
+        --tree-bs 8 --tree-w 8 --chain-k 7 --data-dir "${DATA_DIR:-.data/eagle}" --out "$RUN")
+step() {  # step LIMIT ARGS...: one resumable invocation under what is left of the deadline
+  local left=$(( DEADLINE - $(date +%s) ))
+  if (( left < 30 )); then echo "skipped (deadline): $*"; return; fi
+  echo "== $(date -u +%T) swiftspec-bench run --limit $1 ${*:2}"
+  timeout "$left" python3 -m swiftspec_bench.cli run "${COMMON[@]}" --limit "$@"
+  echo "== exit $?"
+}
+shift 2
+for s in "$@"; do step $s; done
