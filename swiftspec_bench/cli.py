@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 from datetime import datetime, timezone
@@ -83,6 +84,9 @@ def resolve_device(device: str) -> str:
 
 
 def package_commit() -> str:
+    """HEAD of the package's checkout; SWIFTSPEC_COMMIT where the tree came without .git (GPU machine)."""
+    if os.environ.get("SWIFTSPEC_COMMIT"):
+        return os.environ["SWIFTSPEC_COMMIT"]
     try:
         out = subprocess.run(["git", "-C", str(ds.PACKAGE_CHECKOUT), "rev-parse", "HEAD"],
                              capture_output=True, text=True, timeout=10)
