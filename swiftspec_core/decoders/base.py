@@ -116,3 +116,16 @@ def reuse(model, side, *args):
     if key not in memo:
         memo[key] = side(model, *args)
     return memo[key]
+
+
+def serial_round(verifier, drafter, subtree: tuple[list[int], list[int]], out: Output, result: DecodeResult,
+                 draft_s: float) -> bool:
+    """The end of a serial round: verify the drafted subtree, re-root the draft on what the target
+    emitted, record the round. Returns whether the bonus token was a draft node."""
+    with Stopwatch(verifier.model.device) as t:
+        emitted, _ = verifier.verify(*subtree)
+    emitted, reused = drafter.advance(emitted, verifier.bonus_hint)
+    result.accepted.append(out.add(emitted))
+    result.target_s.append(t.seconds)
+    result.draft_s.append(draft_s)
+    return reused

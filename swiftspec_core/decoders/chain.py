@@ -2,7 +2,7 @@
 constant chain): the draft proposes k tokens one at a time, the target verifies all k + 1."""
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, start
+from .base import DecodeResult, SpecSettings, Stopwatch, serial_round, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
@@ -16,11 +16,5 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
         with Stopwatch(draft.device) as d:
             for _ in range(k):
                 drafter.step(w=1, k=1)  # a chain is a tree of one leaf with one child
-        tokens, parents = drafter.subtree(k + 1)
-        with Stopwatch(target.device) as t:
-            emitted, _ = verifier.verify(tokens, parents)
-        emitted, _ = drafter.advance(emitted, verifier.bonus_hint)
-        result.accepted.append(out.add(emitted))
-        result.target_s.append(t.seconds)
-        result.draft_s.append(d.seconds)
+        serial_round(verifier, drafter, drafter.subtree(k + 1), out, result, d.seconds)
     return result

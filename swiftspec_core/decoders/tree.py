@@ -3,7 +3,7 @@ bs-node subtree is final (all of its nodes expanded), then the target verifies t
 both sides keep what it accepted; the draft keeps the KV of the surviving subtree."""
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, start
+from .base import DecodeResult, SpecSettings, Stopwatch, serial_round, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
@@ -18,13 +18,6 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
             for _ in range(bs):
                 if drafter.tree.subtree_closed(bs) or not drafter.step(w, w):
                     break
-        tokens, parents = drafter.subtree(bs)
-        with Stopwatch(target.device) as t:
-            emitted, _ = verifier.verify(tokens, parents)
-        emitted, reused = drafter.advance(emitted, verifier.bonus_hint)
-        result.accepted.append(out.add(emitted))
-        result.target_s.append(t.seconds)
-        result.draft_s.append(d.seconds)
-        result.bonus_in_tree.append(reused)
+        result.bonus_in_tree.append(serial_round(verifier, drafter, drafter.subtree(bs), out, result, d.seconds))
     result.draft_topk_logprobs = drafter.mean_topk_logprobs()
     return result
