@@ -10,7 +10,7 @@ gate/up rows and a zero w_down column (silu(0) * 0 = 0), a padded vocabulary row
 TP 1 result up to summation order.
 
 GQA under TP: local q head j uses local kv head j // (q_per_rank // kv_per_rank), the same rule
-the forward (SDPA enable_gqa) applies to the full model. head_layout picks, per rank, which
+the forward (transformer.grouped_attention) applies to the full model. head_layout picks, per rank, which
 global kv heads to hold (replicating a kv head on several ranks where its q heads are split
 between them) so that rule sends every real q head to the kv head it had in the full model.
 """
