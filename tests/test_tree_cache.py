@@ -110,3 +110,22 @@ def test_draft_equals_target_accepts_to_a_leaf():
         emitted, path = verifier.verify(tokens, parents)
         assert path[-1] not in parents  # no child of the last accepted node was sent
         drafter.advance(emitted)
+
+
+def test_cache_truncate_and_keep_bounds():
+    cache = engine(target_state()).new_cache(16)
+    cache.length = 10
+    cache.truncate(4)
+    assert cache.length == 4
+    try:
+        cache.truncate(5)
+        raise AssertionError("truncate past the verified rows must fail")
+    except ValueError:
+        pass
+    try:
+        cache.keep([3, 6], verified=1)  # row 3 is verified already: not a tree row
+        raise AssertionError("keeping a verified row must fail")
+    except ValueError:
+        pass
+    cache.keep([6, 9], verified=2)
+    assert cache.length == 6
