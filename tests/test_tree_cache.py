@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
 
 from engine_fixtures import VOCAB, engine, perturbed, prompt, target_state
@@ -117,15 +118,9 @@ def test_cache_truncate_and_keep_bounds():
     cache.length = 10
     cache.truncate(4)
     assert cache.length == 4
-    try:
-        cache.truncate(5)
-        raise AssertionError("truncate past the verified rows must fail")
-    except ValueError:
-        pass
-    try:
+    with pytest.raises(ValueError):
+        cache.truncate(5)  # past the verified rows
+    with pytest.raises(ValueError):
         cache.keep([3, 6], verified=1)  # row 3 is verified already: not a tree row
-        raise AssertionError("keeping a verified row must fail")
-    except ValueError:
-        pass
     cache.keep([6, 9], verified=2)
     assert cache.length == 6
