@@ -17,16 +17,16 @@ from . import datasets as ds
 from .replay_source import replay_seed
 from .results import ResultsTable, check_out_dir, row_from_result, row_key
 
-# Defaults of `swiftspec-bench run`, in one place. With them a run finishes in under 15 minutes on
-# 2 CPU cores (the fp32 1.5B target decodes ~2.5 tokens/s there): 6 systems x 7 queries x 24 tokens,
-# plus the prefills (sum's first article is ~700 tokens: ~20 s per system) and ~1 min of loading.
-# Measured with 32 tokens: 25.7 min on a machine shared with other jobs, ~15-18 min estimated idle.
+# Defaults of `swiftspec-bench run`, in one place. They must finish in under 15 minutes on 2 CPU
+# cores (the fp32 1.5B target decodes ~2.5 tokens/s there): 6 systems x 7 queries x 16 tokens, plus
+# the prefills (sum's first article: ~20 s per system) and loading. At 24 tokens a run on an idle
+# machine was on course for ~14.5 min (its first 23 rows took 6 min of decoding): too close.
 DEFAULT_TARGET = "qwen2.5-coder-1.5b"
 DEFAULT_DRAFT = "qwen2.5-coder-0.5b"
 DEFAULT_SYSTEMS = "hf-ar,hf-assisted,ar,chain,tree,swiftspec"
 DEFAULT_DATASETS = "all"
 DEFAULT_LIMIT = 1  # prompts per dataset
-DEFAULT_MAX_NEW_TOKENS = 24
+DEFAULT_MAX_NEW_TOKENS = 16
 DEFAULT_OUT = "runs/latest"
 DEFAULT_TREE_BS = 8
 DEFAULT_TREE_W = 8
