@@ -14,6 +14,7 @@ import typer
 from swiftspec_core.errors import UserError
 
 from . import datasets as ds
+from . import placement
 from .replay_source import replay_seed
 from .results import ResultsTable, check_out_dir, row_from_result, row_key
 
@@ -162,7 +163,7 @@ def run(
         out_dir = Path(out)
         check_out_dir(out_dir)
         data_path = ds.resolve_data_dir(data_dir)
-        _check_processes(device, tp, split_sizes)
+        placement.check_processes(device, tp, split_sizes)
         replay = None
         if replay_path is not None:
             peers = [s for s in system_names if not SYSTEMS[s].on_engine and s != "hf-ar"]
@@ -195,40 +196,12 @@ def run(
         pair.max_seq_len, pair.seed, pair.tp, pair.split = longest, seed, tp, split_sizes
         columns |= dict(commit=package_commit(), weights=pair.target.weights,
                         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                        **_floors(pair, device, tp, split_sizes))
+                        **placement.floors(pair, device))
         try:
             _decode_all(todo, table, pair, settings, columns, max_new_tokens, labels, replay)
         finally:
             pair.close()
     typer.echo(f"wrote {len(table.rows)} rows to {out_dir}/results.parquet and results.csv")
-
-
-def _check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
-    """Too few GPUs for --tp or --split: a clear error before anything starts."""
-    if device != "cuda":
-        return
-    import torch
-
-    have = torch.cuda.device_count()
-    for flag, need in (("--tp", tp), ("--split", sum(split) if split else 0)):
-        if need > have:
-            raise UserError(f"{flag} needs {need} GPUs, {have} visible")
-
-
-def _floors(pair, device: str, tp: int, split) -> dict:
-    """The HBM floor of one forward of each model on its GPUs (weight bytes / measured copy
-    bandwidth), so every row carries the number its times are held against."""
-    from swiftspec_core.models.args import ModelArgs
-
-    if device != "cuda":
-        return dict(bandwidth_tb_s=None, target_floor_ms=None, draft_floor_ms=None)
-    from swiftspec_core.runtime.floor import copy_bandwidth
-
-    bw = copy_bandwidth()
-    size = pair.dtype.itemsize
-    floor = lambda loaded: ModelArgs.from_hf_config(loaded.hf.config).weight_bytes(size) / bw * 1e3  # noqa: E731
-    return dict(bandwidth_tb_s=bw / 1e12, target_floor_ms=floor(pair.target),
-                draft_floor_ms=floor(pair.draft) if pair.draft is not None else None)
 
 
 def _expected_weights(target: str, weights: str) -> str:
@@ -320,19 +293,8 @@ def _decode_all(todo, table: ResultsTable, pair, settings, columns: dict, max_ne
             text = tokenizer.decode(result.tokens, skip_special_tokens=True)
             table.append(row_from_result(result, latency, output_text=text, system=name, dataset=q.dataset,
                                          question_id=q.question_id, turn=turn, category=q.category,
-                                         prompt_tokens=len(prompt), **columns, **_where(pair, system)))
+                                         prompt_tokens=len(prompt), **columns, **placement.where(pair, system)))
             progress.update(task, advance=1, speed=f"{len(result.tokens) / max(latency, 1e-9):7.1f} tok/s")
-
-
-def _where(pair, system: str) -> dict:
-    """Where a system ran: GPUs it used, and the kernels its forwards were made of."""
-    from .systems import SYSTEMS
-
-    sys = SYSTEMS[system]
-    processes = (sum(pair.split) if system == "swiftspec" else pair.tp) if pair.spans_processes(sys) else 1
-    cuda = pair.device == "cuda"
-    compiled = cuda and sys.on_engine  # on GPU our engines fuse their layers' ops with torch.compile
-    return dict(gpus=processes if cuda else 0, kernels="torch-compile" if compiled else "torch")
 
 
 def _earlier_answer(table: ResultsTable, system: str, columns: dict, q, turn: int) -> str:
