@@ -13,6 +13,8 @@ import yaml
 
 from swiftspec_core.errors import UserError
 
+from .names import parse_names
+
 _YAML = Path(__file__).with_name("datasets.yaml")
 PACKAGE_CHECKOUT = Path(__file__).resolve().parent.parent
 # Where the local copies are looked for when --data-dir is not given, first match wins.
@@ -43,13 +45,7 @@ def parse_dataset_list(text: str) -> list[str]:
     known = dataset_names()
     if text.strip() == "all":
         return known
-    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    if not names:
-        raise UserError("--datasets is empty")
-    for n in names:
-        if n not in known:
-            raise UserError(f"unknown dataset {n!r} (known: {', '.join(known)}, or all)")
-    return names
+    return parse_names(text, "--datasets", "dataset", known, also=", or all")
 
 
 def resolve_data_dir(option: str | None) -> Path | None:

@@ -15,6 +15,7 @@ from swiftspec_core.decoders.base import DecodeResult, SpecSettings
 from swiftspec_core.errors import UserError
 
 from . import hf_systems
+from .names import parse_names
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,7 @@ SYSTEMS: dict[str, System] = {
 
 def parse_system_list(text: str) -> list[str]:
     """A comma list of system names, in the order given, without repeats."""
-    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    if not names:
-        raise UserError("--systems is empty")
-    for n in names:
-        if n not in SYSTEMS:
-            raise UserError(f"unknown system {n!r} (known: {', '.join(SYSTEMS)})")
-    return names
+    return parse_names(text, "--systems", "system", SYSTEMS)
 
 
 def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | None = None) -> str:
