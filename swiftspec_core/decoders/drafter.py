@@ -30,12 +30,8 @@ class Drafter:
 
     def prefill(self, prompt: list[int], root: int, replay: Replay | None = None) -> None:
         """Start a request: cache the prompt; the tree starts at `root`, the target's first token."""
-        n, dev = len(prompt), self.model.device
         self.replay, self.topk_logprob_sum, self.expansions = replay, None, 0
-        mask = torch.ones(n, n, dtype=torch.bool, device=dev).tril()
-        self.model(torch.tensor(prompt, device=dev), torch.arange(n, device=dev), torch.arange(n, device=dev),
-                   mask, self.cache, eager=True)
-        self.cache.length = n
+        self.model.prefill(prompt, self.cache)
         self.tree, self.pending = TokenTree(root), []
 
     def step(self, w: int, k: int) -> int:

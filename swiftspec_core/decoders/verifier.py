@@ -1,7 +1,6 @@
 """The target side of every decoder: prefill, then verify a token tree and keep what it accepts."""
 from __future__ import annotations
 
-import torch
 
 from ..models.transformer import Transformer
 from ..replay import Replay
@@ -23,13 +22,8 @@ class Verifier:
 
     def prefill(self, prompt: list[int], replay: Replay | None = None) -> int:
         """Start a request: run the prompt; return the target's first token (the first root)."""
-        n, self.replay = len(prompt), replay
-        dev = self.model.device
-        mask = torch.ones(n, n, dtype=torch.bool, device=dev).tril()
-        logits = self.model(torch.tensor(prompt, device=dev), torch.arange(n, device=dev),
-                            torch.arange(n, device=dev), mask, self.cache, eager=True)
-        self.cache.length = n
-        return int(logits[-1].argmax())
+        self.replay = replay
+        return int(self.model.prefill(prompt, self.cache)[-1].argmax())
 
     def verify(self, tokens: list[int], parents: list[int]) -> tuple[list[int], list[int]]:
         """One forward over a tree (node 0 the root, parents before children, parent -1 for the root).

@@ -125,6 +125,15 @@ class Transformer(nn.Module):
         gate, up = F.linear(rms_norm(h, norm, eps), w_gate_up).chunk(2, dim=-1)
         return h, F.linear(F.silu(gate) * up, w_down)
 
+    def prefill(self, tokens: list[int], cache: KVCache) -> torch.Tensor:
+        """A prompt from position 0, causal, eager (every prompt length would compile anew);
+        its rows become the cache's verified prefix. -> [T, vocab] logits."""
+        n, dev = len(tokens), self.device
+        logits = self(torch.tensor(tokens, device=dev), torch.arange(n, device=dev), torch.arange(n, device=dev),
+                      torch.ones(n, n, dtype=torch.bool, device=dev).tril(), cache, eager=True)
+        cache.length = n
+        return logits
+
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, rows: torch.Tensor,
                 mask: torch.Tensor, cache: KVCache, eager: bool = False) -> torch.Tensor:
