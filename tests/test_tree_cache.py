@@ -67,8 +67,7 @@ def test_caches_equal_fresh_prefill_after_every_reroot():
     rng = random.Random(0)
     reused = 0
     for _ in range(12):
-        drafter.grow_to(8, 4, 4)
-        subtree = drafter.subtree(8)
+        subtree = drafter.propose(8, 4)
         emitted, _ = verifier.verify(*subtree)
         for _ in range(rng.randrange(3)):  # the parallel draft keeps expanding meanwhile
             drafter.step(4, 4)
@@ -104,7 +103,7 @@ def test_draft_equals_target_accepts_to_a_leaf():
     verifier, drafter = Verifier(m, 8), Drafter(m, 8, 128)
     drafter.prefill(p, verifier.prefill(p))
     for _ in range(8):
-        drafter.grow_to(8, 8, 8)
+        drafter.propose(8, 8)  # grown to 8 nodes; the subtree is picked after 3 more steps
         for _ in range(3):
             drafter.step(8, 8)
         tokens, parents = drafter.subtree(8)

@@ -75,10 +75,12 @@ class Drafter:
             return []
         return [v / self.expansions for v in self.topk_logprob_sum]
 
-    def grow_to(self, n_nodes: int, w: int, k: int) -> None:
-        """Expand until the tree has at least n_nodes nodes (or no rows are left)."""
-        while len(self.tree) < n_nodes and self.step(w, k):
+    def propose(self, bs: int, w: int) -> tuple[list[int], list[int]]:
+        """SwiftSpec's send: grow back to at least bs nodes (steps of the w best leaves, w children
+        each; fewer if the tree's rows run out), then the best bs-node subtree (see `subtree`)."""
+        while len(self.tree) < bs and self.step(w, w):
             pass
+        return self.subtree(bs)
 
     def subtree(self, bs: int) -> tuple[list[int], list[int]]:
         """The best bs-node subtree to send: (tokens, parent positions within it; root first)."""

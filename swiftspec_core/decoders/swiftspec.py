@@ -23,8 +23,8 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
                                    verify_width=bs, draft_width=w, replay=replay)
     result = DecodeResult(tokens=out.tokens, draft_steps=settings.draft_steps or 0)
     with Stopwatch(draft.device) as grow:
-        drafter.grow_to(bs, w, w)
-    subtree, critical_s = drafter.subtree(bs), grow.seconds
+        subtree = drafter.propose(bs, w)
+    critical_s = grow.seconds
     while not out.done:
         with Stopwatch(target.device) as t:
             emitted, _ = verifier.verify(*subtree)
@@ -45,8 +45,7 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
         if out.done:
             break
         with Stopwatch(draft.device) as grow:
-            drafter.grow_to(bs, w, w)
-            subtree = drafter.subtree(bs)
+            subtree = drafter.propose(bs, w)
         critical_s = reroot.seconds + grow.seconds
     result.draft_topk_logprobs = drafter.mean_topk_logprobs()
     return result

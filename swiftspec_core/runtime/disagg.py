@@ -94,8 +94,7 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
         return
     with Stopwatch(draft.device) as critical:
         drafter.prefill(prompt, first, replay)
-        drafter.grow_to(bs, w, w)
-        subtree = drafter.subtree(bs)
+        subtree = drafter.propose(bs, w)
     parallel_s = 0.0
     while True:
         ctx.link.send(msgs.put_tree(*subtree, parallel_s, critical.seconds))
@@ -109,5 +108,4 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
             return
         with Stopwatch(draft.device) as critical:
             drafter.advance(emitted, hint)
-            drafter.grow_to(bs, w, w)
-            subtree = drafter.subtree(bs)
+            subtree = drafter.propose(bs, w)
