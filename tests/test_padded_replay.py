@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from engine_fixtures import engine, perturbed, prompt, target_state
 from swiftspec_core.decoders import DECODERS, SpecSettings
