@@ -106,8 +106,8 @@ def main() -> None:
                     err = (got - ref).abs().max().item()
                     compiled = torch.compile(block(fn), dynamic=False)
                     us = time_graph(compiled, (q, k, v, mask, wo, KV))
-                    rows.append(dict(model=model, L=L, T=T, variant=name, us=round(us, 1), max_err=err,
-                                     kv_floor_us=round(kv_bytes / 4.2e12 * 1e6, 1)))
+                    rows.append({"model": model, "L": L, "T": T, "variant": name, "us": round(us, 1), "max_err": err,
+                                     "kv_floor_us": round(kv_bytes / 4.2e12 * 1e6, 1)})
                     print(f"{model:13s} L={L:5d} T={T} {name:13s} {us:8.1f} us  err {err:.2e}  "
                           f"(kv floor {rows[-1]['kv_floor_us']} us)", flush=True)
     out = Path(a.out)
