@@ -21,7 +21,7 @@ def gpu_engine(state, dtype=torch.float32):
 def test_graph_forward_equals_eager():
     model = gpu_engine(target_state())
     cache_a, cache_b = model.new_cache(128), model.new_cache(128)
-    graphed = PaddedForward(model, cache_a, 8, graph=True)
+    graphed = PaddedForward(model, cache_a, 8, 8, graph=True)
     n = 20
     for cache in (cache_a, cache_b):
         model(torch.arange(n, device="cuda"), torch.arange(n, device="cuda"), torch.arange(n, device="cuda"),
@@ -34,7 +34,8 @@ def test_graph_forward_equals_eager():
             visible.append(visible[parents[i]] + [n + i])
         tokens, rows = torch.randint(0, 384, (size,)).tolist(), list(range(n, n + size))
         with torch.inference_mode():
-            graphed.logits.fill_(float("nan"))  # poison: the replay must write every row we read
+            for _, logits in graphed.graphs.values():
+                logits.fill_(float("nan"))  # poison: the replay must write every row we read
         got = graphed(tokens, rows, rows, n, visible).clone()
         ref = model(torch.tensor(tokens, device="cuda"), torch.tensor(rows, device="cuda"),
                     torch.tensor(rows, device="cuda"), tree_mask(n, n + size, visible, "cuda"), cache_b)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from engine_fixtures import engine, perturbed, prompt, target_state
 from swiftspec_core.decoders import DECODERS, SpecSettings
@@ -20,7 +21,7 @@ def test_padded_forward_matches_exact(pair, monkeypatch):
     p = prompt()
     exact = {s: DECODERS[s](target, draft, p, max_new_tokens=30, eos_ids=set(),
                             settings=SpecSettings(draft_steps=2)) for s in DECODERS}
-    monkeypatch.setattr(graphs, "make_forward", lambda m, c, w: graphs.PaddedForward(m, c, w, graph=False))
+    monkeypatch.setattr(graphs, "make_forward", lambda m, c, w, max_visible: graphs.PaddedForward(m, c, w, max_visible, graph=False))
     # The decoders' modules imported make_forward by name: patch where it is used.
     import swiftspec_core.decoders.drafter as drafter_mod
     import swiftspec_core.decoders.verifier as verifier_mod
@@ -34,10 +35,35 @@ def test_padded_forward_matches_exact(pair, monkeypatch):
         assert got.tokens == ref.tokens and got.accepted == ref.accepted, system
 
 
+@pytest.mark.parametrize("n", [20, 200, 600, 990])  # spans 64, 256, 1,001 (the whole cache)
+def test_padded_forward_spans_equal_exact(pair, n, monkeypatch):
+    """The mask built from the staged block, over the smallest span that holds the tree, gives
+    the exact forward's logits and cache rows; padding rows change no row in use."""
+    target, _ = pair
+    monkeypatch.setattr(graphs, "SPAN_MIN", 64)
+    a, b = target.new_cache(1000), target.new_cache(1000)
+    padded = graphs.PaddedForward(target, a, 8, 8, graph=False)
+    assert padded.spans == [64, 128, 256, 512, 1001]
+    for cache in (a, b):
+        target.prefill(prompt(n, seed=n), cache)
+    gen = torch.Generator().manual_seed(n)
+    parents = [-1] + [int(torch.randint(0, i, (), generator=gen)) for i in range(1, 6)]
+    visible = [[n]]
+    for i in range(1, 6):
+        visible.append(visible[parents[i]] + [n + i])
+    tokens, rows = torch.randint(0, 384, (6,), generator=gen).tolist(), list(range(n, n + 6))
+    before = a.k[:, :n].clone()
+    got = padded(tokens, rows, rows, n, visible)
+    ref = graphs.ExactForward(target, b)(tokens, rows, rows, n, visible)
+    torch.testing.assert_close(got, ref)
+    torch.testing.assert_close(a.k[:, :n + 6], b.k[:, :n + 6])
+    assert torch.equal(a.k[:, :n], before)
+
+
 def test_padded_forward_rejects_overflow(pair):
     target, _ = pair
     cache = target.new_cache(32)
-    fwd = graphs.PaddedForward(target, cache, 2, graph=False)
+    fwd = graphs.PaddedForward(target, cache, 2, 3, graph=False)
     with pytest.raises(ValueError, match="width 2"):
         fwd([0, 0, 0], [0, 1, 2], [0, 1, 2], 0, [[0], [0, 1], [0, 1, 2]])
 

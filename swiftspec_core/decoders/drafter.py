@@ -20,7 +20,8 @@ class Drafter:
         once per model and width; `prefill` starts a request."""
         self.model, self.replay = model, None
         self.cache = model.new_cache(model.max_seq_len + max_tree_rows)
-        self.forward = make_forward(model, self.cache, width + 1)
+        # A token sees at most: pending tokens (only before a fresh root), or its ancestors, and itself.
+        self.forward = make_forward(model, self.cache, width + 1, max_visible=max(width + 1, max_tree_rows + 1))
         self.max_tree_rows = max_tree_rows
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
         self.tree: TokenTree | None = None

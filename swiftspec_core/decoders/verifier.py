@@ -13,7 +13,7 @@ class Verifier:
         per model and width (the cache and the graph live on); `prefill` starts a request."""
         self.model, self.replay = model, None
         self.cache = model.new_cache(model.max_seq_len)
-        self.forward = make_forward(model, self.cache, width)
+        self.forward = make_forward(model, self.cache, width, max_visible=width)  # a path of the tree
 
     @property
     def bonus_hint(self) -> bool | None:

@@ -19,6 +19,8 @@ from ..comm.group import Group, SingleGroup
 from .args import ModelArgs
 from .rope import apply_rope, rope_tables
 
+FEW_QUERIES = 64  # widths up to this use the matmul attention below
+
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     # One fused op (it accumulates in fp32); transformers rounds to the input dtype before the
@@ -35,8 +37,16 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
     T, H, hd = q.shape
     G = H // n_kv
     qg = q.view(T, n_kv, G, hd).permute(1, 2, 0, 3).reshape(n_kv, G * T, hd)  # [KV, G*T, hd]
-    o = F.scaled_dot_product_attention(qg, k.transpose(0, 1), v.transpose(0, 1),
-                                       attn_mask=mask.repeat(G, 1))  # [KV, G*T, hd]
+    if T <= FEW_QUERIES:
+        # Decode, draft and verify widths: two batched matmuls and an fp32 softmax. SDPA's fused
+        # kernels with a mask give each kv head one thread block that walks all L rows; at a few
+        # thousand rows that was 3-5x slower on H200 (paper_figures/results/attention-v5).
+        scores = torch.matmul(qg, k.permute(1, 2, 0)) * hd ** -0.5  # [KV, G*T, L]
+        scores = scores.float() if scores.element_size() < 4 else scores  # softmax in fp32 at least
+        p = torch.softmax(scores.masked_fill(~mask.repeat(G, 1), float("-inf")), dim=-1).to(q.dtype)
+        o = torch.matmul(p, v.transpose(0, 1))  # [KV, G*T, hd]
+    else:  # prefills: SDPA never materializes the [T, L] scores
+        o = F.scaled_dot_product_attention(qg, k.transpose(0, 1), v.transpose(0, 1), attn_mask=mask.repeat(G, 1))
     return o.view(n_kv, G, T, hd).permute(2, 0, 1, 3).reshape(T, H * hd)
 
 
@@ -99,6 +109,10 @@ class Transformer(nn.Module):
     def compile_blocks(self) -> None:
         """Fuse each layer's elementwise work with torch.compile (inductor). The blocks take the
         layer's weights as arguments, so one compiled graph per block serves every layer."""
+        # One compiled variant per (model shape, width, attention span): a process holding a
+        # target and a draft at a few widths and spans passes dynamo's default limit of 8, after
+        # which it would silently run the blocks eagerly.
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 128)
         for name in ("qkv_block", "attention_block", "mlp_block"):
             setattr(self, name, torch.compile(getattr(type(self), name), dynamic=False))
         self.compiled = True

@@ -1,9 +1,16 @@
-"""Model forwards at one fixed width, captured once as a CUDA graph on GPU.
+"""Model forwards at one fixed width, captured as CUDA graphs on GPU (one per attention span).
 
 A verification pads its tree to bs tokens and a draft step its leaves to w (+1 for a pending
-token); the mask always spans the whole cache. So one graph per (model, width) serves every
-tree shape, and a round costs one replay instead of hundreds of kernel launches from Python.
-Padding tokens write the cache's scratch row and attend only to it.
+token). So a handful of graphs per (model, width) serves every tree shape, and a step costs one
+replay instead of hundreds of kernel launches from Python.
+
+What the host sends per call is small and independent of the cache length: one int64 block
+[width, 4 + max_visible] of (token, position, cache row, prefix length, visible rows...). The
+graph builds the [width, L] attention mask from it on the device: token i sees the rows
+[0, prefix_i) and its listed rows. L, the rows attended, is the smallest span of
+SPAN_MIN * 2^k (or the whole cache) holding every row in use, so a short request does not pay
+for reading a cache sized for the longest one. Padding tokens write the cache's scratch row
+(outside every span but the whole cache, and read by nobody) and see only row 0.
 """
 from __future__ import annotations
 
@@ -12,6 +19,18 @@ import torch
 from ..cache import KVCache
 from ..models.transformer import Transformer
 from ..tree import tree_mask
+
+SPAN_MIN = 512
+TOKEN, POSITION, ROW, PREFIX, VISIBLE = range(5)  # columns of the staged block; VISIBLE onwards
+
+
+def spans(rows: int) -> list[int]:
+    """Attention lengths to capture for a cache of `rows` rows: 512, 1024, ... below it, and all."""
+    out, s = [], SPAN_MIN
+    while s < rows:
+        out.append(s)
+        s *= 2
+    return out + [rows]
 
 
 class ExactForward:
@@ -29,64 +48,80 @@ class ExactForward:
 
 
 class PaddedForward:
-    """Fixed-width forward; replays a captured CUDA graph when `graph` is set.
+    """Fixed-width forward; replays a captured CUDA graph per span when `graph` is set.
 
-    Inputs are staged in pinned host memory and reach the device in two copies (ids and mask),
-    so a step costs the host a few microseconds of bookkeeping, not a dozen small transfers."""
+    max_visible: the most rows one token lists besides the prefix (its ancestors, itself)."""
 
-    def __init__(self, model: Transformer, cache: KVCache, width: int, graph: bool):
-        self.model, self.cache, self.width = model, cache, width
+    def __init__(self, model: Transformer, cache: KVCache, width: int, max_visible: int, graph: bool):
+        self.model, self.cache, self.width, self.max_visible = model, cache, width, max_visible
         dev, pin = model.device, model.device.type == "cuda"
-        self.host_ids = torch.zeros(3, width, dtype=torch.long, pin_memory=pin)  # tokens, positions, rows
-        self.host_mask = torch.zeros(width, cache.rows, dtype=torch.bool, pin_memory=pin)
-        self.ids = torch.zeros(3, width, dtype=torch.long, device=dev)
-        self.mask = torch.zeros(width, cache.rows, dtype=torch.bool, device=dev)
-        self.ids[2].fill_(cache.scratch_row)
-        self.mask[:, cache.scratch_row] = True
-        self.graph = None
+        self.host = torch.zeros(width, VISIBLE + max_visible, dtype=torch.long, pin_memory=pin)
+        self.inputs = torch.zeros(width, VISIBLE + max_visible, dtype=torch.long, device=dev)
+        self.inputs[:, ROW] = cache.scratch_row
+        self.inputs[:, PREFIX] = 1
+        self.columns = torch.arange(cache.rows, device=dev)
+        self.spans = spans(cache.rows)
+        # Set when the staged block may still be in flight to the device: the host waits on it
+        # before writing the block again (the decoders read each step's logits back anyway).
+        self.staged = torch.cuda.Event() if pin else None
+        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}  # span -> (graph, logits)
         if graph:
-            self._capture()
+            for span in self.spans:
+                self._capture(span)
 
-    def _capture(self) -> None:
+    def _capture(self, span: int) -> None:
         # Warm up on a side stream (cuBLAS, NCCL and inductor set themselves up), then capture one
-        # forward. The inputs point at the scratch row, so these forwards change nothing that matters.
+        # forward. The inputs are padding (scratch row, row 0 visible): these forwards change nothing.
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(2):
-                self._run()
+                self._run(span)
         torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.logits = self._run()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            logits = self._run(span)
+        self.graphs[span] = (graph, logits)
 
-    def _run(self) -> torch.Tensor:
-        return self.model(self.ids[0], self.ids[1], self.ids[2], self.mask, self.cache)
+    def _run(self, span: int) -> torch.Tensor:
+        x = self.inputs  # [width, 4 + max_visible]
+        mask = self.columns[None, :span] < x[:, PREFIX, None]  # [width, span]: the prefix
+        mask.scatter_(1, x[:, VISIBLE:], True)  # and each token's listed rows
+        return self.model(x[:, TOKEN], x[:, POSITION], x[:, ROW], mask, self.cache)
 
     def __call__(self, tokens: list[int], positions: list[int], rows: list[int], prefix_len: int,
                  visible: list[list[int]]) -> torch.Tensor:
         """As ExactForward; T = len(tokens) <= width, the rest is padding."""
-        T, scratch = len(tokens), self.cache.scratch_row
+        T = len(tokens)
         if T > self.width:
             raise ValueError(f"{T} tokens do not fit a forward of width {self.width}")
-        pad = self.width - T
-        self.host_ids.copy_(torch.tensor([tokens + [0] * pad, positions + [0] * pad, rows + [scratch] * pad]))
-        mask = self.host_mask
-        mask.zero_()
-        mask[:T, :prefix_len] = True
+        if max(map(len, visible)) > self.max_visible:
+            raise ValueError(f"a token sees {max(map(len, visible))} rows beyond the prefix; "
+                             f"this forward holds {self.max_visible}")
+        used = max(max(rows), prefix_len - 1, *(max(v) for v in visible)) + 1
+        span = next(s for s in self.spans if s >= used)
+        if self.staged is not None:
+            self.staged.synchronize()
+        block = self.host.numpy()
+        block[:] = 0
+        block[:, ROW] = self.cache.scratch_row
+        block[:, PREFIX] = 1
+        block[:T, TOKEN], block[:T, POSITION], block[:T, ROW], block[:T, PREFIX] = tokens, positions, rows, prefix_len
         for i, cols in enumerate(visible):
-            mask[i, cols] = True
-        mask[T:, scratch] = True
-        self.ids.copy_(self.host_ids, non_blocking=True)
-        self.mask.copy_(mask, non_blocking=True)
-        if self.graph is None:
-            return self._run()[:T]
-        self.graph.replay()
-        return self.logits[:T]
+            block[i, VISIBLE:] = rows[i]  # its own row, seen anyway, fills the unused slots
+            block[i, VISIBLE:VISIBLE + len(cols)] = cols
+        self.inputs.copy_(self.host, non_blocking=True)
+        if self.staged is not None:
+            self.staged.record()
+        if span not in self.graphs:
+            return self._run(span)[:T]
+        graph, logits = self.graphs[span]
+        graph.replay()
+        return logits[:T]
 
 
-def make_forward(model: Transformer, cache: KVCache, width: int):
-    """The forward a decoder should use: exact on CPU, a width-`width` CUDA graph on GPU."""
+def make_forward(model: Transformer, cache: KVCache, width: int, max_visible: int):
+    """The forward a decoder should use: exact on CPU, width-`width` CUDA graphs on GPU."""
     if model.device.type != "cuda":
         return ExactForward(model, cache)
-    return PaddedForward(model, cache, width, graph=True)
+    return PaddedForward(model, cache, width, max_visible, graph=True)
