@@ -50,6 +50,10 @@ def _median_ms(fn, reps: int = 30) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(gpu)
 
 
+def _graph(fwd, rows_used: int):
+    return fwd.graphs[fwd.span_for(rows_used)][0].replay
+
+
 def _own_forward(ctx, target, draft, settings, prompt):
     """{name: (wall ms, gpu ms)} of this rank's forwards."""
     bs, w = settings.tree_bs, settings.tree_w
@@ -60,14 +64,14 @@ def _own_forward(ctx, target, draft, settings, prompt):
         visible = [list(range(n, n + i + 1)) for i in range(bs)]  # a chain: the densest mask
         rows = list(range(n, n + bs))
         call = lambda: v.forward(list(range(bs)), rows, rows, n, visible).argmax(-1).tolist()
-        return {"verify forward (call)": _median_ms(call), "verify forward (replay)": _median_ms(v.forward.graph.replay)}
+        return {"verify forward (call)": _median_ms(call), "verify forward (replay)": _median_ms(_graph(v.forward, n + bs))}
     d = reuse(draft, Drafter, w, draft_tree_rows(settings))
     d.prefill(prompt, 5)
 
     def step():
         d.tree, d.pending = TokenTree(5), []
         d.step(w, w)
-    return {"draft step (call)": _median_ms(step), "draft forward (replay)": _median_ms(d.forward.graph.replay)}
+    return {"draft step (call)": _median_ms(step), "draft forward (replay)": _median_ms(_graph(d.forward, d.cache.length + w))}
 
 
 def _worker(rank: int, world_size: int, ctx):

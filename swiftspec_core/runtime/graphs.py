@@ -69,6 +69,10 @@ class PaddedForward:
             for span in self.spans:
                 self._capture(span)
 
+    def span_for(self, rows_used: int) -> int:
+        """The smallest captured span holding cache rows [0, rows_used)."""
+        return next(s for s in self.spans if s >= rows_used)
+
     def _capture(self, span: int) -> None:
         # Warm up on a side stream (cuBLAS, NCCL and inductor set themselves up), then capture one
         # forward. The inputs are padding (scratch row, row 0 visible): these forwards change nothing.
@@ -98,8 +102,7 @@ class PaddedForward:
         if max(map(len, visible)) > self.max_visible:
             raise ValueError(f"a token sees {max(map(len, visible))} rows beyond the prefix; "
                              f"this forward holds {self.max_visible}")
-        used = max(max(rows), prefix_len - 1, *(max(v) for v in visible)) + 1
-        span = next(s for s in self.spans if s >= used)
+        span = self.span_for(max(max(rows), prefix_len - 1, *(max(v) for v in visible)) + 1)
         if self.staged is not None:
             self.staged.synchronize()
         block = self.host.numpy()
