@@ -90,3 +90,12 @@ def test_eos_and_budget(models):
         assert short.tokens == ref.tokens[:5], system
     one = DECODERS["chain"](models["target"], models["same"], p, max_new_tokens=1, eos_ids=set())
     assert one.tokens == ref.tokens[:1] and one.rounds == 0
+
+
+def test_draft_steps_fill_the_verification():
+    from swiftspec_core.decoders.base import draft_steps_for
+
+    assert draft_steps_for(5.3e-3, 1.8e-3) == 3  # 2.9 steps fit: the third ends 0.1 step late
+    assert draft_steps_for(5.3e-3, 2.9e-3) == 2
+    assert draft_steps_for(5.3e-3, 4.0e-3) == 1
+    assert draft_steps_for(1e-3, 5e-3) == 1  # a slow draft still takes one step a round

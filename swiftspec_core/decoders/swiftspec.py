@@ -8,12 +8,12 @@ One round, as the multi-GPU runtime runs it with the two groups side by side:
 
 Here both sides run in one process, one after the other; the draft does exactly d expansions per
 round, so the tokens and accepted lengths equal the parallel run's. d defaults to
-floor(t_target / t_draft), measured on the first round: as many expansions as fit under one
-verification, which keeps the draft off the critical path.
+round(t_target / t_draft), measured on the first round (base.draft_steps_for): about as many
+expansions as fit under one verification, which keeps the draft off the critical path.
 """
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, start
+from .base import DecodeResult, SpecSettings, Stopwatch, draft_steps_for, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
@@ -32,7 +32,7 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
         if not steps:  # measure d on the first round: one draft step against the verification
             with Stopwatch(draft.device) as one_step:
                 drafter.step(w, w)
-            result.draft_steps = max(1, int(t.seconds // max(one_step.seconds, 1e-9)))
+            result.draft_steps = draft_steps_for(t.seconds, one_step.seconds)
             steps = result.draft_steps - 1
         for _ in range(steps):  # in parallel with the verification above
             drafter.step(w, w)

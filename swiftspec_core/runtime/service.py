@@ -5,7 +5,7 @@
     pool.close()
 
 Each worker builds its engines once (its shard of the target, the draft, or both), warms up with
-one request (capturing its CUDA graphs, and measuring swiftspec's d = floor(t_target / t_draft)
+one request (capturing its CUDA graphs, and measuring swiftspec's d = round(t_target / t_draft)
 when it is not given), then serves. Rank 0 takes requests from the parent and broadcasts them;
 it times each request and returns the result. A worker that raises or dies ends the pool with
 that worker's error (launch.py), which `decode` raises.
@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from ..decoders import DECODERS
-from ..decoders.base import SpecSettings
+from ..decoders.base import SpecSettings, draft_steps_for
 from ..replay import Replay, ReplayProfile
 from .disagg import draft_request, target_request
 from .launch import run_workers
@@ -101,7 +101,7 @@ def _serve(rank: int, world_size: int, ctx):
     d = settings.draft_steps
     if split and d is None and rank == 0:
         res = out[0]
-        d = max(1, int(statistics.median(res.target_s) // max(statistics.median(res.draft_parallel_s), 1e-6)))
+        d = draft_steps_for(statistics.median(res.target_s), statistics.median(res.draft_parallel_s))
     settings = replace(settings, draft_steps=_broadcast(ctx, d))
     if rank == 0:
         responses.put(("ready", settings.draft_steps))
