@@ -282,7 +282,7 @@ def _decode_all(todo, table: ResultsTable, pair, settings, columns: dict, max_ne
                                 f"tokens + {max_new_tokens} new exceeds the context of {pair.target.max_context}")
             profile, seed = None, 0
             if replay is not None:
-                profile = replay.profile(system, q.dataset, settings.draft_steps)
+                profile = replay.profile(system, q.dataset, pair.draft_steps(system, settings))
                 seed = replay_seed(columns["seed"], q.dataset, q.question_id, turn)
             if system not in warmed:  # first calls pay for allocations and lazy init: not measured
                 run_query(system, pair, warm_prompt, max_new_tokens=WARMUP_TOKENS, eos_ids=eos, settings=settings,

@@ -70,6 +70,15 @@ class LoadedPair:
     def spans_processes(self, system: System) -> bool:
         return system.on_engine and (self.split is not None if system.name == "swiftspec" else self.tp > 1)
 
+    def draft_steps(self, system_name: str, settings: SpecSettings) -> int | None:
+        """SwiftSpec's d for this run: as given, else what its workers measured at start (so a
+        replayed run draws from recordings made with the d it actually runs); None where it is
+        measured later, inside the decode (in-process lockstep)."""
+        system = SYSTEMS[system_name]
+        if settings.draft_steps or system.name != "swiftspec" or not self.spans_processes(system):
+            return settings.draft_steps
+        return self.pool_for(system, settings).draft_steps
+
     def models_for(self, system: System) -> tuple:
         if system.needs_draft and self.draft is None:
             raise UserError(f"system {system.name} needs a draft model")

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from swiftspec_bench.cli import app
+from swiftspec_bench.replay_source import ReplaySource
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "eagle"
 pytestmark = pytest.mark.skipif(not (DATA_DIR / "gsm8k.jsonl").exists(), reason=f"no datasets at {DATA_DIR}")
@@ -21,7 +22,7 @@ def run(out: Path, *extra: str):
     assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
 
 
-def test_placements_lossless_then_replayed(tmp_path):
+def test_placements_lossless_then_replayed(tmp_path, monkeypatch):
     real = tmp_path / "real"
     run(real, "--systems", "ar,swiftspec", "--draft-steps", "2")  # in process
     run(real, "--systems", "ar,tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2")
@@ -35,10 +36,17 @@ def test_placements_lossless_then_replayed(tmp_path):
     res = CliRunner().invoke(app, ["compare", str(real)])
     assert res.exit_code == 0 and "lossless: yes" in res.stdout
 
+    # d measured by the workers: the replayed swiftspec draws from recordings of that d.
+    asked = []
+    profile = ReplaySource.profile
+    monkeypatch.setattr(ReplaySource, "profile",
+                        lambda self, system, dataset, d=None: asked.append((system, d)) or profile(self, system, dataset, d))
     replayed = tmp_path / "replayed"
     run(replayed, "--systems", "ar,tree,swiftspec", "--weights", "random", "--acceptance", f"replay:{real}",
-        "--split", "1+1", "--draft-steps", "2")
+        "--split", "1+1")
     rows = pd.read_parquet(replayed / "results.parquet")
+    d = int(rows[rows.system == "swiftspec@1+1"].draft_steps.iloc[0])
+    assert d >= 1 and {a for a in asked if a[0] == "swiftspec"} == {("swiftspec", d)}
     assert set(rows.acceptance) == {"replayed"} and set(rows.weights) == {"random"}
     drawn = set(frame[frame.system == "tree@tp2"].accepted_lengths.iloc[0])
     assert set(rows[rows.system == "tree"].accepted_lengths.iloc[0][:-1]) <= drawn  # the last is cut by the budget
