@@ -9,7 +9,7 @@
 #
 # Each quoted step is one `swiftspec-bench run` into RUN_DIR (which it resumes), in the order given;
 # a step stops, keeping its finished rows, when the deadline passes, so a later call carries on.
-# The calls made (two device calls, 30 minutes of device time in all) are in results/*-2xh200/command.sh.
+# The calls made are in each results/*2xh200*/command.sh.
 set -uo pipefail
 RUN=${1:?run dir}
 DEADLINE=$(( $(date +%s) + ${2:-560} ))
