@@ -31,6 +31,7 @@ def _stats(rows: pd.DataFrame) -> dict:
     tps = rows["tokens_per_s"].astype(float)
     per_token = rows["latency_s"].astype(float) / rows["new_tokens"].clip(lower=1)
     rounds = rows["rounds"].sum()
+    prefill = rows["prefill_s"].astype(float) if "prefill_s" in rows else pd.Series(np.nan, index=rows.index)
     accepted = sum(int(np.sum(a)) for a in rows["accepted_lengths"] if a is not None)
 
     def per_round_ms(col: str) -> float:  # mean over every round of every query
@@ -44,9 +45,11 @@ def _stats(rows: pd.DataFrame) -> dict:
         "p5_tok_s": tps.quantile(0.05),  # the slow tail
         "p95_ms_per_token": per_token.quantile(0.95) * 1e3,
         "mean_accepted": accepted / rounds if rounds else float("nan"),
-        # Where a round's time goes: the whole round, the target's verification, the draft on the
-        # critical path, and (across processes) the target's wait on the link.
-        "round_ms": rows["latency_s"].sum() / rounds * 1e3 if rounds else float("nan"),
+        # Where a round's time goes: the whole round (latency over rounds, less the prefill where
+        # the rows time it), the target's verification, the draft on the critical path, and
+        # (across processes) the target's wait on the link.
+        "prefill_ms": prefill.mean() * 1e3,
+        "round_ms": (rows["latency_s"] - prefill.fillna(0.0)).sum() / rounds * 1e3 if rounds else float("nan"),
         "target_ms": per_round_ms("target_s"),
         "draft_ms": per_round_ms("draft_s"),
         "link_ms": per_round_ms("link_wait_s"),
@@ -68,7 +71,8 @@ def summarize(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
                 out.append({"target": target, "dataset": dataset, "system": system, **st,
                             "speedup": st["mean_tok_s"] / base_speed if base_speed else float("nan")})
     columns = ["target", "dataset", "system", "queries", "mean_tok_s", "median_tok_s", "p5_tok_s",
-               "p95_ms_per_token", "speedup", "mean_accepted", "round_ms", "target_ms", "draft_ms", "link_ms"]
+               "p95_ms_per_token", "speedup", "mean_accepted", "prefill_ms", "round_ms", "target_ms", "draft_ms",
+               "link_ms"]
     summary = pd.DataFrame(out, columns=columns)
     summary.attrs["baseline"] = base
     return summary

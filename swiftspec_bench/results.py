@@ -30,6 +30,7 @@ ROW_SCHEMA = pa.schema([
     ("new_tokens", pa.int64()),
     ("max_new_tokens", pa.int64()),
     ("latency_s", pa.float64()),  # wall time of the decode call, prompt tokenization excluded
+    ("prefill_s", pa.float64()),  # its target prompt forward (our engine's systems; absent in older rows)
     ("tokens_per_s", pa.float64()),
     ("rounds", pa.int64()),  # target verification forwards after the prefill
     ("mean_accepted", pa.float64()),  # tokens per verification forward, bonus included
@@ -79,6 +80,7 @@ def row_from_result(result, latency_s: float, *, output_text: str, **columns) ->
         **columns,
         "new_tokens": n,
         "latency_s": latency_s,
+        "prefill_s": result.prefill_s,
         "tokens_per_s": n / latency_s if latency_s > 0 else 0.0,
         "rounds": result.rounds,
         "mean_accepted": result.mean_accepted,

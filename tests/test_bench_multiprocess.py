@@ -29,6 +29,7 @@ def test_placements_lossless_then_replayed(tmp_path, monkeypatch):
     frame = pd.read_parquet(real / "results.parquet")
     assert set(frame.system) == {"ar", "swiftspec:d2", "ar@tp2", "tree@tp2", "swiftspec@1+1:d2"}
     assert frame.output_sha.nunique() == 1  # every placement emitted the target's greedy tokens
+    assert ((frame.prefill_s > 0) & (frame.prefill_s < frame.latency_s)).all()
     split = frame[frame.system == "swiftspec@1+1:d2"].iloc[0]
     lockstep = frame[frame.system == "swiftspec:d2"].iloc[0]
     assert list(split.accepted_lengths) == list(lockstep.accepted_lengths)

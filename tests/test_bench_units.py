@@ -163,6 +163,14 @@ def test_summary_numbers_and_speedup():
     assert math.isnan(compare.summarize(frame_of(make_row("ar", accepted=()))).mean_accepted[0])
 
 
+def test_round_time_leaves_out_the_prefill_where_rows_time_it():
+    timed = make_row("ar", "0", tps=6 / 0.6, prefill_s=0.2)  # 6 tokens in 0.6 s, 2 rounds
+    s = compare.summarize(frame_of(timed)).iloc[0]
+    assert s.round_ms == pytest.approx((0.6 - 0.2) / 2 * 1e3) and s.prefill_ms == pytest.approx(200)
+    old = compare.summarize(frame_of(timed).drop(columns="prefill_s")).iloc[0]  # rows from before the column
+    assert old.round_ms == pytest.approx(0.6 / 2 * 1e3) and math.isnan(old.prefill_ms)
+
+
 def test_divergences_list_system_and_query():
     frame = frame_of(make_row("ar"), make_row("chain"), make_row("tree", sha="b" * 64),
                      make_row("ar", turn=2), make_row("chain", turn=2))

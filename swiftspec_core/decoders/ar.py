@@ -7,7 +7,7 @@ from .base import DecodeResult, SpecSettings, Stopwatch, start
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
            settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     verifier, _, out = start(target, None, prompt, max_new_tokens, eos_ids, settings, verify_width=1)
-    result = DecodeResult(tokens=out.tokens)
+    result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
     while not out.done:
         with Stopwatch(target.device) as t:
             emitted, _ = verifier.verify([out.tokens[-1]], [-1])

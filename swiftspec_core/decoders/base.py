@@ -18,6 +18,7 @@ class SpecSettings:
 @dataclass
 class DecodeResult:
     tokens: list[int]  # generated token ids (the prompt excluded)
+    prefill_s: float | None = None  # the target's prompt forward (None where it is not timed)
     # One entry per target verification forward after the prefill (which emits the first token):
     accepted: list[int] = field(default_factory=list)  # tokens that forward emitted, bonus included
     target_s: list[float] = field(default_factory=list)  # its wall time

@@ -9,7 +9,7 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
            settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
                                    verify_width=settings.chain_k + 1, draft_width=1, replay=replay)
-    result = DecodeResult(tokens=out.tokens)
+    result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
     while not out.done:
         # As transformers does: never draft past the token budget.
         k = min(settings.chain_k, out.remaining - 1)

@@ -21,7 +21,7 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
     bs, w = settings.tree_bs, settings.tree_w
     verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
                                    verify_width=bs, draft_width=w, replay=replay)
-    result = DecodeResult(tokens=out.tokens, draft_steps=settings.draft_steps or 0)
+    result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s, draft_steps=settings.draft_steps or 0)
     with Stopwatch(draft.device) as grow:
         subtree = drafter.propose(bs, w)
     critical_s = grow.seconds

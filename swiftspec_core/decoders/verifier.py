@@ -3,6 +3,7 @@ from __future__ import annotations
 
 
 from ..models.transformer import Transformer
+from .base import Stopwatch
 from ..replay import Replay
 from ..runtime.graphs import make_forward
 
@@ -12,6 +13,7 @@ class Verifier:
         """width: the most tree nodes one verification takes (the CUDA graph's batch). Built once
         per model and width (the cache and the graph live on); `prefill` starts a request."""
         self.model, self.replay = model, None
+        self.prefill_s: float | None = None  # the last prefill's wall time
         self.cache = model.new_cache(model.max_seq_len)
         self.forward = make_forward(model, self.cache, width, max_visible=width)  # a path of the tree
 
@@ -23,7 +25,10 @@ class Verifier:
     def prefill(self, prompt: list[int], replay: Replay | None = None) -> int:
         """Start a request: run the prompt; return the target's first token (the first root)."""
         self.replay = replay
-        return int(self.model.prefill(prompt, self.cache)[-1].argmax())
+        with Stopwatch(self.model.device) as t:
+            first = int(self.model.prefill(prompt, self.cache)[-1].argmax())
+        self.prefill_s = t.seconds
+        return first
 
     def verify(self, tokens: list[int], parents: list[int]) -> tuple[list[int], list[int]]:
         """One forward over a tree (node 0 the root, parents before children, parent -1 for the root).

@@ -64,7 +64,7 @@ def target_request(ctx, target, prompt: list[int], *, max_new_tokens: int, eos_i
     msgs = Messages(settings.tree_bs, message_device(ctx))
     verifier = reuse(target, Verifier, settings.tree_bs)
     out = Output(verifier.prefill(prompt, replay), max_new_tokens, eos_ids)
-    result = DecodeResult(tokens=out.tokens)
+    result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
     ctx.link.send(msgs.put_verdict(out.tokens[-1:], out.done, None))
     while not out.done:
         t0 = time.perf_counter()
