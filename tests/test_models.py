@@ -239,3 +239,18 @@ def _check_demo_model(m: LoadedModel) -> None:
         [{"role": "user", "content": "Write a Python function that reverses a string."}],
         tokenize=False, add_generation_prompt=True)
     _assert_engine_matches(m.hf, torch.tensor(m.tokenizer.encode(prompt)))
+
+
+@pytest.mark.parametrize("n", [12, 100])  # under and over the matmul-attention width
+def test_prefill_equals_the_masked_forward(n):
+    """A prefill (causal SDPA, last logits only) equals a forward under an explicit causal mask."""
+    from engine_fixtures import engine, prompt, target_state
+
+    model = engine(target_state())
+    a, b = model.new_cache(128), model.new_cache(128)
+    got = model.prefill(prompt(n, seed=3), a)
+    ids = torch.tensor(prompt(n, seed=3))
+    ref = model(ids, torch.arange(n), torch.arange(n), torch.ones(n, n, dtype=torch.bool).tril(), b)
+    torch.testing.assert_close(got, ref[-1])
+    torch.testing.assert_close(a.k[:, :n], b.k[:, :n])
+    assert a.length == n

@@ -26,7 +26,7 @@ class Verifier:
         """Start a request: run the prompt; return the target's first token (the first root)."""
         self.replay = replay
         with Stopwatch(self.model.device) as t:
-            first = int(self.model.prefill(prompt, self.cache)[-1].argmax())
+            first = int(self.model.prefill(prompt, self.cache).argmax())
         self.prefill_s = t.seconds
         return first
 

@@ -32,10 +32,17 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
     """GQA as plain batched attention: the G query heads of a kv head share its keys, so stack
     them as G*T query rows of one batch entry per kv head (no key/value copies).
 
-    q: [T, H, hd]; k, v: [L, KV, hd]; mask: [T, L] bool. Returns [T, H * hd].
+    q: [T, H, hd]; k, v: [L, KV, hd]; mask: [T, L] bool, or None for a prefill from row 0
+    (causal, L = T). Returns [T, H * hd].
     """
     T, H, hd = q.shape
     G = H // n_kv
+    if mask is None:
+        # 4-D and causal: the form SDPA's flash kernel takes (with GQA); 3-D inputs or a mask
+        # send a long prompt to its math fallback, which materializes [H, T, T] scores.
+        o = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
+                                           is_causal=True, enable_gqa=True)  # [1, H, T, hd]
+        return o[0].transpose(0, 1).reshape(T, H * hd)
     qg = q.view(T, n_kv, G, hd).permute(1, 2, 0, 3).reshape(n_kv, G * T, hd)  # [KV, G*T, hd]
     if T <= FEW_QUERIES:
         # Decode, draft and verify widths: two batched matmuls and an fp32 softmax. SDPA's fused
@@ -141,22 +148,24 @@ class Transformer(nn.Module):
 
     def prefill(self, tokens: list[int], cache: KVCache) -> torch.Tensor:
         """A prompt from position 0, causal, eager (every prompt length would compile anew);
-        its rows become the cache's verified prefix. -> [T, vocab] logits."""
+        its rows become the cache's verified prefix. -> [vocab] logits of its last token."""
         n, dev = len(tokens), self.device
-        logits = self(torch.tensor(tokens, device=dev), torch.arange(n, device=dev), torch.arange(n, device=dev),
-                      torch.ones(n, n, dtype=torch.bool, device=dev).tril(), cache, eager=True)
+        positions = torch.arange(n, device=dev)
+        logits = self(torch.tensor(tokens, device=dev), positions, positions, None, cache, eager=True, last_only=True)
         cache.length = n
-        return logits
+        return logits[0]
 
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, rows: torch.Tensor,
-                mask: torch.Tensor, cache: KVCache, eager: bool = False) -> torch.Tensor:
-        """tokens, positions, rows: [T] int64; mask: [T, L] bool over cache rows. -> [T, vocab] fp32.
+                mask: torch.Tensor | None, cache: KVCache, eager: bool = False, last_only: bool = False) -> torch.Tensor:
+        """tokens, positions, rows: [T] int64; mask: [T, L] bool over cache rows, or None for a
+        prefill (tokens at rows and positions 0..T-1, causal). -> [T, vocab] fp32.
 
-        eager: skip the compiled blocks (prefills: every prompt length would compile anew)."""
+        eager: skip the compiled blocks (prefills: every prompt length would compile anew).
+        last_only: the logits of the last token only ([1, vocab]; a prefill needs no more)."""
         a = self.args
         blocks = type(self) if eager else self
-        L = mask.shape[1]
+        L = len(tokens) if mask is None else mask.shape[1]
         cos, sin = self.cos[positions], self.sin[positions]
         h = self.embed_tokens(tokens)  # [T, dim]: the residual stream
         m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
@@ -168,7 +177,7 @@ class Transformer(nn.Module):
             attn = self.group.all_reduce(blocks.attention_block(q, keys, values, mask, layer.wo, a.n_kv_heads))
             h, m = blocks.mlp_block(x, attn, layer.mlp_norm, layer.w_gate_up, layer.w_down, a.norm_eps)
             m = self.group.all_reduce(m)
-        x = rms_norm(h + m, self.norm, a.norm_eps)
+        x = rms_norm((h + m)[-1:] if last_only else h + m, self.norm, a.norm_eps)
         head = self.embed if self.lm_head is None else self.lm_head
         logits = self.group.all_gather(F.linear(x, head))
         return logits[:, : self.full_vocab].float()
