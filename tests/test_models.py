@@ -241,7 +241,7 @@ def _check_demo_model(m: LoadedModel) -> None:
     _assert_engine_matches(m.hf, torch.tensor(m.tokenizer.encode(prompt)))
 
 
-@pytest.mark.parametrize("n", [12, 100])  # under and over the matmul-attention width
+@pytest.mark.parametrize("n", [12, 100])  # a short and a longer prompt
 def test_prefill_equals_the_masked_forward(n):
     """A prefill (causal SDPA, last logits only) equals a forward under an explicit causal mask."""
     from engine_fixtures import engine, prompt, target_state

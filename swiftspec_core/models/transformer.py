@@ -19,8 +19,6 @@ from ..comm.group import Group, SingleGroup
 from .args import ModelArgs
 from .rope import apply_rope, rope_tables
 
-FEW_QUERIES = 64  # widths up to this use the matmul attention below
-
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     # One fused op (it accumulates in fp32); transformers rounds to the input dtype before the
@@ -43,17 +41,15 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
         o = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
                                            is_causal=True, enable_gqa=True)  # [1, H, T, hd]
         return o[0].transpose(0, 1).reshape(T, H * hd)
+    # Under a mask: two batched matmuls and an fp32 softmax. SDPA with a mask (and these 3-D
+    # shapes) either gives each kv head one thread block that walks all L rows, 3-5x slower on
+    # H200 at a few thousand rows (paper_figures/results/attention-v5.csv), or falls back to this
+    # same computation in its math kernel.
     qg = q.view(T, n_kv, G, hd).permute(1, 2, 0, 3).reshape(n_kv, G * T, hd)  # [KV, G*T, hd]
-    if T <= FEW_QUERIES:
-        # Decode, draft and verify widths: two batched matmuls and an fp32 softmax. SDPA's fused
-        # kernels with a mask give each kv head one thread block that walks all L rows; at a few
-        # thousand rows that was 3-5x slower on H200 (paper_figures/results/attention-v5).
-        scores = torch.matmul(qg, k.permute(1, 2, 0)) * hd ** -0.5  # [KV, G*T, L]
-        scores = scores.float() if scores.element_size() < 4 else scores  # softmax in fp32 at least
-        p = torch.softmax(scores.masked_fill(~mask.repeat(G, 1), float("-inf")), dim=-1).to(q.dtype)
-        o = torch.matmul(p, v.transpose(0, 1))  # [KV, G*T, hd]
-    else:  # prefills: SDPA never materializes the [T, L] scores
-        o = F.scaled_dot_product_attention(qg, k.transpose(0, 1), v.transpose(0, 1), attn_mask=mask.repeat(G, 1))
+    scores = torch.matmul(qg, k.permute(1, 2, 0)) * hd ** -0.5  # [KV, G*T, L]
+    scores = scores.float() if scores.element_size() < 4 else scores  # softmax in fp32 at least
+    p = torch.softmax(scores.masked_fill(~mask.repeat(G, 1), float("-inf")), dim=-1).to(q.dtype)
+    o = torch.matmul(p, v.transpose(0, 1))  # [KV, G*T, hd]
     return o.view(n_kv, G, T, hd).permute(2, 0, 1, 3).reshape(T, H * hd)
 
 

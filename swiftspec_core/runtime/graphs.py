@@ -24,6 +24,21 @@ SPAN_MIN = 512
 TOKEN, POSITION, ROW, PREFIX, VISIBLE = range(5)  # columns of the staged block; VISIBLE onwards
 
 
+def capture(run, warmups: int = 2):
+    """Run `run()` `warmups` times on a side stream (cuBLAS, NCCL and inductor set themselves
+    up), then capture one call as a CUDA graph. -> (graph, the captured call's output)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(warmups):
+            run()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = run()
+    return graph, out
+
+
 def spans(rows: int) -> list[int]:
     """Attention lengths to capture for a cache of `rows` rows: 512, 1024, ... below it, and all."""
     out, s = [], SPAN_MIN
@@ -56,36 +71,26 @@ class PaddedForward:
         self.model, self.cache, self.width, self.max_visible = model, cache, width, max_visible
         dev, pin = model.device, model.device.type == "cuda"
         self.host = torch.zeros(width, VISIBLE + max_visible, dtype=torch.long, pin_memory=pin)
-        self.inputs = torch.zeros(width, VISIBLE + max_visible, dtype=torch.long, device=dev)
-        self.inputs[:, ROW] = cache.scratch_row
-        self.inputs[:, PREFIX] = 1
+        self._pad(self.host.numpy())
+        self.inputs = self.host.to(dev, copy=True)  # all padding until the first call
         self.columns = torch.arange(cache.rows, device=dev)
         self.spans = spans(cache.rows)
         # Set when the staged block may still be in flight to the device: the host waits on it
         # before writing the block again (the decoders read each step's logits back anyway).
         self.staged = torch.cuda.Event() if pin else None
-        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}  # span -> (graph, logits)
-        if graph:
-            for span in self.spans:
-                self._capture(span)
+        # span -> (graph, its logits). The captures run on padding inputs: they change nothing.
+        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = (
+            {span: capture(lambda span=span: self._run(span)) for span in self.spans} if graph else {})
+
+    def _pad(self, block) -> None:
+        """Every token of the staged block a padding token: writes the scratch row, sees row 0."""
+        block[:] = 0
+        block[:, ROW] = self.cache.scratch_row
+        block[:, PREFIX] = 1
 
     def span_for(self, rows_used: int) -> int:
         """The smallest captured span holding cache rows [0, rows_used)."""
         return next(s for s in self.spans if s >= rows_used)
-
-    def _capture(self, span: int) -> None:
-        # Warm up on a side stream (cuBLAS, NCCL and inductor set themselves up), then capture one
-        # forward. The inputs are padding (scratch row, row 0 visible): these forwards change nothing.
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                self._run(span)
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            logits = self._run(span)
-        self.graphs[span] = (graph, logits)
 
     def _run(self, span: int) -> torch.Tensor:
         x = self.inputs  # [width, 4 + max_visible]
@@ -106,9 +111,7 @@ class PaddedForward:
         if self.staged is not None:
             self.staged.synchronize()
         block = self.host.numpy()
-        block[:] = 0
-        block[:, ROW] = self.cache.scratch_row
-        block[:, PREFIX] = 1
+        self._pad(block)
         block[:T, TOKEN], block[:T, POSITION], block[:T, ROW], block[:T, PREFIX] = tokens, positions, rows, prefix_len
         for i, cols in enumerate(visible):
             block[i, VISIBLE:] = rows[i]  # its own row, seen anyway, fills the unused slots
