@@ -5,14 +5,13 @@
 Why: the fixed-width forwards attend over every cache row under a [T, L] mask, and at L of a few
 thousand rows a forward slowed down far more than reading those rows costs. This isolates the
 attention. Each variant is torch.compile'd (as the engine does) and captured in a CUDA graph;
-times are medians of graph replays (CUDA events). Every variant is checked against the math
-reference in fp32 first. Random bf16 inputs; prints a table and writes DIR/attention.csv.
+times are medians of graph replays (CUDA events). Every variant is checked against the engine's
+attention in fp32 first. Random bf16 inputs; prints a table and writes DIR/attention.csv.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -20,35 +19,46 @@ import torch
 import torch.nn.functional as F
 
 from swiftspec_core.models.transformer import grouped_attention
+from swiftspec_core.runtime.graphs import capture
+from timing import median_ms
+
+
+def _stacked(q, n_kv):
+    """q [T, H, hd] -> [KV, G*T, hd], the engine's GQA layout (see grouped_attention)."""
+    T, H, hd = q.shape
+    return q.view(T, n_kv, H // n_kv, hd).permute(1, 2, 0, 3).reshape(n_kv, H // n_kv * T, hd)
+
+
+def _unstacked(o, T):
+    n_kv, GT, hd = o.shape
+    return o.view(n_kv, GT // T, T, hd).permute(2, 0, 1, 3).reshape(T, -1)
 
 
 def sdpa_bool(q, k, v, mask, n_kv):
-    return grouped_attention(q, k, v, mask, n_kv)
+    """What the engine ran before v6: SDPA under a boolean mask."""
+    G = q.shape[1] // n_kv
+    o = F.scaled_dot_product_attention(_stacked(q, n_kv), k.transpose(0, 1), v.transpose(0, 1),
+                                       attn_mask=mask.repeat(G, 1))
+    return _unstacked(o, q.shape[0])
 
 
-def math_attention(q, k, v, mask, n_kv, chunks: int = 1):
-    """Scores with one batched matmul, fp32 softmax, then P @ V, optionally split over `chunks`
-    slices of the rows (partial products summed: exact up to fp32 summation order)."""
+def split_attention(q, k, v, mask, n_kv, chunks: int):
+    """The engine's matmul attention with P @ V split over `chunks` slices of the rows (partial
+    products summed: exact up to fp32 summation order)."""
     T, H, hd = q.shape
     L, G = k.shape[0], H // n_kv
-    qg = q.view(T, n_kv, G, hd).permute(1, 2, 0, 3).reshape(n_kv, G * T, hd)  # [KV, G*T, hd]
-    s = torch.matmul(qg, k.permute(1, 2, 0)).float() * hd ** -0.5  # [KV, G*T, L]
-    s = s.masked_fill(~mask.repeat(G, 1), float("-inf"))
-    p = torch.softmax(s, dim=-1).to(q.dtype)
-    if chunks == 1:
-        o = torch.matmul(p, v.transpose(0, 1))  # [KV, G*T, hd]
-    else:
-        pc = p.view(n_kv, G * T, chunks, L // chunks).transpose(1, 2)  # [KV, S, G*T, L/S]
-        vc = v.transpose(0, 1).reshape(n_kv, chunks, L // chunks, hd)  # [KV, S, L/S, hd]
-        o = torch.matmul(pc, vc).float().sum(1).to(q.dtype)  # [KV, G*T, hd]
-    return o.view(n_kv, G, T, hd).permute(2, 0, 1, 3).reshape(T, H * hd)
+    s = torch.matmul(_stacked(q, n_kv), k.permute(1, 2, 0)).float() * hd ** -0.5  # [KV, G*T, L]
+    p = torch.softmax(s.masked_fill(~mask.repeat(G, 1), float("-inf")), dim=-1).to(q.dtype)
+    pc = p.view(n_kv, G * T, chunks, L // chunks).transpose(1, 2)  # [KV, S, G*T, L/S]
+    vc = v.transpose(0, 1).reshape(n_kv, chunks, L // chunks, hd)  # [KV, S, L/S, hd]
+    return _unstacked(torch.matmul(pc, vc).float().sum(1).to(q.dtype), T)  # [KV, G*T, hd] summed
 
 
 VARIANTS = {
     "sdpa-bool": sdpa_bool,
-    "math": math_attention,
-    "math-split16": lambda q, k, v, m, n: math_attention(q, k, v, m, n, 16),
-    "math-split64": lambda q, k, v, m, n: math_attention(q, k, v, m, n, 64),
+    "math": grouped_attention,  # the engine's
+    "math-split16": lambda q, k, v, m, n: split_attention(q, k, v, m, n, 16),
+    "math-split64": lambda q, k, v, m, n: split_attention(q, k, v, m, n, 64),
 }
 SHAPES = {"llama-3-8b": (32, 8, 128), "llama-3.2-1b": (32, 8, 64)}  # heads, kv heads, head dim
 
@@ -60,26 +70,9 @@ def block(fn):
 
 
 def time_graph(fn, args, reps=100) -> float:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn(*args)
-    torch.cuda.current_stream().wait_stream(stream)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn(*args)
-    for _ in range(10):
-        g.replay()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        g.replay()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(times)
+    """Median us of a graph replay of fn(*args)."""
+    graph, _ = capture(lambda: fn(*args), warmups=3)
+    return median_ms(graph.replay, reps, warmup=10)[1] * 1e3
 
 
 def main() -> None:
@@ -99,7 +92,7 @@ def main() -> None:
                 mask = torch.rand(T, L, device="cuda") < 0.9
                 mask[:, 0] = True
                 wo = torch.randn(H * hd, H * hd, device="cuda", dtype=torch.bfloat16) / (H * hd) ** 0.5
-                ref = math_attention(q.float(), k.float(), v.float(), mask, KV)
+                ref = grouped_attention(q.float(), k.float(), v.float(), mask, KV)
                 kv_bytes = 2 * L * KV * hd * 2
                 for name, fn in VARIANTS.items():
                     got = fn(q, k, v, mask, KV).float()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from swiftspec_core.models.presets import PRESETS
 from swiftspec_core.models.weights import build_engine, random_state
 from swiftspec_core.runtime.floor import copy_bandwidth
 from swiftspec_core.runtime.graphs import PaddedForward
+from timing import median_ms
 
 
 def time_forward(model, width: int, context: int, reps: int = 50) -> float:
@@ -34,15 +34,7 @@ def time_forward(model, width: int, context: int, reps: int = 50) -> float:
     for _ in range(5):
         fwd(list(range(width)), rows, rows, n, visible)
     graph, _ = fwd.graphs[fwd.span_for(n + width)]
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        graph.replay()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / 1e3)
-    return statistics.median(times)
+    return median_ms(graph.replay, reps)[1] / 1e3
 
 
 def main() -> None:

@@ -28,26 +28,14 @@ from swiftspec_core.runtime.disagg import draft_request, target_request
 from swiftspec_core.runtime.launch import run_workers
 from swiftspec_core.runtime.service import WorkerPlan, _engines
 from swiftspec_core.tree import TokenTree
+from timing import median_ms
 
 PROFILE = ReplayProfile(emitted=(1, 2, 2, 3, 3, 4, 5, 6), bonus_in_tree=(True,) * 9 + (False,),
                         topk_logprobs=(-0.2, -2.5, -3.5, -4.0, -4.5, -5.0, -5.5, -6.0))
 
 
-def _median_ms(fn, reps: int = 30) -> tuple[float, float]:
-    """(median wall ms of fn() + sync, median CUDA-event ms of the same)."""
-    wall, gpu = [], []
-    for i in range(reps + 5):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        if i >= 5:
-            wall.append((time.perf_counter() - t0) * 1e3)
-            gpu.append(s.elapsed_time(e))
-    return statistics.median(wall), statistics.median(gpu)
+def _timed(fn) -> tuple[float, float]:
+    return median_ms(fn, reps=30, warmup=5)
 
 
 def _graph(fwd, rows_used: int):
@@ -64,14 +52,14 @@ def _own_forward(ctx, target, draft, settings, prompt):
         visible = [list(range(n, n + i + 1)) for i in range(bs)]  # a chain: the densest mask
         rows = list(range(n, n + bs))
         call = lambda: v.forward(list(range(bs)), rows, rows, n, visible).argmax(-1).tolist()
-        return {"verify forward (call)": _median_ms(call), "verify forward (replay)": _median_ms(_graph(v.forward, n + bs))}
+        return {"verify forward (call)": _timed(call), "verify forward (replay)": _timed(_graph(v.forward, n + bs))}
     d = reuse(draft, Drafter, w, draft_tree_rows(settings))
     d.prefill(prompt, 5)
 
     def step():
         d.tree, d.pending = TokenTree(5), []
         d.step(w, w)
-    return {"draft step (call)": _median_ms(step), "draft forward (replay)": _median_ms(_graph(d.forward, d.cache.length + w))}
+    return {"draft step (call)": _timed(step), "draft forward (replay)": _timed(_graph(d.forward, d.cache.length + w))}
 
 
 def _worker(rank: int, world_size: int, ctx):

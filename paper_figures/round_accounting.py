@@ -13,11 +13,9 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-import pandas as pd
 
+from swiftspec_bench.compare import QUERY
 from swiftspec_bench.results import read_frame
-
-KEY = ["dataset", "question_id", "turn"]
 
 
 def main() -> None:
@@ -31,13 +29,13 @@ def main() -> None:
     (per_token, per_round), *_ = np.linalg.lstsq(np.c_[ar.prompt_tokens, ar.rounds],
                                                  ar.latency_s - ar.loop_s, rcond=None)
     print(f"ar fit: prefill {per_token * 1e6:.1f} us a prompt token, host {per_round * 1e3:.2f} ms a round")
-    base = d[d.system == a.against].set_index(KEY).tokens_per_s
+    base = d[d.system == a.against].set_index(QUERY).tokens_per_s
     for system, g in d.groupby("system"):
         decode = (g.latency_s - per_token * g.prompt_tokens).sum()
         print(f"{system:18s} round {decode / g.rounds.sum() * 1e3:6.2f} ms without prefill; verify + link wait "
               f"{g.loop_s.sum() / g.rounds.sum() * 1e3:6.2f} ms; ratio {decode / g.loop_s.sum():.3f}")
         if system.startswith("swiftspec") and len(base):
-            r = g.set_index(KEY).tokens_per_s / base
+            r = g.set_index(QUERY).tokens_per_s / base
             by = (g.groupby("dataset").tokens_per_s.mean()
                   / d[d.system == a.against].groupby("dataset").tokens_per_s.mean())
             print(f"{'':18s} vs {a.against}: mean tok/s {g.tokens_per_s.mean() / base.mean():.3f}x, faster on "
