@@ -1,5 +1,6 @@
-"""Tables from a run's rows: speed per (target, dataset) and overall, speedup over a baseline,
-mean accepted length; and the losslessness check (every system emitted the same tokens)."""
+"""Tables from a run's rows: speed per (target, draft, dataset) and overall, speedup over a baseline,
+mean accepted length; and the losslessness check (every system emitted the same tokens).
+Reads results only: imports neither torch nor transformers."""
 from __future__ import annotations
 
 import io
@@ -12,6 +13,7 @@ from swiftspec_core.errors import UserError
 FORMATS = ("table", "csv", "markdown")
 OVERALL = "overall"
 QUERY = ["target", "dataset", "question_id", "turn"]
+PAIR = ["target", "draft"]  # rows of different drafts are summarized apart, even for one target
 
 
 def pick_baseline(frame: pd.DataFrame, baseline: str | None) -> str:
@@ -57,20 +59,20 @@ def _stats(rows: pd.DataFrame) -> dict:
 
 
 def summarize(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """One row per (target, dataset, system), then per (target, system) over every dataset."""
+    """One row per (target, draft, dataset, system), then per (target, draft, system) over every dataset."""
     base = pick_baseline(frame, baseline)
     systems = list(dict.fromkeys(frame["system"]))
     out = []
-    for target, by_target in frame.groupby("target", sort=False):
-        datasets = list(dict.fromkeys(by_target["dataset"]))
+    for (target, draft), by_pair in frame.groupby(PAIR, sort=False):
+        datasets = list(dict.fromkeys(by_pair["dataset"]))
         for dataset in datasets + [OVERALL]:
-            rows = by_target if dataset == OVERALL else by_target[by_target["dataset"] == dataset]
+            rows = by_pair if dataset == OVERALL else by_pair[by_pair["dataset"] == dataset]
             stats = {s: _stats(rows[rows["system"] == s]) for s in systems if (rows["system"] == s).any()}
             base_speed = stats[base]["mean_tok_s"] if base in stats else float("nan")
             for system, st in stats.items():
-                out.append({"target": target, "dataset": dataset, "system": system, **st,
+                out.append({"target": target, "draft": draft, "dataset": dataset, "system": system, **st,
                             "speedup": st["mean_tok_s"] / base_speed if base_speed else float("nan")})
-    columns = ["target", "dataset", "system", "queries", "mean_tok_s", "median_tok_s", "p5_tok_s",
+    columns = ["target", "draft", "dataset", "system", "queries", "mean_tok_s", "median_tok_s", "p5_tok_s",
                "p95_ms_per_token", "speedup", "mean_accepted", "prefill_ms", "round_ms", "target_ms", "draft_ms",
                "link_ms"]
     summary = pd.DataFrame(out, columns=columns)
@@ -97,6 +99,17 @@ def divergences(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFram
     return pd.DataFrame(bad, columns=["system"] + QUERY + ["differs_from", "output_sha", "reference_sha"])
 
 
+def lockstep_note(frame: pd.DataFrame) -> str | None:
+    """One line where the rows hold swiftspec run in lockstep on the CPU (no --split): there draft
+    and target take turns in one process, so its speed says nothing of the parallel algorithm."""
+    lockstep = [s for s in dict.fromkeys(frame["system"]) if s.split(":")[0] == "swiftspec"]
+    on_cpu = "device" not in frame or (frame.loc[frame["system"].isin(lockstep), "device"] == "cpu").any()
+    if lockstep and on_cpu:
+        return (f"note: {', '.join(lockstep)} on cpu ran in lockstep (draft and target one after the other in one "
+                "process): a correctness run, not a speed result")
+    return None
+
+
 def _formatted(frame: pd.DataFrame) -> pd.DataFrame:
     shown = frame.copy()
     for col in shown.columns:
@@ -119,7 +132,7 @@ def render(frame: pd.DataFrame, fmt: str) -> str:
     baseline = frame.attrs.get("baseline")
     table = Table(title=f"speedup over {baseline}" if baseline else None)
     for col in shown.columns:
-        text = col in ("target", "dataset", "system", "question_id", "differs_from", "output_sha", "reference_sha")
+        text = col in ("target", "draft", "dataset", "system", "question_id", "differs_from", "output_sha", "reference_sha")
         table.add_column(col, justify="left" if text else "right")
     for r in shown.itertuples(index=False):
         table.add_row(*r)

@@ -1,5 +1,6 @@
-"""The six evaluation sets: where their prompts come from (datasets.yaml) and how a query's prompt
-is built (the target tokenizer's chat template, with the system's own earlier answers)."""
+"""The evaluation sets: the six named ones (datasets.yaml says where their prompts come from), jsonl
+files of the user's own in the same question format, and how a query's prompt is built (the target
+tokenizer's chat template, with the system's own earlier answers)."""
 from __future__ import annotations
 
 import itertools
@@ -15,8 +16,10 @@ from swiftspec_core.errors import UserError
 
 from .names import parse_names
 
-_YAML = Path(__file__).with_name("datasets.yaml")
 PACKAGE_CHECKOUT = Path(__file__).resolve().parent.parent
+# The checkout's top-level datasets.yaml (editable installs); a wheel carries it in the package.
+_YAML = next((p for p in (PACKAGE_CHECKOUT / "datasets.yaml", Path(__file__).with_name("datasets.yaml"))
+              if p.is_file()), PACKAGE_CHECKOUT / "datasets.yaml")
 # Where the local copies are looked for when --data-dir is not given, first match wins.
 DATA_DIR_CANDIDATES = (Path("..") / "shared" / "datasets" / "eagle",
                        PACKAGE_CHECKOUT.parent / "shared" / "datasets" / "eagle")
@@ -40,12 +43,49 @@ def dataset_names() -> list[str]:
     return list(dataset_specs())
 
 
-def parse_dataset_list(text: str) -> list[str]:
-    """`all` or a comma list of dataset names, in the order given, without repeats."""
+@dataclass(frozen=True)
+class Dataset:
+    name: str  # what rows say: a named set's name, or a user file's stem
+    file: Path | None = None  # a user's jsonl; None for a named set (under --data-dir, else the hub)
+
+
+def is_user_file(entry: str) -> bool:
+    return entry.endswith(".jsonl") or "/" in entry
+
+
+def parse_dataset_list(text: str) -> list[Dataset]:
+    """`all`, or a comma list of dataset names and paths of jsonl files in the question format,
+    in the order given, without repeats; two datasets may not share a name."""
     known = dataset_names()
     if text.strip() == "all":
-        return known
-    return parse_names(text, "--datasets", "dataset", known, also=", or all")
+        return [Dataset(n) for n in known]
+    files = [e.strip() for e in text.split(",") if is_user_file(e.strip())]
+    out = []
+    for entry in parse_names(text, "--datasets", "dataset", _Known(known, files),
+                             also=", all, or a path to a .jsonl file"):
+        if entry not in files:
+            out.append(Dataset(entry))
+            continue
+        path = Path(entry).expanduser()
+        if not path.is_file():
+            raise UserError(f"--datasets {entry}: no such file")
+        out.append(Dataset(path.stem, path))
+    names = [d.name for d in out]
+    for name in names:
+        if names.count(name) > 1:
+            raise UserError(f"--datasets: two datasets are named {name!r} (a file's rows are named by its stem)")
+    return out
+
+
+class _Known(list):
+    """The named datasets (listed in errors), and the user's files (accepted as given)."""
+
+    def __init__(self, names: list[str], files: list[str]):
+        super().__init__(names)
+        self.files = set(files)
+
+    def __contains__(self, entry) -> bool:
+        return entry in self.files or super().__contains__(entry)
 
 
 def resolve_data_dir(option: str | None) -> Path | None:
@@ -62,19 +102,28 @@ def resolve_data_dir(option: str | None) -> Path | None:
     return None
 
 
-def load_queries(name: str, data_dir: Path | None, limit: int) -> list[Query]:
-    """The first `limit` questions of a dataset, from the local copy or else the hub."""
-    spec = dataset_specs()[name]
-    if data_dir is not None:
+def load_queries(dataset: Dataset, data_dir: Path | None, limit: int) -> list[Query]:
+    """The first `limit` questions of a dataset: a user's file, the local copy, or else the hub.
+    None at all is a user error (an empty file would otherwise silently drop out of the run)."""
+    if dataset.file is not None:
+        return read_jsonl(dataset.name, dataset.file, limit)
+    spec = dataset_specs()[dataset.name]
+    if data_dir is None:
+        queries = load_from_hub(dataset.name, spec, limit)
+    else:
         path = data_dir / spec["file"]
         if not path.is_file():
-            raise UserError(f"dataset {name}: {path} does not exist")
-        return read_jsonl(name, path, limit)
-    return load_from_hub(name, spec, limit)
+            raise UserError(f"dataset {dataset.name}: {path} does not exist")
+        queries = read_jsonl(dataset.name, path, limit)
+    if not queries:
+        raise UserError(f"dataset {dataset.name}: the hub returned no questions")
+    return queries
 
 
 def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
-    queries = []
+    """The first `limit` questions of a file in the question format (see datasets.yaml); an empty
+    file, a malformed line or a question_id met twice is a user error."""
+    queries, ids = [], set()
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
             if len(queries) >= limit:
@@ -87,10 +136,16 @@ def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
                 if not isinstance(row, dict) or not isinstance(turns, list) or not turns \
                         or not all(isinstance(t, str) for t in turns):
                     raise ValueError("`turns` must be a non-empty list of strings")
-                queries.append(Query(name, str(row["question_id"]), str(row.get("category", "")), tuple(turns)))
+                query = Query(name, str(row["question_id"]), str(row.get("category") or ""), tuple(turns))
             except (ValueError, KeyError, TypeError) as exc:
                 what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
                 raise UserError(f"{path}:{lineno}: malformed line ({what})") from None
+            if query.question_id in ids:
+                raise UserError(f"{path}:{lineno}: question_id {query.question_id} appears twice")
+            ids.add(query.question_id)
+            queries.append(query)
+    if not queries:
+        raise UserError(f"{path} holds no questions")
     return queries
 
 

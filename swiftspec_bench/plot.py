@@ -42,14 +42,14 @@ def _grouped_bars(ax, table: pd.DataFrame, ylabel: str) -> None:
     ax.grid(axis="y", alpha=0.3)
 
 
-def _per_target(frame: pd.DataFrame, draw, title: str, ylabel: str, out: Path, stem: str) -> list[Path]:
-    targets = list(dict.fromkeys(frame["target"]))
-    fig, axes = plt.subplots(1, len(targets), figsize=(max(6.0, 2.0 + 1.2 * frame["dataset"].nunique()) *
-                                                        len(targets), 4.5), squeeze=False)
-    for ax, target in zip(axes[0], targets):
-        rows = frame[frame["target"] == target]
+def _per_pair(frame: pd.DataFrame, draw, title: str, ylabel: str, out: Path, stem: str) -> list[Path]:
+    """One panel per (target, draft): rows of two drafts for one target are never drawn together."""
+    pairs = list(frame.groupby(["target", "draft"], sort=False))
+    fig, axes = plt.subplots(1, len(pairs), figsize=(max(6.0, 2.0 + 1.2 * frame["dataset"].nunique()) *
+                                                      len(pairs), 4.5), squeeze=False)
+    for ax, ((target, draft), rows) in zip(axes[0], pairs):
         draw(ax, rows)
-        ax.set_title(target, fontsize="medium")
+        ax.set_title(f"{target}\ndraft {draft}", fontsize="medium")
         ax.set_ylabel(ylabel)
     fig.suptitle(f"{title}\n{provenance(frame)}", fontsize="medium")
     fig.tight_layout()
@@ -70,7 +70,7 @@ def speed_by_dataset(frame: pd.DataFrame, out: Path) -> list[Path]:
                                  sort=False)
         _grouped_bars(ax, table, "tokens/s (mean)")
 
-    return _per_target(frame, draw, "Decoding speed per dataset", "tokens/s (mean)", out, "speed_by_dataset")
+    return _per_pair(frame, draw, "Decoding speed per dataset", "tokens/s (mean)", out, "speed_by_dataset")
 
 
 def per_query_speed(frame: pd.DataFrame, out: Path) -> list[Path]:
@@ -87,7 +87,7 @@ def per_query_speed(frame: pd.DataFrame, out: Path) -> list[Path]:
         ax.legend(fontsize="small", title="dashed: p95 time/token", title_fontsize="x-small")
         ax.grid(alpha=0.3)
 
-    return _per_target(frame, draw, "Per-query decoding speed, sorted", "tokens/s", out, "per_query_speed")
+    return _per_pair(frame, draw, "Per-query decoding speed, sorted", "tokens/s", out, "per_query_speed")
 
 
 def accepted_length(frame: pd.DataFrame, out: Path) -> list[Path]:
@@ -98,8 +98,8 @@ def accepted_length(frame: pd.DataFrame, out: Path) -> list[Path]:
                                   for d in datasets] for s in systems}, index=datasets)
         _grouped_bars(ax, table, "tokens per verification")
 
-    return _per_target(frame, draw, "Mean accepted length per dataset", "tokens per verification", out,
-                       "accepted_length")
+    return _per_pair(frame, draw, "Mean accepted length per dataset", "tokens per verification", out,
+                     "accepted_length")
 
 
 def plot_run(frame: pd.DataFrame, out: Path) -> list[Path]:

@@ -3,6 +3,7 @@ query as DIR/results.parquet and DIR/results.csv, each replaced atomically, so a
 stopped at any moment leaves whole files and the next run into DIR resumes where it stopped."""
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ ROW_SCHEMA = pa.schema([
     ("gpus", pa.int64()),
     ("weights", pa.string()),  # real | random
     ("acceptance", pa.string()),  # real | replayed
+    ("replay_source", pa.string()),  # replayed rows: sha256 of the results file drawn from (else empty)
     ("kernels", pa.string()),  # torch (eager ops) | torch-compile (GPU: layers fused by inductor)
     ("bandwidth_tb_s", pa.float64()),  # measured device copy bandwidth at the run's start (GPU)
     ("target_floor_ms", pa.float64()),  # weight bytes / bandwidth: one target forward's HBM floor
@@ -63,8 +65,14 @@ ROW_SCHEMA = pa.schema([
 COLUMNS = ROW_SCHEMA.names
 LIST_COLUMNS = [f.name for f in ROW_SCHEMA if pa.types.is_list(f.type)]
 KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
-# Settings that change what a row measures: a run may only resume into a DIR made with the same.
-RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "device", "tree_bs", "tree_w", "chain_k")
+# Settings that change what a row measures and that its key does not name (the key names the
+# target, the draft, and the system's placement and fixed d): a run may only resume into a DIR
+# whose rows were made with the same.
+RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "replay_source", "device", "tree_bs", "tree_w",
+                "chain_k", "seed")
+# What compare and plot read from every row.
+SUMMARY_COLUMNS = ("system", "target", "draft", "dataset", "question_id", "turn", "new_tokens", "latency_s",
+                   "tokens_per_s", "rounds", "accepted_lengths", "output_sha")
 
 
 def output_sha(tokens: list[int]) -> str:
@@ -101,14 +109,6 @@ def row_key(row: dict) -> tuple:
     return tuple(int(row[k]) if k == "turn" else str(row[k]) for k in KEY)
 
 
-def check_out_dir(out: Path) -> None:
-    """An --out that is a file, or whose results file is not readable, is a user error."""
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is an existing file, not a folder")
-    if (out / PARQUET).exists():
-        read_rows(out)
-
-
 def read_rows(run_dir: Path) -> list[dict]:
     """Rows of DIR/results.parquet as plain dicts (list columns as Python lists); [] if none."""
     path = Path(run_dir) / PARQUET
@@ -124,8 +124,8 @@ def read_rows(run_dir: Path) -> list[dict]:
     return table.to_pylist()
 
 
-def read_frame(run_dir: Path) -> pd.DataFrame:
-    """The results of DIR as a DataFrame; a user error if DIR holds none."""
+def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
+    """The results of DIR as a DataFrame; a user error if DIR holds none or they lack a column in `needs`."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such folder")
@@ -134,7 +134,23 @@ def read_frame(run_dir: Path) -> pd.DataFrame:
     rows = read_rows(run_dir)
     if not rows:
         raise UserError(f"{run_dir / PARQUET} has no rows")
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    missing = [c for c in needs if c not in frame.columns]
+    if missing:
+        raise UserError(f"{run_dir / PARQUET} lacks the columns {', '.join(missing)}")
+    return frame
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """A results.csv as written by ResultsTable: list columns decoded from their JSON text, text
+    columns as text (an empty field reads back as "", as CSV cannot tell it from a missing one)."""
+    text = [f.name for f in ROW_SCHEMA if pa.types.is_string(f.type)]
+    frame = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in COLUMNS if c not in text},
+                        dtype={c: str for c in text})
+    for col in LIST_COLUMNS:
+        if col in frame:
+            frame[col] = [None if pd.isna(v) else json.loads(v) for v in frame[col]]
+    return frame
 
 
 class ResultsTable:
@@ -177,8 +193,10 @@ class ResultsTable:
         _atomic_write(self.run_dir / PARQUET, lambda f: pq.write_table(table, f))
         frame = pd.DataFrame(rows, columns=COLUMNS)
         for col in LIST_COLUMNS:  # lists as JSON text in the CSV
-            frame[col] = [json.dumps(None if v is None else list(v)) for v in frame[col]]
-        _atomic_write(self.run_dir / CSV, lambda f: f.write(frame.to_csv(index=False).encode()))
+            frame[col] = [None if v is None else json.dumps(list(v)) for v in frame[col]]
+        # Every text field quoted: a bare carriage return in an answer stays inside its field.
+        text = frame.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+        _atomic_write(self.run_dir / CSV, lambda f: f.write(text.encode()))
 
 
 def _atomic_write(path: Path, write) -> None:

@@ -99,6 +99,13 @@ def draft_tree_rows(settings: SpecSettings) -> int:
     return 4 * settings.tree_bs * settings.tree_w
 
 
+def positions_needed(prompt_tokens: int, max_new_tokens: int, settings: SpecSettings) -> int:
+    """Cache positions one request may use: the prompt, the answer, one verification tree or chain
+    beyond the last emitted token, and the token pending after it. The CLI checks prompts against
+    the model's context with this, and `start` checks the engine's cache with it: one rule."""
+    return prompt_tokens + max_new_tokens + max(settings.tree_bs, settings.chain_k + 1) + 1
+
+
 def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[int], settings: SpecSettings,
           *, verify_width: int, draft_width: int = 0, replay=None):
     """Prefill both sides for a request. Returns (verifier, drafter or None, output holding the
@@ -106,7 +113,7 @@ def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[in
     from .drafter import Drafter
     from .verifier import Verifier
 
-    need = len(prompt) + max_new_tokens + max(settings.tree_bs, settings.chain_k + 1) + 1
+    need = positions_needed(len(prompt), max_new_tokens, settings)
     if need > target.max_seq_len:
         raise ValueError(f"{len(prompt)} prompt tokens + {max_new_tokens} new ones (+ one tree) need "
                          f"{need} positions; the engine holds {target.max_seq_len}")

@@ -22,7 +22,7 @@ from .presets import PRESETS, Preset
 from .tiny_tokenizer import tiny_tokenizer
 
 SUPPORTED_TYPES = ("llama", "qwen2")  # what our engine (transformer.py) implements
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name; "./x" and "../x" are paths
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name; "./x" and "../x" are paths
 # Tokens that end an assistant turn in the chat templates we meet (Qwen, Llama-3, tiny).
 _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>")
 
@@ -70,7 +70,7 @@ def _resolve(spec: str) -> tuple[str | Path, str | None]:
         if path.suffix != ".gguf":
             raise UserError(f"model file {spec!r} is not a .gguf file")
         return path.parent, path.name
-    if _HUB_ID.match(spec) and path.suffix != ".gguf":
+    if HUB_ID.match(spec) and path.suffix != ".gguf":
         return spec, None
     raise UserError(f"unknown model {spec!r}: not a preset, a model folder, a .gguf file or a hub id "
                     f"(org/name); presets: {', '.join(PRESETS)}")
@@ -83,7 +83,7 @@ def _tokenizer_and_config(spec: str, source, gguf_file: str | None):
     try:
         config = AutoConfig.from_pretrained(source, **extra)
         tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-    except OSError as e:  # what transformers raises offline, or for a folder with no model in it
+    except (OSError, ValueError) as e:  # offline, a folder with no model in it, a file that is no GGUF
         raise UserError(f"cannot load model {spec!r} from {source}: {_first_line(e)}") from e
     if config.model_type not in SUPPORTED_TYPES:
         raise UserError(f"model {spec!r} is a {config.model_type!r} model; the engine runs "
@@ -99,7 +99,7 @@ def _pretrained(spec: str, source, gguf_file: str | None, dtype, device: torch.d
         extra["device_map"] = str(device)  # straight onto the device, never a full copy on the host
     try:
         return AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **extra)
-    except OSError as e:
+    except (OSError, ValueError) as e:  # missing or unreadable weight files
         raise UserError(f"cannot load the weights of {spec!r} from {source}: {_first_line(e)}") from e
 
 

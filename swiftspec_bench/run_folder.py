@@ -1,0 +1,77 @@
+"""A run folder (--out) before any model loads: it must be a folder we can write, its results file
+readable; and one run at a time writes it (a lock file holding the writer's pid)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from swiftspec_core.errors import UserError
+
+from .results import PARQUET, read_rows
+
+LOCK = ".lock"
+
+
+def check_out_dir(out: Path) -> None:
+    """A user error unless `out` is (or can be made) a folder we can write whose results file, if
+    any, is readable. Writes nothing that stays: writability is tried with a temporary file in
+    `out` or in its nearest existing parent (os.access says yes to root on read-only mounts)."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is an existing file, not a folder")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"--out {out}: {parent} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot write in {parent} ({exc.strerror or type(exc).__name__})") from None
+    if (out / PARQUET).exists():
+        read_rows(out)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def locked(out: Path):
+    """Hold `out`'s lock for the block: a second run into `out` meanwhile is a user error. A lock
+    left by a process that no longer exists (killed) is taken over. On the way out, by any exit
+    (an error, Ctrl-C), the lock goes, and so does `out` if this run made it and left it empty."""
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    lock = out / LOCK
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            try:
+                holder = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            if holder and _alive(holder):
+                raise UserError(f"--out {out} is in use by another run (pid {holder}); wait for it or use "
+                                f"another --out") from None
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+    else:
+        raise UserError(f"--out {out}: cannot take its lock {lock}")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        if made and not any(out.iterdir()):
+            out.rmdir()

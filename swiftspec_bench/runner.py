@@ -1,0 +1,340 @@
+"""`swiftspec-bench run` in three steps, each read top to bottom:
+
+    validate(options)      everything checkable before a model loads: names, numbers, paths, the
+                           run folder, the prompts themselves
+    plan(checked, table)   the rows this run makes (labels, settings columns) and which are not done
+    execute(planned, ...)  load the models, check the prompts fit, warm each system up, decode
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import typer
+
+from swiftspec_core.decoders.base import positions_needed
+from swiftspec_core.errors import UserError
+
+from . import datasets as ds
+from . import placement
+from .results import PARQUET, ResultsTable, row_from_result, row_key
+
+DTYPES = ("float32", "bfloat16", "float16")
+GGUF_MAGIC = b"GGUF"
+# Files that hold a HF folder's weights (single file or sharded with an index).
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of `swiftspec-bench run`, as given (see cli.run for their meaning)."""
+    target: str
+    draft: str
+    systems: str
+    datasets: str
+    limit: int
+    max_new_tokens: int
+    device: str
+    dtype: str | None
+    seed: int
+    data_dir: str | None
+    out: str
+    tree_bs: int
+    tree_w: int
+    draft_steps: int | None
+    chain_k: int
+    weights: str
+    acceptance: str
+    tp: int
+    split: str | None
+
+
+@dataclass
+class Checked:
+    """A run's options, checked and resolved; nothing loaded yet."""
+    options: RunOptions
+    systems: list[str]
+    split: tuple[int, int] | None
+    queries: list  # datasets.Query, dataset by dataset
+    device: str
+    dtype: str
+    out: Path
+    needs_draft: bool
+    replay: object | None  # replay_source.ReplaySource
+    replay_digest: str  # sha256 of the replayed results file; "" for real acceptance
+
+
+@dataclass
+class Planned:
+    checked: Checked
+    labels: dict[str, str]  # system -> its name in the rows (placement, fixed d)
+    columns: dict  # what every row of this run says besides its measures
+    todo: list[tuple]  # (system, query, turn) not in the run folder yet, system by system
+
+
+# --- validate -------------------------------------------------------------------------------------
+
+def validate(o: RunOptions) -> Checked:
+    """Every check that needs no model, in the order of the options; raises UserError."""
+    from swiftspec_core.runtime.launch import parse_split
+
+    from .replay_source import ReplaySource, parse_acceptance
+    from .run_folder import check_out_dir
+    from .systems import SYSTEMS, parse_system_list
+
+    systems = parse_system_list(o.systems)
+    _check_positive(o.tp, "--tp")
+    split = parse_split(o.split) if o.split else None
+    replay_path = parse_acceptance(o.acceptance)
+    datasets = ds.parse_dataset_list(o.datasets)
+    for value, flag in ((o.limit, "--limit"), (o.max_new_tokens, "--max-new-tokens"), (o.tree_bs, "--tree-bs"),
+                        (o.tree_w, "--tree-w"), (o.chain_k, "--chain-k")):
+        _check_positive(value, flag)
+    if o.draft_steps is not None:
+        _check_positive(o.draft_steps, "--draft-steps")
+    if o.weights not in ("real", "random"):
+        raise UserError(f"--weights {o.weights}: choose real or random")
+    device = resolve_device(o.device)
+    dtype = o.dtype or ("bfloat16" if device == "cuda" else "float32")
+    if dtype not in DTYPES:
+        raise UserError(f"--dtype {dtype}: choose {', '.join(DTYPES)}")
+    needs_draft = any(SYSTEMS[s].needs_draft for s in systems)
+    check_model_spec(o.target, "--target", o.weights)
+    if needs_draft:
+        check_model_spec(o.draft, "--draft", o.weights)
+    out = Path(o.out)
+    check_out_dir(out)
+    data_dir = ds.resolve_data_dir(o.data_dir)
+    placement.check_processes(device, o.tp, split)
+    replay, digest = None, ""
+    if replay_path is not None:
+        peers = [s for s in systems if not SYSTEMS[s].on_engine and s != "hf-ar"]
+        if peers:
+            raise UserError(f"--acceptance replay: {', '.join(peers)} cannot replay acceptance")
+        replay = ReplaySource(replay_path, tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k)
+        replay.check(systems, [d.name for d in datasets])
+        digest = _file_digest(replay_path / PARQUET if replay_path.is_dir() else replay_path)
+    queries = [q for d in datasets for q in ds.load_queries(d, data_dir, o.limit)]
+    return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest)
+
+
+def _check_positive(value: int, flag: str) -> None:
+    if value < 1:
+        raise UserError(f"{flag} must be at least 1 (got {value})")
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device not in ("auto", "cpu", "cuda"):
+        raise UserError(f"--device {device}: choose auto, cpu or cuda")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: no CUDA device is available")
+    return device
+
+
+def check_model_spec(spec: str, flag: str, weights: str = "real") -> None:
+    """Catch what can be caught before loading: a preset name; a model folder (config.json, and
+    weight files unless --weights random); a .gguf file (its magic bytes); or something shaped
+    like a hub id (owner/name). Anything else is an unknown preset or path."""
+    from swiftspec_core.models.loading import HUB_ID
+    from swiftspec_core.models.presets import PRESETS
+
+    if spec in PRESETS:
+        return
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise UserError(f"{flag} {spec}: not a model folder (no config.json)")
+        if weights == "real" and not any((path / f).is_file() for f in WEIGHT_FILES):
+            raise UserError(f"{flag} {spec}: the folder holds no weights ({' or '.join(WEIGHT_FILES[::2])})")
+        return
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise UserError(f"{flag} {spec}: not a model folder or a .gguf file")
+        with open(path, "rb") as f:
+            if f.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
+                raise UserError(f"{flag} {spec}: not a GGUF file (it does not start with GGUF)")
+        return
+    if path.suffix == ".gguf" or spec.startswith((".", "/", "~")) or path.is_absolute():
+        raise UserError(f"{flag} {spec}: no such file or folder")
+    if HUB_ID.match(spec):
+        return  # a hub id: whether it exists is known only when loading
+    raise UserError(f"{flag} {spec}: unknown preset (known: {', '.join(PRESETS)}), and no such path")
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- plan -----------------------------------------------------------------------------------------
+
+def plan(c: Checked, table: ResultsTable) -> Planned:
+    """The rows this run makes, checked against the settings of the rows already in the folder."""
+    from .systems import label
+
+    o = c.options
+    columns = dict(target=o.target, draft=o.draft, device=c.device, weights=_expected_weights(o.target, o.weights),
+                   acceptance="replayed" if c.replay else "real", replay_source=c.replay_digest,
+                   tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
+                   max_new_tokens=o.max_new_tokens)
+    table.check_settings(columns)
+    labels = {s: label(s, o.tp, c.split, o.draft_steps) for s in c.systems}
+    # System by system (a multi-process system's workers are started once), query by query.
+    todo = [(s, q, t) for s in c.systems for q in c.queries for t in range(1, len(q.turns) + 1)
+            if not table.is_done(_key(labels[s], o.target, o.draft, q, t))]
+    return Planned(c, labels, columns, todo)
+
+
+def _expected_weights(target: str, weights: str) -> str:
+    """What the rows will say: tiny presets exist only with random weights."""
+    from swiftspec_core.models.presets import PRESETS
+
+    return "random" if target in PRESETS and PRESETS[target].is_tiny else weights
+
+
+def _key(system: str, target: str, draft: str, query, turn: int) -> tuple:
+    return row_key(dict(system=system, target=target, draft=draft, dataset=query.dataset,
+                        question_id=query.question_id, turn=turn))
+
+
+# --- execute --------------------------------------------------------------------------------------
+
+def execute(p: Planned, table: ResultsTable) -> None:
+    """Load the models, check every prompt fits, then decode the rows to do, appending each."""
+    import torch
+
+    from swiftspec_core.decoders.base import SpecSettings
+
+    c, o = p.checked, p.checked.options
+    settings = SpecSettings(tree_bs=o.tree_bs, tree_w=o.tree_w, draft_steps=o.draft_steps, chain_k=o.chain_k)
+    torch.manual_seed(o.seed)
+    how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=c.device, seed=o.seed)
+    target = _load("target", o.target, **how)
+    longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
+    pair = _pair(target, _load("draft", o.draft, **how) if c.needs_draft else None, **how)
+    pair.max_seq_len, pair.seed, pair.tp, pair.split = longest, o.seed, o.tp, c.split
+    columns = p.columns | dict(commit=package_commit(), weights=pair.target.weights,
+                               started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                               **placement.floors(pair, c.device))
+    try:
+        _decode_all(p, table, pair, settings, columns)
+    finally:
+        pair.close()
+
+
+def _load(role: str, spec: str, **how):
+    from transformers.utils import logging as hf_logging
+
+    from swiftspec_core.models.loading import load_model
+
+    hf_logging.disable_progress_bar()  # keep stderr for errors: a bad input is one line there
+    typer.echo(f"loading {role} {spec} ...")
+    return load_model(spec, **how)  # the draft gets its own copy, even when it names the target
+
+
+def _pair(target, draft, *, dtype, device, **_):
+    from swiftspec_core.models.loading import check_pair
+
+    from .systems import LoadedPair
+
+    if draft is not None:
+        check_pair(target, draft)
+    return LoadedPair(target, draft, dtype=dtype, device=device)
+
+
+def check_context(target, queries, max_new_tokens: int, settings) -> int:
+    """Every prompt must fit the target's context with its answer (decoders.base.positions_needed,
+    the rule the decoders hold their caches to); a later turn is bounded by the earlier answers
+    taking their whole budget (and is checked again, exactly, before it runs). Returns the most
+    positions a query may use: the engines' caches are sized to it."""
+    longest = 0
+    for q in queries:
+        turns = list(q.turns)
+        n = len(ds.chat_prompt_ids(target.tokenizer, turns, [""] * (len(turns) - 1)))
+        n += max_new_tokens * (len(turns) - 1)
+        _check_fits(target, n, max_new_tokens, settings, f"{q.dataset} question {q.question_id}")
+        longest = max(longest, positions_needed(n, max_new_tokens, settings))
+    return min(longest + 64, target.max_context)  # + the turn templates' few tokens
+
+
+def _check_fits(target, prompt_tokens: int, max_new_tokens: int, settings, what: str) -> None:
+    need = positions_needed(prompt_tokens, max_new_tokens, settings)
+    if need > target.max_context:
+        raise UserError(f"{what}: prompt of {prompt_tokens} tokens + {max_new_tokens} new + one verification "
+                        f"tree need {need} positions; that exceeds the context of {target.max_context}")
+
+
+def _decode_all(p: Planned, table: ResultsTable, pair, settings, columns: dict) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from swiftspec_core.models.loading import eos_ids
+
+    from . import systems
+    from .replay_source import replay_seed
+
+    budget = p.checked.options.max_new_tokens
+    replay = p.checked.replay
+    # Random weights would stop at whatever EOS they happen to emit: they decode the whole budget.
+    eos = set() if pair.target.weights == "random" else eos_ids(pair.target)
+    tokenizer = pair.target.tokenizer
+    warmed = set()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[speed]}"), TimeElapsedColumn()) as progress:
+        task = progress.add_task("decoding", total=len(p.todo), speed="")
+        for system, q, turn in p.todo:
+            name = p.labels[system]
+            progress.update(task, description=f"{name:<14} {q.dataset}/{q.question_id} turn {turn}")
+            answers = [_earlier_answer(table, name, columns, q, t) for t in range(1, turn)]
+            prompt = ds.chat_prompt_ids(tokenizer, list(q.turns[:turn]), answers)
+            _check_fits(pair.target, len(prompt), budget, settings, f"{q.dataset} question {q.question_id} turn {turn}")
+            query = dict(max_new_tokens=budget, eos_ids=eos, settings=settings)
+            if replay is not None:
+                query |= dict(replay=replay.profile(system, q.dataset, pair.draft_steps(system, settings)),
+                              replay_seed=replay_seed(columns["seed"], q.dataset, q.question_id, turn))
+            if system not in warmed:
+                warm_up(system, pair, prompt, query)
+                warmed.add(system)
+            result, latency = systems.run_query(system, pair, prompt, **query)
+            text = tokenizer.decode(result.tokens, skip_special_tokens=True)
+            table.append(row_from_result(result, latency, output_text=text, system=name, dataset=q.dataset,
+                                         question_id=q.question_id, turn=turn, category=q.category,
+                                         prompt_tokens=len(prompt), **columns, **placement.where(pair, system)))
+            progress.update(task, advance=1, speed=f"{len(result.tokens) / max(latency, 1e-9):7.1f} tok/s")
+
+
+def warm_up(system: str, pair, prompt: list[int], query: dict) -> None:
+    """Decode the system's first timed query once, whole, unrecorded. Its first calls pay for what
+    timing must not see: workers starting (--tp, --split), CUDA graph capture and compilation at
+    the widths and spans this query uses, the allocator and caches growing to its length, the hf-*
+    peers' lazy set-up. (A short stand-in prompt left the first timed prefill a longer prompt's
+    shapes to pay for.)"""
+    from . import systems
+
+    systems.run_query(system, pair, prompt, **query)
+
+
+def _earlier_answer(table: ResultsTable, system: str, columns: dict, q, turn: int) -> str:
+    row = table.find(_key(system, columns["target"], columns["draft"], q, turn))
+    if row is None:
+        raise RuntimeError(f"turn {turn} of {q.dataset}/{q.question_id} has no row yet")
+    return row["output_text"]
+
+
+def package_commit() -> str:
+    """HEAD of the package's checkout; SWIFTSPEC_COMMIT where the tree came without .git (GPU machine)."""
+    if os.environ.get("SWIFTSPEC_COMMIT"):
+        return os.environ["SWIFTSPEC_COMMIT"]
+    try:
+        out = subprocess.run(["git", "-C", str(ds.PACKAGE_CHECKOUT), "rev-parse", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
