@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -141,6 +142,11 @@ def plot(
 
 
 def main() -> None:
+    # On the CPU torch's OpenMP threads spin while they wait for each other. On a machine whose
+    # cores other work shares (2 cores, tiny presets), queries came out 10-100x slower at random
+    # (one prompt's prefill took 1 ms or 70 ms); waiting passively kept them much steadier. Set
+    # before torch loads (run imports it); an OMP_WAIT_POLICY already given wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     app(prog_name="swiftspec-bench")
 
 

@@ -1,15 +1,18 @@
-"""Bad input: one line on stderr ("error: ..."), exit code 2, nothing written."""
+"""Bad input: one line on stderr ("error: ..."), exit code 2, nothing written, found before any
+model loads where it can be. Prompts: tests/fixtures."""
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from swiftspec_bench.cli import app
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "eagle"
-needs_data = pytest.mark.skipif(not (DATA_DIR / "gsm8k.jsonl").exists(), reason=f"no datasets at {DATA_DIR}")
+DATA_DIR = Path(__file__).with_name("fixtures")
 
 
 def base_args(out: Path, **over) -> list[str]:
@@ -19,7 +22,7 @@ def base_args(out: Path, **over) -> list[str]:
     return ["run"] + [x for kv in opts.items() for x in kv]
 
 
-def assert_user_error(args, *, contains: str, out: Path | None = None):
+def assert_user_error(args, *, contains: str, out: Path | None = None, before_loading: bool = True):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
     lines = res.stderr.splitlines()
@@ -27,7 +30,14 @@ def assert_user_error(args, *, contains: str, out: Path | None = None):
     assert contains in lines[0], lines[0]
     if out is not None:
         assert not out.exists(), "nothing may be written on bad input"
+    if before_loading:
+        assert "loading" not in res.stdout, "found only after a model loaded"
     return lines[0]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
 
 @pytest.mark.parametrize("over, contains", [
@@ -45,6 +55,8 @@ def assert_user_error(args, *, contains: str, out: Path | None = None):
     ({"--device": "tpu"}, "--device tpu"),
     ({"--weights": "fake"}, "--weights fake"),
     ({"--data-dir": "/no/such/data/dir"}, "no such folder"),
+    ({"--datasets": "gsm8k,/no/such/prompts.jsonl"}, "no such file"),
+    ({"--datasets": f"gsm8k,{DATA_DIR / 'gsm8k.jsonl'}"}, "two datasets are named 'gsm8k'"),
 ])
 def test_bad_options(tmp_path, over, contains):
     out = tmp_path / "out"
@@ -80,14 +92,82 @@ def test_out_is_an_existing_file(tmp_path):
     assert out.read_text() == "keep me"
 
 
-@needs_data
-def test_prompt_longer_than_the_context(tmp_path):
-    # tiny-llama has 2048 positions and a byte tokenizer; the first CNN/DailyMail article is longer
+def test_unwritable_out_is_found_before_loading(tmp_path):
+    locked = tmp_path / "read-only"
+    locked.mkdir()
+    locked.chmod(0o555)
+    # root writes anywhere a mode allows nothing: then a folder no one can create files in
+    out = (locked if not os.access(locked, os.W_OK) else Path("/proc")) / "run"
+    assert_user_error(base_args(out), contains="cannot write in", out=out)
+
+
+@pytest.mark.parametrize("files, contains", [
+    ({}, "not a model folder (no config.json)"),
+    ({"config.json": "{}"}, "holds no weights"),
+    ({"model.gguf": "not a gguf at all"}, "not a GGUF file"),
+])
+def test_model_files_that_cannot_load(tmp_path, files, contains):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    spec = folder / "model.gguf" if "model.gguf" in files else folder
     out = tmp_path / "out"
-    assert_user_error(base_args(out, **{"--datasets": "sum"}), contains="exceeds the context of 2048", out=out)
+    assert_user_error(base_args(out, **{"--target": str(spec)}), contains=contains, out=out)
 
 
-@needs_data
+def test_a_damaged_gguf_is_one_line(tmp_path):
+    # past the magic bytes the check before loading cannot see: the loader's own error, one line
+    damaged = tmp_path / "damaged.gguf"
+    damaged.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x07" * 21)
+    out = tmp_path / "out"
+    assert_user_error(base_args(out, **{"--target": str(damaged)}), contains="cannot load model", out=out,
+                      before_loading=False)
+
+
+@pytest.mark.parametrize("datasets", ["gsm8k", "humaneval,gsm8k"])
+def test_an_empty_dataset_file(tmp_path, datasets):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "gsm8k.jsonl").write_text("\n")
+    (data / "humaneval.jsonl").write_text((DATA_DIR / "humaneval.jsonl").read_text())
+    out = tmp_path / "out"
+    assert_user_error(base_args(out, **{"--data-dir": str(data), "--datasets": datasets}),
+                      contains="gsm8k.jsonl holds no questions", out=out)
+
+
+def test_question_ids_met_twice(tmp_path):
+    mine = write_jsonl(tmp_path / "mine.jsonl", [{"question_id": 1, "turns": ["a"]}, {"question_id": 2, "turns": ["b"]},
+                                                 {"question_id": 1, "turns": ["c"]}])
+    out = tmp_path / "out"
+    assert_user_error(base_args(out, **{"--datasets": str(mine), "--limit": "5"}),
+                      contains="mine.jsonl:3: question_id 1 appears twice", out=out)
+
+
+def context_filling_prompt(extra: int) -> str:
+    """A user turn whose chat prompt needs exactly tiny-llama's 2048 positions (+ `extra`) under
+    base_args (4 new tokens; a tree of 8, a chain of 7 + 1; one pending token): the byte tokenizer
+    makes each ASCII character one token."""
+    from swiftspec_bench.datasets import chat_prompt_ids
+    from swiftspec_core.models.tiny_tokenizer import tiny_tokenizer
+
+    template = len(chat_prompt_ids(tiny_tokenizer(), ["x"], [])) - 1
+    return "x" * (2048 - 4 - 8 - 1 - template + extra)
+
+
+def test_prompt_that_exactly_fills_the_context(tmp_path):
+    out = tmp_path / "out"
+    fits = write_jsonl(tmp_path / "fits.jsonl", [{"question_id": 0, "turns": [context_filling_prompt(0)]}])
+    res = CliRunner().invoke(app, base_args(out, **{"--datasets": str(fits),
+                                                    "--systems": "ar,chain,tree,swiftspec"}))
+    assert res.exit_code == 0, (res.stderr, res.exception)
+    assert len(pd.read_parquet(out / "results.parquet")) == 4
+    over = write_jsonl(tmp_path / "over.jsonl", [{"question_id": 0, "turns": [context_filling_prompt(1)]}])
+    out = tmp_path / "out2"
+    assert_user_error(base_args(out, **{"--datasets": str(over), "--systems": "ar"}),
+                      contains="exceeds the context of 2048", out=out, before_loading=False)
+
+
 def test_tokenizers_that_differ(tmp_path):
     from transformers import AutoModelForCausalLM
 
@@ -101,7 +181,8 @@ def test_tokenizers_that_differ(tmp_path):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     out = tmp_path / "out"
-    assert_user_error(base_args(out, **{"--draft": str(folder)}), contains="different vocabularies", out=out)
+    assert_user_error(base_args(out, **{"--draft": str(folder)}), contains="different vocabularies", out=out,
+                      before_loading=False)
 
 
 def test_compare_and_plot_bad_input(tmp_path):
@@ -109,3 +190,7 @@ def test_compare_and_plot_bad_input(tmp_path):
     assert_user_error(["compare", str(tmp_path)], contains="results.parquet")
     assert_user_error(["plot", str(tmp_path)], contains="results.parquet")
     assert_user_error(["compare", str(tmp_path), "--format", "xml"], contains="--format xml")
+    pd.DataFrame({"system": ["ar"], "target": ["t"], "draft": ["d"], "dataset": ["gsm8k"], "question_id": ["0"],
+                  "turn": [1]}).to_parquet(tmp_path / "results.parquet")
+    for command in ("compare", "plot"):
+        assert_user_error([command, str(tmp_path)], contains="lacks the columns new_tokens")

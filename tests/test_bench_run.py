@@ -1,20 +1,22 @@
-"""`swiftspec-bench run -> compare -> plot` on the tiny presets, resume after an interrupted run, and
-MT-bench's second turn (asked after the system's own first answer, through the chat template)."""
+"""`swiftspec-bench run -> compare -> plot` on the tiny presets, resume after an interrupted run,
+MT-bench's second turn (asked after the system's own first answer, through the chat template), the
+warm-up, the run folder (settings, lock, csv) and user datasets. Prompts: tests/fixtures."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from swiftspec_bench import results, systems
+from swiftspec_bench import results, runner, systems
 from swiftspec_bench.cli import app
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "eagle"
-pytestmark = pytest.mark.skipif(not (DATA_DIR / "gsm8k.jsonl").exists(), reason=f"no datasets at {DATA_DIR}")
+DATA_DIR = Path(__file__).with_name("fixtures")
 
 REQUIRED = ["system", "target", "draft", "dataset", "question_id", "turn", "prompt_tokens", "new_tokens",
             "latency_s", "tokens_per_s", "rounds", "mean_accepted", "accepted_lengths", "target_s", "draft_s",
@@ -57,9 +59,31 @@ def test_run_writes_one_row_per_query(run_dir):
         assert sum(row.accepted_lengths) == row.new_tokens - 1
         if row.system == "hf-ar":
             assert set(row.accepted_lengths) <= {1}
-    csv = pd.read_csv(run_dir / "results.csv")
-    assert len(csv) == len(frame) and list(csv.columns) == list(frame.columns)
-    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp") or p.name == ".lock"]
+
+
+def test_csv_reads_back_equal_to_the_parquet(run_dir, tmp_path):
+    table = results.ResultsTable(run_dir)
+    copy = results.ResultsTable(tmp_path / "copy")
+    awkward = ["bare\rreturn", "crlf\r\nand\nnewline", 'quote " comma, tab\t', "nul\x00 esc\x1b[0m", ""]
+    for row, text in zip(table.rows, awkward):
+        copy.append(row | {"output_text": text})
+    for row in table.rows[len(awkward):]:
+        copy.append(row)
+    parquet = pd.read_parquet(tmp_path / "copy" / "results.parquet")
+    csv = results.read_csv(tmp_path / "copy" / "results.csv")
+    assert list(csv.columns) == list(parquet.columns) and len(csv) == len(parquet) == len(table.rows)
+    for col in parquet.columns:
+        assert [plain(v) for v in csv[col]] == [plain(v) for v in parquet[col]], col
+
+
+def plain(value):
+    """A cell as a plain Python value: arrays as lists, NaN and None as None."""
+    if isinstance(value, (list, np.ndarray)):
+        return [plain(v) for v in value]
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def test_compare_reports_lossless(run_dir):
@@ -95,20 +119,37 @@ def test_plot_writes_png_and_pdf(run_dir, tmp_path):
     assert invoke(["plot", str(run_dir)]).exit_code == 0 and (run_dir / "figures" / "speed_by_dataset.png").exists()
 
 
-def test_second_turn_carries_the_first_answer(tmp_path, monkeypatch):
-    prompts = []
-    original = systems.run_query
+@pytest.fixture
+def decodes(monkeypatch):
+    """Every decode the runs in a test make, as (system, prompt text, whether it was a warm-up)."""
+    seen, warming = [], []
+    run_query, warm_up = systems.run_query, runner.warm_up
 
     def recording(system_name, pair, prompt_ids, **kw):
-        result, latency = original(system_name, pair, prompt_ids, **kw)
-        prompts.append((system_name, pair.target.tokenizer.decode(prompt_ids), kw["max_new_tokens"]))
-        return result, latency
+        seen.append((system_name, pair.target.tokenizer.decode(prompt_ids), bool(warming)))
+        return run_query(system_name, pair, prompt_ids, **kw)
+
+    def warming_up(*args):
+        warming.append(True)
+        try:
+            warm_up(*args)
+        finally:
+            warming.pop()
 
     monkeypatch.setattr(systems, "run_query", recording)
+    monkeypatch.setattr(runner, "warm_up", warming_up)
+    return seen
+
+
+def timed(decodes) -> list:
+    return [(system, prompt) for system, prompt, warm_up in decodes if not warm_up]
+
+
+def test_second_turn_carries_the_first_answer(tmp_path, decodes):
     out = tmp_path / "run"
     res = invoke(run_args(out, systems_list="hf-ar", datasets="mt_bench"))
     assert res.exit_code == 0, res.stderr
-    decoded = [p for s, p, n in prompts if n == 8]  # the warm-up decodes fewer tokens
+    decoded = [prompt for _, prompt in timed(decodes)]
     assert len(decoded) == 2
     rows = pd.read_parquet(out / "results.parquet").sort_values("turn")
     turns = json.loads((DATA_DIR / "mt_bench.jsonl").read_text().splitlines()[0])["turns"]
@@ -118,13 +159,15 @@ def test_second_turn_carries_the_first_answer(tmp_path, monkeypatch):
     answer = rows.iloc[0].output_text
     assert decoded[1] == f"{first_prompt}{answer}<|end|><|user|>{turns[1]}<|end|><|assistant|>"
     assert rows.iloc[1].prompt_tokens > rows.iloc[0].prompt_tokens
+    # the warm-up decoded the first timed query itself (its shapes), once
+    assert [(s, p) for s, p, warm_up in decodes if warm_up] == [("hf-ar", first_prompt)]
 
 
 class Killed(Exception):
     pass
 
 
-def test_resume_after_an_interrupted_run(tmp_path, monkeypatch):
+def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, decodes):
     out = tmp_path / "run"
     original_append = results.ResultsTable.append
 
@@ -136,35 +179,28 @@ def test_resume_after_an_interrupted_run(tmp_path, monkeypatch):
     res = invoke(run_args(out))
     assert isinstance(res.exception, Killed)
     first = pd.read_parquet(out / "results.parquet")
-    assert len(first) == 1 and len(pd.read_csv(out / "results.csv")) == 1
+    assert len(first) == 1 and len(results.read_csv(out / "results.csv")) == 1
+    assert not (out / ".lock").exists()  # the run died, its lock went with it
     monkeypatch.setattr(results.ResultsTable, "append", original_append)
 
-    decoded = []
-    original_run = systems.run_query
-
-    def counting(system_name, pair, prompt_ids, **kw):
-        if kw["max_new_tokens"] == 8:
-            decoded.append(system_name)
-        return original_run(system_name, pair, prompt_ids, **kw)
-
-    monkeypatch.setattr(systems, "run_query", counting)
+    decodes.clear()
     res = invoke(run_args(out))
     assert res.exit_code == 0, res.stderr
     full = pd.read_parquet(out / "results.parquet")
-    assert len(full) == 6 and len(decoded) == 5  # the finished row was kept, not decoded again
+    assert len(full) == 6 and len(timed(decodes)) == 5  # the finished row was kept, not decoded again
     kept = full.iloc[0]
     assert kept.started_at == first.iloc[0].started_at and kept.latency_s == first.iloc[0].latency_s
 
     # a row lost from the table is decoded again, and only that one
     pq.write_table(pq.read_table(out / "results.parquet").slice(0, 5), out / "results.parquet")
-    decoded.clear()
+    decodes.clear()
     res = invoke(run_args(out))
-    assert res.exit_code == 0 and len(decoded) == 1
+    assert res.exit_code == 0 and len(timed(decodes)) == 1
     assert len(pd.read_parquet(out / "results.parquet")) == 6
 
-    decoded.clear()
+    decodes.clear()
     res = invoke(run_args(out))
-    assert res.exit_code == 0 and decoded == [] and "nothing to do" in res.stdout
+    assert res.exit_code == 0 and decodes == [] and "nothing to do" in res.stdout
 
 
 def test_resume_refuses_other_settings(run_dir):

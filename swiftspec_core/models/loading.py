@@ -83,7 +83,9 @@ def _tokenizer_and_config(spec: str, source, gguf_file: str | None):
     try:
         config = AutoConfig.from_pretrained(source, **extra)
         tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-    except (OSError, ValueError) as e:  # offline, a folder with no model in it, a file that is no GGUF
+    except Exception as e:  # offline, a folder with no model in it; any error reading a damaged GGUF
+        if not (isinstance(e, (OSError, ValueError)) or gguf_file):
+            raise
         raise UserError(f"cannot load model {spec!r} from {source}: {_first_line(e)}") from e
     if config.model_type not in SUPPORTED_TYPES:
         raise UserError(f"model {spec!r} is a {config.model_type!r} model; the engine runs "
