@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 from swiftspec_bench.cli import app
 from swiftspec_bench.replay_source import ReplaySource
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "eagle"
-pytestmark = pytest.mark.skipif(not (DATA_DIR / "gsm8k.jsonl").exists(), reason=f"no datasets at {DATA_DIR}")
+DATA_DIR = Path(__file__).with_name("fixtures")
 
 
 def run(out: Path, *extra: str):
