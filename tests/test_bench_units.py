@@ -20,6 +20,7 @@ SIX = ["mt_bench", "humaneval", "gsm8k", "alpaca", "qa", "sum"]
 # --- datasets -------------------------------------------------------------------------------------
 
 def test_datasets_yaml_names_the_six():
+    assert ds._YAML == ds.PACKAGE_CHECKOUT / "datasets.yaml"  # the checkout's top level (editable install)
     specs = ds.dataset_specs()
     assert list(specs) == SIX
     for name, spec in specs.items():
@@ -27,11 +28,18 @@ def test_datasets_yaml_names_the_six():
     assert specs["mt_bench"]["turns"] == 2
 
 
-def test_parse_dataset_list():
-    assert ds.parse_dataset_list("all") == SIX
-    assert ds.parse_dataset_list(" gsm8k, sum ,gsm8k") == ["gsm8k", "sum"]
+def test_parse_dataset_list(tmp_path):
+    assert ds.parse_dataset_list("all") == [ds.Dataset(n) for n in SIX]
+    assert ds.parse_dataset_list(" gsm8k, sum ,gsm8k") == [ds.Dataset("gsm8k"), ds.Dataset("sum")]
     with pytest.raises(UserError, match="unknown dataset 'nope'"):
         ds.parse_dataset_list("gsm8k,nope")
+    mine = tmp_path / "spec_bench.jsonl"
+    mine.write_text('{"question_id": 1, "turns": ["a", "b", "c"]}\n')
+    assert ds.parse_dataset_list(f"{mine},qa") == [ds.Dataset("spec_bench", mine), ds.Dataset("qa")]
+    [q] = ds.load_queries(ds.Dataset("spec_bench", mine), None, 5)
+    assert q.dataset == "spec_bench" and q.turns == ("a", "b", "c")
+    with pytest.raises(UserError, match="no such file"):
+        ds.parse_dataset_list("qa,missing.jsonl")
 
 
 def test_read_jsonl(tmp_path):
@@ -43,6 +51,12 @@ def test_read_jsonl(tmp_path):
     f.write_text('{"turns": ["a"]}\n')
     with pytest.raises(UserError, match=r"qa.jsonl:1: malformed line \(missing field 'question_id'\)"):
         ds.read_jsonl("qa", f, limit=5)
+    f.write_text('{"question_id": 7, "turns": ["a"]}\n{"question_id": "7", "turns": ["b"]}\n')
+    with pytest.raises(UserError, match=r"qa.jsonl:2: question_id 7 appears twice"):
+        ds.read_jsonl("qa", f, limit=5)
+    f.write_text("\n\n")
+    with pytest.raises(UserError, match=r"qa.jsonl holds no questions"):
+        ds.read_jsonl("qa", f, limit=5)
 
 
 def test_no_local_copy_and_no_hub_is_a_user_error(monkeypatch, tmp_path):
@@ -50,7 +64,7 @@ def test_no_local_copy_and_no_hub_is_a_user_error(monkeypatch, tmp_path):
     assert ds.resolve_data_dir(None) is None
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(UserError, match="no local copy of gsm8k"):
-        ds.load_queries("gsm8k", None, 1)
+        ds.load_queries(ds.Dataset("gsm8k"), None, 1)
 
 
 def test_hub_rows_become_the_same_prompts():
@@ -116,6 +130,11 @@ def test_results_table_appends_and_reloads(tmp_path):
     assert csv.accepted_lengths.tolist() == ["[2, 3]", "[]"]
     with pytest.raises(UserError, match="max_new_tokens=8"):
         again.check_settings({"max_new_tokens": 16})
+    with pytest.raises(UserError, match="seed=0"):
+        again.check_settings({"max_new_tokens": 8, "seed": 1})
+    with pytest.raises(UserError, match="replay_source=None"):
+        again.check_settings({"replay_source": "ab12"})
+    again.check_settings({"max_new_tokens": 8, "seed": 0, "dtype": "float32"})
 
 
 def test_a_write_that_dies_leaves_the_old_file(tmp_path, monkeypatch):
@@ -169,6 +188,21 @@ def test_round_time_leaves_out_the_prefill_where_rows_time_it():
     assert s.round_ms == pytest.approx((0.6 - 0.2) / 2 * 1e3) and s.prefill_ms == pytest.approx(200)
     old = compare.summarize(frame_of(timed).drop(columns="prefill_s")).iloc[0]  # rows from before the column
     assert old.round_ms == pytest.approx(0.6 / 2 * 1e3) and math.isnan(old.prefill_ms)
+
+
+def test_two_drafts_of_one_target_are_summarized_apart():
+    frame = frame_of(make_row("ar", tps=10, draft="small"), make_row("tree", tps=40, draft="small"),
+                     make_row("ar", tps=10, draft="big"), make_row("tree", tps=20, draft="big"))
+    s = compare.summarize(frame).set_index(["draft", "dataset", "system"])
+    assert s.loc[("small", "gsm8k", "tree"), "speedup"] == pytest.approx(4)
+    assert s.loc[("big", "gsm8k", "tree"), "speedup"] == pytest.approx(2)
+    assert s.loc[("big", "overall", "tree"), "queries"] == 1
+
+
+def test_the_cpu_lockstep_note():
+    assert "correctness run" in compare.lockstep_note(frame_of(make_row("ar"), make_row("swiftspec:d2")))
+    assert compare.lockstep_note(frame_of(make_row("ar"), make_row("swiftspec@1+1"))) is None
+    assert compare.lockstep_note(frame_of(make_row("swiftspec", device="cuda"))) is None
 
 
 def test_divergences_list_system_and_query():
