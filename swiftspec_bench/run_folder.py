@@ -36,11 +36,11 @@ def check_out_dir(out: Path) -> None:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
-    except PermissionError:  # someone else's live process
-        return True
+    except PermissionError:  # it exists, and belongs to someone else
+        pass
     return True
 
 

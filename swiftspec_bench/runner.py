@@ -32,7 +32,8 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The options of `swiftspec-bench run`, as given (see cli.run for their meaning)."""
+    """The options of `swiftspec-bench run` as given: one field per parameter of cli.run, same name
+    (cli.run passes its locals()), so a new option is added in both places."""
     target: str
     draft: str
     systems: str
@@ -212,6 +213,9 @@ def execute(p: Planned, table: ResultsTable) -> None:
     import torch
 
     from swiftspec_core.decoders.base import SpecSettings
+    from swiftspec_core.models.loading import check_pair
+
+    from .systems import LoadedPair
 
     c, o = p.checked, p.checked.options
     settings = SpecSettings(tree_bs=o.tree_bs, tree_w=o.tree_w, draft_steps=o.draft_steps, chain_k=o.chain_k)
@@ -219,8 +223,11 @@ def execute(p: Planned, table: ResultsTable) -> None:
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=c.device, seed=o.seed)
     target = _load("target", o.target, **how)
     longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
-    pair = _pair(target, _load("draft", o.draft, **how) if c.needs_draft else None, **how)
-    pair.max_seq_len, pair.seed, pair.tp, pair.split = longest, o.seed, o.tp, c.split
+    draft = _load("draft", o.draft, **how) if c.needs_draft else None
+    if draft is not None:
+        check_pair(target, draft)
+    pair = LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest, tp=o.tp,
+                      split=c.split)
     columns = p.columns | dict(commit=package_commit(), weights=pair.target.weights,
                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                **placement.floors(pair, c.device))
@@ -238,16 +245,6 @@ def _load(role: str, spec: str, **how):
     hf_logging.disable_progress_bar()  # keep stderr for errors: a bad input is one line there
     typer.echo(f"loading {role} {spec} ...")
     return load_model(spec, **how)  # the draft gets its own copy, even when it names the target
-
-
-def _pair(target, draft, *, dtype, device, **_):
-    from swiftspec_core.models.loading import check_pair
-
-    from .systems import LoadedPair
-
-    if draft is not None:
-        check_pair(target, draft)
-    return LoadedPair(target, draft, dtype=dtype, device=device)
 
 
 def check_context(target, queries, max_new_tokens: int, settings) -> int:

@@ -236,3 +236,12 @@ def test_titles_say_when_acceptance_is_replayed():
     assert "acceptance replayed" in provenance(frame) and "weights real+random" in provenance(frame)
     assert provenance(frame_of(make_row("ar"))) == "device cpu, weights real, acceptance real"
 
+
+
+def test_figures_draw_each_target_and_draft_apart(tmp_path):
+    from swiftspec_bench import plot
+
+    frame = frame_of(make_row("ar", draft="small"), make_row("tree", draft="small"), make_row("ar", draft="big"))
+    panels = []
+    written = plot._per_pair(frame, lambda ax, rows: panels.append(sorted(set(rows.draft))), "t", "y", tmp_path, "x")
+    assert panels == [["small"], ["big"]] and [p.name for p in written] == ["x.png", "x.pdf"]
