@@ -5,13 +5,16 @@ import contextlib
 import os
 import re
 import subprocess
+import sys
+import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from swiftspec_core.errors import UserError
+from swiftspec_core.errors import Fault, UserError
+from swiftspec_core.runtime.heartbeat import DEFAULT_TIMEOUT_S as DEFAULT_WORKER_TIMEOUT
 
 from . import datasets as ds
 from . import placement
@@ -33,6 +36,7 @@ DEFAULT_TREE_BS = 8
 DEFAULT_TREE_W = 8
 DEFAULT_CHAIN_K = 7
 DEFAULT_SEED = 0
+RUN_LOG = "run.log"  # in the run folder: the tracebacks of a run that ended by a fault
 DTYPES = ("float32", "bfloat16", "float16")
 # Each system first decodes this short prompt once, unrecorded, so no row pays for warm-up.
 WARMUP_PROMPT = "Say hello."
@@ -43,14 +47,42 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 
 @contextlib.contextmanager
-def user_errors():
-    """A UserError becomes one line on stderr and exit code 2."""
+def user_errors(log: Path | None = None):
+    """A UserError, a Fault (a worker died or stalled) or Ctrl-C becomes one line on stderr and
+    exit code 2. A fault's tracebacks (every rank's, then this process's) are appended to `log`."""
     try:
         yield
     except UserError as exc:
-        message = " ".join(str(exc).split())
-        typer.echo(f"error: {message}", err=True)
-        raise typer.Exit(2) from None
+        _fail(str(exc))
+    except Fault as exc:
+        where = _append_log(log, exc) if log is not None else None
+        _fail(f"{exc}; the run's log: {where}" if where else str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted")
+
+
+def _fail(message: str):
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(2) from None
+
+
+def _append_log(log: Path, exc: Fault) -> str | None:
+    """Append one entry (a header line, the details, the traceback) in one write; where it went, or
+    None (then the traceback goes to stderr after all: it must not be lost)."""
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    entry = (f"==== {stamp} pid {os.getpid()}: {' '.join(sys.argv)}\nerror: {exc}\n{exc.details}"
+             f"{''.join(traceback.format_exception(exc))}\n")
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, entry.encode())  # O_APPEND: one write lands whole after any other run's
+        finally:
+            os.close(fd)
+        return str(log)
+    except OSError as err:
+        typer.echo(f"{entry}(could not write {log}: {err})", err=True)
+        return None
 
 
 def check_model_spec(spec: str, flag: str) -> None:
@@ -128,9 +160,12 @@ def run(
     split: Optional[str] = typer.Option(None, help="TARGET+DRAFT processes (GPUs) for swiftspec, e.g. 1+1; "
                                                    "without it swiftspec runs in lockstep in one process.",
                                         show_default=False),
+    worker_timeout: float = typer.Option(DEFAULT_WORKER_TIMEOUT, help="Seconds a --tp / --split worker process "
+                                         "may stop answering (no heartbeat: stopped, frozen) before the run ends "
+                                         "with an error; a slow step or model load is not a stall."),
 ) -> None:
     """Decode the first --limit prompts of each dataset with each system; one row per query."""
-    with user_errors():
+    with user_errors(log=Path(out) / RUN_LOG):
         import torch
 
         from swiftspec_core.runtime.launch import parse_split
@@ -150,6 +185,8 @@ def run(
             _check_positive(value, flag)
         if draft_steps is not None:
             _check_positive(draft_steps, "--draft-steps")
+        if not worker_timeout > 0:
+            raise UserError(f"--worker-timeout must be above 0 seconds (got {worker_timeout:g})")
         if weights not in ("real", "random"):
             raise UserError(f"--weights {weights}: choose real or random")
         device = resolve_device(device)
@@ -194,6 +231,7 @@ def run(
         settings = SpecSettings(tree_bs=tree_bs, tree_w=tree_w, draft_steps=draft_steps, chain_k=chain_k)
         longest = _check_context(pair.target, queries, max_new_tokens, settings)
         pair.max_seq_len, pair.seed, pair.tp, pair.split = longest, seed, tp, split_sizes
+        pair.worker_timeout = worker_timeout
         columns |= dict(commit=package_commit(), weights=pair.target.weights,
                         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         **placement.floors(pair, device))
