@@ -163,10 +163,11 @@ class WorkerPool:
             if got is not None:
                 assert got == kind, (got, kind)
                 return got, payload
+            alive = self.thread.is_alive()  # sampled first: a thread that ended has set its error
             if self.error is not None:
                 raise self.error
-            if not self.thread.is_alive():
-                raise RuntimeError("the workers ended without an answer")
+            if not alive:
+                raise Fault("the workers ended without an answer")
             if time.monotonic() > deadline:
                 self._abort()
                 raise Fault(f"the workers are alive but gave no answer within {timeout:g} s")
