@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import traceback
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from swiftspec_core.errors import UserError
+from swiftspec_core.errors import Fault, UserError
+from swiftspec_core.runtime.heartbeat import DEFAULT_TIMEOUT_S as DEFAULT_WORKER_TIMEOUT
 
 # compare and plot read results only: this module imports neither torch nor transformers at load
 # (run's steps live in runner.py, imported when `run` is called).
@@ -28,20 +32,49 @@ DEFAULT_TREE_BS = 8
 DEFAULT_TREE_W = 8
 DEFAULT_CHAIN_K = 7
 DEFAULT_SEED = 0
+RUN_LOG = "run.log"  # in the run folder: the tracebacks of a run that ended by a fault
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Single-request speculative decoding benchmarks: run, compare, plot.")
 
 
 @contextlib.contextmanager
-def user_errors():
-    """A UserError becomes one line on stderr and exit code 2."""
+def user_errors(log: Path | None = None):
+    """A UserError, a Fault (a worker died or stalled) or Ctrl-C becomes one line on stderr and
+    exit code 2. A fault's tracebacks (every rank's, then this process's) are appended to `log`."""
     try:
         yield
     except UserError as exc:
-        message = " ".join(str(exc).split())
-        typer.echo(f"error: {message}", err=True)
-        raise typer.Exit(2) from None
+        _fail(str(exc))
+    except Fault as exc:
+        where = _append_log(log, exc) if log is not None else None
+        _fail(f"{exc}; the run's log: {where}" if where else str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted")
+
+
+def _fail(message: str):
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(2) from None
+
+
+def _append_log(log: Path, exc: Fault) -> str | None:
+    """Append one entry (a header line, the details, the traceback) in one write; where it went, or
+    None (then the traceback goes to stderr after all: it must not be lost)."""
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    entry = (f"==== {stamp} pid {os.getpid()}: {' '.join(sys.argv)}\nerror: {exc}\n{exc.details}"
+             f"{''.join(traceback.format_exception(exc))}\n")
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, entry.encode())  # O_APPEND: one write lands whole after any other run's
+        finally:
+            os.close(fd)
+        return str(log)
+    except OSError as err:
+        typer.echo(f"{entry}(could not write {log}: {err})", err=True)
+        return None
 
 
 @app.command()
@@ -72,6 +105,9 @@ def run(
     split: Optional[str] = typer.Option(None, help="TARGET+DRAFT processes (GPUs) for swiftspec, e.g. 1+1; "
                                                    "without it swiftspec runs in lockstep in one process.",
                                         show_default=False),
+    worker_timeout: float = typer.Option(DEFAULT_WORKER_TIMEOUT, help="Seconds a --tp / --split worker process "
+                                         "may stop answering (no heartbeat: stopped, frozen) before the run ends "
+                                         "with an error; a slow step or model load is not a stall."),
 ) -> None:
     """Decode the first --limit prompts of each dataset with each system; one row per query."""
     options = dict(locals())  # the options as given, by name (runner.RunOptions has one field each)
@@ -79,7 +115,7 @@ def run(
     from .results import ResultsTable
     from .run_folder import locked
 
-    with user_errors():
+    with user_errors(log=Path(out) / RUN_LOG):
         checked = runner.validate(runner.RunOptions(**options))  # before any model loads
         with locked(checked.out):
             table = ResultsTable(checked.out)  # what an earlier run into --out finished

@@ -53,6 +53,7 @@ class RunOptions:
     acceptance: str
     tp: int
     split: str | None
+    worker_timeout: float
 
 
 @dataclass
@@ -98,6 +99,8 @@ def validate(o: RunOptions) -> Checked:
         _check_positive(value, flag)
     if o.draft_steps is not None:
         _check_positive(o.draft_steps, "--draft-steps")
+    if not o.worker_timeout > 0:
+        raise UserError(f"--worker-timeout must be above 0 seconds (got {o.worker_timeout:g})")
     if o.weights not in ("real", "random"):
         raise UserError(f"--weights {o.weights}: choose real or random")
     device = resolve_device(o.device)
@@ -227,7 +230,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     if draft is not None:
         check_pair(target, draft)
     pair = LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest, tp=o.tp,
-                      split=c.split)
+                      split=c.split, worker_timeout=o.worker_timeout)
     columns = p.columns | dict(commit=package_commit(), weights=pair.target.weights,
                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                **placement.floors(pair, c.device))

@@ -13,6 +13,7 @@ from swiftspec_core.decoders import DECODERS
 from swiftspec_core.decoders import NEEDS_DRAFT as OURS_NEED_DRAFT
 from swiftspec_core.decoders.base import DecodeResult, SpecSettings
 from swiftspec_core.errors import UserError
+from swiftspec_core.runtime.heartbeat import DEFAULT_TIMEOUT_S
 
 from . import hf_systems
 from .names import parse_names
@@ -60,10 +61,11 @@ class LoadedPair:
     over several processes (--tp, --split), a pool of workers that build their own shards."""
 
     def __init__(self, target, draft, *, dtype: torch.dtype, device: str, seed: int = 0, max_seq_len: int = 4096,
-                 tp: int = 1, split: tuple[int, int] | None = None):
+                 tp: int = 1, split: tuple[int, int] | None = None, worker_timeout: float = DEFAULT_TIMEOUT_S):
         self.target, self.draft = target, draft
         self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
         self.tp, self.split = tp, split
+        self.worker_timeout = worker_timeout  # seconds without a heartbeat before a pool worker counts as stalled
         self._engines = None
         self._pools: dict = {}
 
@@ -109,7 +111,8 @@ class LoadedPair:
                               self.max_seq_len, settings)
             split = self.split if system.name == "swiftspec" else None
             world = sum(split) if split else self.tp
-            self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split)
+            self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split,
+                                                  worker_timeout=self.worker_timeout)
         return self._pools[system.name]
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from swiftspec_core.errors import UserError
+from swiftspec_core.runtime import heartbeat
 from swiftspec_core.runtime.launch import Placement, WorkerError, parse_split, run_workers
 
 
@@ -110,6 +111,37 @@ def test_killed_worker_ends_run(tmp_path):
     assert "rank 1" in str(err) and "SIGKILL" in str(err)
     assert ended - float(stamp.read_text()) < 10
     assert_no_workers_left()
+
+
+def test_heartbeat_watch(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(heartbeat, "time", type("Clock", (), {"monotonic": staticmethod(lambda: clock[0])}))
+    stamps = [0.0, 0.0, 0.0]
+    watch = heartbeat.Watch(stamps, timeout=2.0)
+
+    def poll_until(t, beating):
+        silent = []
+        while clock[0] < t:
+            clock[0] += 0.25
+            for r in beating:
+                stamps[r] = clock[0]
+            silent = watch.silent([0, 1])
+        return silent
+
+    assert poll_until(110, beating=[]) == []  # before a first beat: the start-up allowance
+    assert poll_until(111, beating=[0, 1]) == []
+    assert poll_until(112.5, beating=[0]) == []  # rank 1 silent for 1.5 s: within the timeout
+    assert poll_until(113.25, beating=[0]) == [(1, 2.25)]
+    clock[0] += 60  # the parent itself was stopped (Ctrl-Z): every rank gets a fresh timeout
+    assert watch.silent([0, 1]) == []
+    assert [r for r, _ in poll_until(clock[0] + 2.5, beating=[])] == [0, 1]
+    never = heartbeat.Watch([0.0], timeout=2.0)  # a rank that never beats: START_S of allowance
+    start = clock[0]
+    while clock[0] < start + heartbeat.START_S:
+        assert never.silent([0]) == []
+        clock[0] += 0.5
+    clock[0] += 0.5
+    assert never.silent([0]) == [(0, heartbeat.START_S + 0.5)]
 
 
 needs_2_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2 or importlib.util.find_spec("cupy") is None,

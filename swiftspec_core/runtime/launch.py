@@ -14,13 +14,17 @@ Placement: `split=(x, y)` puts the target on world ranks [0, x) (TP x) and the d
 [x, x + y) (TP y), joined by a Link; without a split all ranks form one TP group (the serial
 systems). On GPU world rank r drives cuda:r.
 
-Failure: the first worker that raises or dies ends the run. The parent polls every 50 ms, waits
-a short grace to learn whether the first error it saw was only a consequence (a peer of a killed
-rank fails in its next collective), terminates and then kills every other worker, and raises
-WorkerError naming the root rank with its traceback text.
+Failure: the first worker that raises, dies or stalls ends the run. The parent polls every 50 ms,
+waits a short grace to learn whether the first error it saw was only a consequence (a peer of a
+killed rank fails in its next collective), terminates and then kills every other worker, and raises
+WorkerError: one line naming the root rank, its role and the cause, with every rank's traceback
+in `details`. A stall is a worker whose heartbeat (heartbeat.py) is older than `worker_timeout`:
+raised at once, since its peers only wait. Workers ignore SIGINT: Ctrl-C reaches the parent, whose
+caller stops the workers by setting `stop` (or by the KeyboardInterrupt leaving run_workers).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime
 import multiprocessing as mp
@@ -31,6 +35,7 @@ import re
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -42,7 +47,8 @@ import torch.distributed as dist
 
 from ..comm.gloo import TorchGroup, TorchLink
 from ..comm.group import Group, SingleGroup
-from ..errors import UserError
+from ..errors import Fault, UserError
+from .heartbeat import DEFAULT_TIMEOUT_S, Watch, start_beating
 
 POLL_S = 0.05
 GRACE_S = 1.0  # after a first failure: time for the root cause (a dead process) to show
@@ -50,12 +56,18 @@ STOP_S = 3.0  # SIGTERM, then this long before SIGKILL
 EXIT_S = 60.0  # after every rank returned: time for teardown (barrier, comm destroy)
 
 
-class WorkerError(RuntimeError):
-    """A worker raised or died. rank: the root cause; traceback: its text (None if it died)."""
+class WorkerError(Fault):
+    """A worker raised, died or stalled. rank: the root cause; traceback: its text (None if it died
+    or stalled); str(): one line; details: every rank's story, for the run's log."""
 
-    def __init__(self, message: str, rank: int, traceback_text: str | None, exitcode: int | None):
-        super().__init__(message)
+    def __init__(self, message: str, rank: int, traceback_text: str | None, exitcode: int | None,
+                 details: str = ""):
+        super().__init__(message, details)
         self.rank, self.traceback, self.exitcode = rank, traceback_text, exitcode
+
+
+class WorkersStopped(Exception):
+    """run_workers' caller set `stop`: the workers were stopped, nobody failed."""
 
 
 def parse_split(text: str) -> tuple[int, int]:
@@ -120,12 +132,33 @@ class WorkerContext:
     _comms: list = field(default_factory=list, repr=False)
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    # A worker must not outlive a parent that was killed before it could clean up.
+@contextlib.contextmanager
+def sigint_ignored():
+    """Ctrl-C goes to the whole foreground process group: the parent stops the workers, which must
+    not each raise KeyboardInterrupt (and print a traceback) on the way. Processes started inside
+    this block inherit SIGINT ignored from their first instruction, so their start-up (interpreter,
+    imports: seconds) is covered too; a Ctrl-C during the block itself (milliseconds) is lost.
+    Only the main thread may change a handler: elsewhere this does nothing, and the workers ignore
+    SIGINT once they run (_become_worker)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _become_worker(rank: int, parent_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # see sigint_ignored
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
         return  # not Linux glibc: the parent's cleanup is the only guard
+    libc.prctl(15, f"swiftspec-r{rank}".encode())  # PR_SET_NAME: ps and /proc/PID/comm show the rank
+    # A worker must not outlive a parent that was killed before it could clean up.
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() != parent_pid:
         os._exit(1)
 
@@ -178,8 +211,9 @@ def _teardown(ctx: WorkerContext) -> None:
 
 
 def _worker(rank: int, fn: Callable, args: Any, placement: Placement, device: str, results,
-            init_file: str, parent_pid: int, pg_timeout: float) -> None:
-    _die_with_parent(parent_pid)
+            init_file: str, parent_pid: int, pg_timeout: float, stamps) -> None:
+    _become_worker(rank, parent_pid)
+    start_beating(stamps, rank)
     try:
         ctx = _setup(rank, placement, device, init_file, args, pg_timeout)
         out = fn(rank, placement.world_size, ctx)
@@ -210,6 +244,8 @@ def _stop(procs: list) -> None:
     for p in procs:
         if p.is_alive():
             p.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once continued
     deadline = time.monotonic() + STOP_S
     for p in procs:
         p.join(max(0.0, deadline - time.monotonic()))
@@ -235,6 +271,16 @@ def _drain(results, done: dict, errors: dict, order: list) -> None:
             order.append(rank)
 
 
+def _who(placement: Placement, rank: int) -> str:
+    return f"rank {rank} ({placement.role(rank)})"
+
+
+def _last_line(text: str) -> str:
+    """A traceback's last line: the exception and its message."""
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "an error without a traceback"
+
+
 def _failure(placement: Placement, errors: dict[int, str], order: list[int],
              dead: dict[int, int]) -> WorkerError:
     """The root cause among the failures seen: a process killed by a signal (a peer's exception
@@ -244,24 +290,35 @@ def _failure(placement: Placement, errors: dict[int, str], order: list[int],
     root = signalled[0] if signalled else (order[0] if order else min(dead))
     if root in errors:
         text, exitcode = errors[root], None
-        message = f"rank {root} ({placement.role(root)}) raised:\n{text}"
+        message = f"{_who(placement, root)} raised {_last_line(text)}"
     else:
         text, exitcode = None, dead[root]
-        message = f"rank {root} ({placement.role(root)}) died: {_describe_exit(exitcode)}; no Python traceback"
-    others = [f"rank {r} raised {errors[r].strip().splitlines()[-1]}" for r in order if r != root]
-    others += [f"rank {r} {_describe_exit(c)}" for r, c in dead.items() if r != root]
-    if others:
-        message += "\nthen: " + "; ".join(others)
-    return WorkerError(message, root, text, exitcode)
+        message = f"{_who(placement, root)} died: {_describe_exit(exitcode)}"
+    stories = {r: f"{_who(placement, r)} raised:\n{errors[r]}" for r in order}
+    stories |= {r: f"{_who(placement, r)} {_describe_exit(c)}; no Python traceback\n" for r, c in dead.items()}
+    details = "".join(stories[r] for r in [root] + [r for r in stories if r != root])
+    return WorkerError(message, root, text, exitcode, details)
+
+
+def _stall(placement: Placement, silent: list[tuple[int, float]], worker_timeout: float) -> WorkerError:
+    rank, quiet = silent[0]
+    message = (f"{_who(placement, rank)} stopped answering: no heartbeat for {quiet:.1f} s "
+               f"(worker timeout {worker_timeout:g} s)")
+    details = "".join(f"{_who(placement, r)}: no heartbeat for {q:.1f} s\n" for r, q in silent)
+    return WorkerError(message, rank, None, None, details)
 
 
 def run_workers(fn: Callable[[int, int, WorkerContext], Any], world_size: int, args: Any = None, *,
                 device: str = "cpu", split: tuple[int, int] | None = None,
-                timeout: float | None = None) -> Any:
+                timeout: float | None = None, worker_timeout: float | None = DEFAULT_TIMEOUT_S,
+                stop: threading.Event | None = None, started: threading.Event | None = None) -> Any:
     """Run fn(rank, world_size, ctx) in world_size spawned processes; return rank 0's result.
 
     fn and args must be picklable (fn a module-level function). Raises WorkerError when a
-    worker raises or dies, TimeoutError past `timeout` seconds; no worker outlives the call.
+    worker raises, dies, or gives no heartbeat for `worker_timeout` seconds (None: never a
+    stall), Fault past `timeout` seconds, WorkersStopped once `stop` is set; no worker
+    outlives the call, and the rendezvous folder goes with them. `started` is set once every
+    worker process exists (a caller off the main thread holds sigint_ignored until then).
     """
     if device not in ("cpu", "cuda"):
         raise UserError(f"device {device!r}: expected 'cpu' or 'cuda'")
@@ -278,10 +335,13 @@ def run_workers(fn: Callable[[int, int, WorkerContext], Any], world_size: int, a
     spawn = mp.get_context("spawn")
     results = spawn.Queue()
     tmpdir = tempfile.mkdtemp(prefix="swiftspec-rdzv-")
+    # A collective waiting on a peer that is alive but never comes gives up after this long; a
+    # dead or stopped peer is found much sooner by the poll loop and the heartbeat.
     pg_timeout = timeout if timeout is not None else 1800.0
+    stamps = spawn.RawArray("d", world_size)  # each rank's last heartbeat (0: none yet)
     procs = [spawn.Process(target=_worker, name=f"swiftspec-rank{r}",
                            args=(r, fn, args, placement, device, results, os.path.join(tmpdir, "store"),
-                                 os.getpid(), pg_timeout)) for r in range(world_size)]
+                                 os.getpid(), pg_timeout, stamps)) for r in range(world_size)]
     errors: dict[int, str] = {}
     order: list[int] = []  # ranks in the order their errors arrived
     done: dict[int, bytes | None] = {}
@@ -289,10 +349,16 @@ def run_workers(fn: Callable[[int, int, WorkerContext], Any], world_size: int, a
     first_failure = None
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        for p in procs:
-            p.start()
+        with sigint_ignored():
+            for p in procs:
+                p.start()
+        if started is not None:
+            started.set()
+        watch = Watch(stamps, worker_timeout) if worker_timeout else None
         while len(done) < world_size:
             _drain(results, done, errors, order)
+            if stop is not None and stop.is_set():
+                raise WorkersStopped()
             now = time.monotonic()
             for r, p in enumerate(procs):
                 if p.exitcode is not None and r not in done and r not in errors:
@@ -306,9 +372,14 @@ def run_workers(fn: Callable[[int, int, WorkerContext], Any], world_size: int, a
                 first_failure = first_failure or now
                 if now - first_failure >= GRACE_S:
                     raise _failure(placement, errors, order, {r: procs[r].exitcode for r in gone})
+            if watch is not None:
+                silent = watch.silent([r for r, p in enumerate(procs)
+                                       if p.exitcode is None and r not in done and r not in errors])
+                if silent:
+                    raise _stall(placement, silent, worker_timeout)
             if deadline is not None and now > deadline:
-                raise TimeoutError(f"workers did not finish within {timeout} s "
-                                   f"(ranks {sorted(set(range(world_size)) - set(done))} still running)")
+                raise Fault(f"workers did not finish within {timeout} s "
+                            f"(ranks {sorted(set(range(world_size)) - set(done))} still running)")
         for p in procs:
             p.join(EXIT_S)
         bad = [f"rank {r}: {'still running' if p.exitcode is None else _describe_exit(p.exitcode)}"

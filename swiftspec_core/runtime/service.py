@@ -7,8 +7,11 @@
 Each worker builds its engines once (its shard of the target, the draft, or both), warms up with
 one request (capturing its CUDA graphs, and measuring swiftspec's d = round(t_target / t_draft)
 when it is not given), then serves. Rank 0 takes requests from the parent and broadcasts them;
-it times each request and returns the result. A worker that raises or dies ends the pool with
-that worker's error (launch.py), which `decode` raises.
+it times each request and returns the result. A worker that raises, dies or stalls ends the pool
+with that worker's error (launch.py), which `decode` raises within about the worker timeout (a
+dead pool is never waited on for the request timeouts, which only bound a live pool that never
+answers). Closing a pool with a request in flight (the caller gave up on it: Ctrl-C) stops the
+workers at once instead of waiting for the answer.
 """
 from __future__ import annotations
 
@@ -23,9 +26,11 @@ import torch.distributed as dist
 
 from ..decoders import DECODERS
 from ..decoders.base import SpecSettings, draft_steps_for
+from ..errors import Fault
 from ..replay import Replay, ReplayProfile
 from .disagg import draft_request, target_request
-from .launch import run_workers
+from .heartbeat import DEFAULT_TIMEOUT_S
+from .launch import WorkersStopped, run_workers, sigint_ignored
 
 WARMUP_PROMPT = list(range(1, 33))
 WARMUP_TOKENS = 24
@@ -119,7 +124,7 @@ def _serve(rank: int, world_size: int, ctx):
 
 class WorkerPool:
     def __init__(self, plan: WorkerPlan, *, world_size: int, device: str, split: tuple[int, int] | None = None,
-                 start_timeout: float = 1800.0):
+                 start_timeout: float = 1800.0, worker_timeout: float | None = DEFAULT_TIMEOUT_S):
         import multiprocessing as mp
 
         if plan.system == "swiftspec" and split is None:
@@ -127,13 +132,24 @@ class WorkerPool:
         ctx = mp.get_context("spawn")
         self.requests, self.responses = ctx.Queue(), ctx.Queue()
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(plan, world_size, device, split), daemon=True)
-        self.thread.start()
-        _, self.draft_steps = self._wait("ready", start_timeout)
-
-    def _run(self, plan, world_size, device, split):
+        self.in_flight = False  # a request was sent and its answer not taken
+        self._stop, started = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(plan, world_size, device, split, worker_timeout,
+                                                               started), daemon=True)
         try:
-            run_workers(_serve, world_size, (plan, self.requests, self.responses), device=device, split=split)
+            with sigint_ignored():  # the workers start in self.thread, not in the main thread
+                self.thread.start()
+                while not started.wait(0.01) and self.thread.is_alive():
+                    pass
+            _, self.draft_steps = self._wait("ready", start_timeout)
+        except BaseException:  # Ctrl-C included: no worker may outlive a pool its caller never got
+            self._abort()
+            raise
+
+    def _run(self, plan, world_size, device, split, worker_timeout, started):
+        try:
+            run_workers(_serve, world_size, (plan, self.requests, self.responses), device=device, split=split,
+                        worker_timeout=worker_timeout, stop=self._stop, started=started)
         except BaseException as e:  # re-raised in the caller's thread by _wait
             self.error = e
 
@@ -142,25 +158,44 @@ class WorkerPool:
         while True:
             try:
                 got, payload = self.responses.get(timeout=0.1)
+            except queue.Empty:
+                got = None
+            if got is not None:
                 assert got == kind, (got, kind)
                 return got, payload
-            except queue.Empty:
-                if self.error is not None:
-                    raise self.error
-                if not self.thread.is_alive():
-                    raise RuntimeError("the workers ended without an answer")
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"no answer from the workers within {timeout} s")
+            alive = self.thread.is_alive()  # sampled first: a thread that ended has set its error
+            if self.error is not None:
+                raise self.error
+            if not alive:
+                raise Fault("the workers ended without an answer")
+            if time.monotonic() > deadline:
+                self._abort()
+                raise Fault(f"the workers are alive but gave no answer within {timeout:g} s")
 
     def decode(self, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
                replay: ReplayProfile | None = None, replay_seed: int = 0, timeout: float = 1800.0):
         """(DecodeResult, latency in seconds measured on rank 0)."""
         self.requests.put(Request(list(prompt), max_new_tokens, frozenset(eos_ids), replay, replay_seed))
-        return self._wait("done", timeout)[1]
+        self.in_flight = True
+        answer = self._wait("done", timeout)[1]
+        self.in_flight = False
+        return answer
+
+    def _abort(self) -> None:
+        """Stop the workers now (launch kills them and removes the rendezvous folder)."""
+        self._stop.set()
+        if self.thread.ident is not None:  # started
+            self.thread.join()
 
     def close(self) -> None:
-        if self.thread.is_alive():
+        """End the workers: after their current request, or at once when its answer was given up
+        on. Raises the pool's error, if any (a second time when `decode` already raised it)."""
+        if self.thread.is_alive() and self.in_flight:
+            self._abort()
+        elif self.thread.is_alive():
             self.requests.put(None)
             self.thread.join(120)
-        if self.error is not None:
+            if self.thread.is_alive():
+                self._abort()
+        if self.error is not None and not isinstance(self.error, WorkersStopped):
             raise self.error

@@ -1,0 +1,160 @@
+"""Faults under `swiftspec-bench run` across processes (gloo on CPU, tiny presets): a killed worker,
+a stopped worker and Ctrl-C each end with one `error:` line and exit code 2, keep the finished rows,
+and leave no process and no rendezvous folder behind.
+
+The CLI runs in a subprocess of its own session (so a signal to its process group reaches it and
+its workers, not pytest), with its own TMPDIR (so the rendezvous folder check sees only this run).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from swiftspec_bench.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = 40  # enough that the run is still decoding when the test strikes
+WAIT_S = 120  # for a row to appear, or for the run to end: generous, for a loaded 2-core machine
+
+
+def write_prompts(folder: Path) -> Path:
+    folder.mkdir()
+    with open(folder / "gsm8k.jsonl", "w") as f:
+        for i in range(QUESTIONS):
+            f.write(json.dumps({"question_id": i, "category": "math",
+                                "turns": [f"Question {i}: what is {i} plus {i + 1}?"]}) + "\n")
+    return folder
+
+
+class Run:
+    """`python3 -m swiftspec_bench.cli run` on the tiny preset, from the worktree root."""
+
+    def __init__(self, tmp_path: Path, *placement: str):
+        self.out, self.tmp = tmp_path / "out", tmp_path / "tmp"
+        self.tmp.mkdir(exist_ok=True)
+        data = tmp_path / "data"
+        if not data.exists():
+            write_prompts(data)
+        self.args = [sys.executable, "-m", "swiftspec_bench.cli", "run", "--target", "tiny-llama",
+                     "--draft", "tiny-llama", "--datasets", "gsm8k", "--limit", str(QUESTIONS),
+                     "--max-new-tokens", "32", "--data-dir", str(data), "--out", str(self.out), *placement]
+        self.proc = subprocess.Popen(self.args, cwd=ROOT, env=dict(os.environ, TMPDIR=str(self.tmp)),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+
+    def rows(self) -> int:
+        path = self.out / "results.parquet"
+        return len(pd.read_parquet(path)) if path.exists() else 0
+
+    def wait_for_rows(self) -> int:
+        deadline = time.monotonic() + WAIT_S
+        while self.rows() == 0:
+            if self.proc.poll() is not None:
+                pytest.fail(f"the run ended before its first row: {self.proc.communicate()}")
+            if time.monotonic() > deadline:
+                pytest.fail("no row within the wait")
+            time.sleep(0.1)
+        return self.rows()
+
+    def workers(self) -> dict[int, int]:
+        """rank -> pid of the run's worker processes (launch names them swiftspec-rN)."""
+        pids = {}
+        for task in os.listdir(f"/proc/{self.proc.pid}/task"):
+            with open(f"/proc/{self.proc.pid}/task/{task}/children") as f:
+                for pid in map(int, f.read().split()):
+                    comm = _read(f"/proc/{pid}/comm").strip()
+                    if comm.startswith("swiftspec-r"):
+                        pids[int(comm.removeprefix("swiftspec-r"))] = pid
+        return pids
+
+    def finish(self) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr) once the run has ended."""
+        try:
+            out, err = self.proc.communicate(timeout=WAIT_S)
+        finally:
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.communicate()
+        return self.proc.returncode, out, err
+
+    def assert_clean_end(self, code: int, err: str, *expected: str) -> None:
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
+        for text in expected:
+            assert text in lines[0], (text, lines[0])
+        assert list(self.tmp.glob("swiftspec-rdzv-*")) == []
+        _assert_session_gone(self.proc.pid)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _assert_session_gone(sid: int) -> None:
+    """No process left in the run's session: no worker, nor the multiprocessing resource tracker
+    (which ends, shortly, once every holder of its pipe has)."""
+    deadline = time.monotonic() + 10
+    while True:
+        left = []
+        for entry in os.listdir("/proc"):
+            stat = _read(f"/proc/{entry}/stat") if entry.isdigit() else ""
+            fields = stat.rsplit(")", 1)[-1].split()
+            if len(fields) > 4 and int(fields[3]) == sid and fields[0] != "Z":
+                left.append((int(entry), _read(f"/proc/{entry}/comm").strip()))
+        if not left:
+            return
+        assert time.monotonic() < deadline, f"left running: {left}"
+        time.sleep(0.1)
+
+
+def test_killed_draft_ends_run_with_one_line_and_keeps_rows(tmp_path):
+    run = Run(tmp_path, "--systems", "swiftspec", "--split", "1+1", "--draft-steps", "2")
+    before = run.wait_for_rows()
+    os.kill(run.workers()[1], signal.SIGKILL)
+    code, _, err = run.finish()
+    log = run.out / "run.log"
+    run.assert_clean_end(code, err, "rank 1 (draft) died: killed by SIGKILL", f"the run's log: {log}")
+    kept = run.rows()
+    assert before <= kept < QUESTIONS
+    story = log.read_text()  # the tracebacks went there: the target's, failing on the dead link
+    assert "rank 1 (draft) killed by SIGKILL" in story and "rank 0 (target) raised:" in story
+    assert "Traceback" in story and "Traceback" not in err
+    # Resume: the kept rows count as done (in this process: no model is loaded for that).
+    args = run.args[3:]
+    args[args.index("--limit") + 1] = str(kept)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and "nothing to do" in res.stdout, (res.stdout, res.stderr)
+
+
+def test_stopped_tp_rank_is_a_stall_within_the_timeout(tmp_path):
+    run = Run(tmp_path, "--systems", "ar", "--tp", "2", "--worker-timeout", "2")
+    run.wait_for_rows()
+    stopped = run.workers()[1]
+    os.kill(stopped, signal.SIGSTOP)
+    t0 = time.monotonic()
+    code, _, err = run.finish()
+    assert time.monotonic() - t0 < 2 + 15  # the timeout, then the stop and the exit of a loaded machine
+    run.assert_clean_end(code, err, "rank 1 (target) stopped answering", "worker timeout 2 s", "run.log")
+    assert run.rows() >= 1
+
+
+def test_ctrl_c_under_split_is_one_line(tmp_path):
+    run = Run(tmp_path, "--systems", "swiftspec", "--split", "1+1", "--draft-steps", "2")
+    before = run.wait_for_rows()
+    os.killpg(run.proc.pid, signal.SIGINT)  # what Ctrl-C does: the CLI and its workers all get it
+    code, _, err = run.finish()
+    run.assert_clean_end(code, err, "error: interrupted")
+    assert before <= run.rows() < QUESTIONS
