@@ -1,6 +1,7 @@
 """The draft side: a token tree grown over the draft's KV cache, re-rooted as tokens get verified.
 
-The cache holds the verified prefix, then one row per expanded tree node (in expansion order).
+The cache holds the verified prefix, then one row per expanded tree node (in expansion order);
+rows past those are scratch (a grafted chain's cut tokens), listed by no node and written over next.
 Re-rooting keeps the rows of newly verified nodes as prefix and compacts the surviving subtree
 right after them, so no draft KV entry that is still useful is ever recomputed.
 """
@@ -81,12 +82,11 @@ class Drafter:
         self.cache.length, self.pending = base, []
         scores = self.replay.scores(k) if self.replay else None
         tree.expand(leaves, values[:L], tokens_k[:L], scores)
-        if chain:
-            L += self.grafter.graft(tree, leaves[0], chain, values[L:], tokens_k[L:], scores)
-        for row in values[:L]:
+        kept = self.grafter.graft(tree, leaves[0], chain, values[L:], tokens_k[L:], scores) if chain else 0
+        for row in values[:L + kept]:  # a cut chain token's row was never expanded
             self.topk_logprob_sum = [a + b for a, b in zip(self.topk_logprob_sum, row)] if self.topk_logprob_sum else row
-        self.expansions += L
-        return L
+        self.expansions += L + kept
+        return L + kept
 
     def mean_topk_logprobs(self) -> list[float]:
         """Mean sorted child log-probs over this request's expansions (a replay profile's scores)."""
