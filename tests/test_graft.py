@@ -235,3 +235,17 @@ def test_cli_graft_setting_labels_and_rows(tmp_path):
                            (["--graft-ngram", "3,x"], "--graft-ngram")):
         res = run("--systems", "tree", *extra)
         assert res.exit_code == 2 and message in res.stderr, extra
+
+
+def test_a_draft_deeper_than_the_engine_waits():
+    """A draft that deepens faster than rounds accept (grafts, or d = 8) reaches positions past the
+    rope tables near a request's end (it raised IndexError): those leaves wait, the run stays lossless."""
+    from engine_fixtures import tiny_args
+    from swiftspec_core.models.weights import build_engine
+
+    p = prompt(12, seed=3)
+    m = build_engine(tiny_args(), target_state(confidence=1000.0), dtype=torch.float64, max_seq_len=len(p) + 70)
+    ref = DECODERS["ar"](m, None, p, max_new_tokens=60, eos_ids=set())
+    for settings in (SpecSettings(draft_steps=3, **GRAFT), SpecSettings(draft_steps=8)):
+        got = DECODERS["swiftspec"](m, m, p, max_new_tokens=60, eos_ids=set(), settings=settings)
+        assert got.tokens == ref.tokens

@@ -53,14 +53,19 @@ class Drafter:
         the best leaf rides at the back (graft.py).
         """
         tree, pending = self.tree, self.pending
-        room = self.max_tree_rows - tree.n_rows
-        leaves = tree.best_leaves(min(w, room))
+        n, p = self.cache.length, len(pending)
+        assert p == 0 or tree.n_rows == 0, "pending tokens come only before a fresh root"
+        base = n + p  # tree rows (and the root's position) start here once pending tokens are in the prefix
+        # A node at position base + depth past the rope tables cannot run: it waits, and the target
+        # catches up with it or the request ends first. (A draft that deepens faster than rounds
+        # accept, with grafting or a large d, reaches there near a request's end.)
+        room, max_depth = self.max_tree_rows - tree.n_rows, self.model.max_seq_len - 1 - base
+        leaves = tree.best_leaves(min(w, room), max_depth)
         if not leaves:
             return 0
-        chain = self.grafter.chain(tree, leaves[0], room - len(leaves)) if self.grafter else []
-        n, p, L = self.cache.length, len(pending), len(leaves)
-        assert p == 0 or tree.n_rows == 0, "pending tokens come only before a fresh root"
-        base = n + p  # tree rows start here once pending tokens are in the prefix
+        L = len(leaves)
+        chain = (self.grafter.chain(tree, leaves[0], min(room - L, max_depth - tree.depth[leaves[0]]))
+                 if self.grafter else [])
         first_row = base + tree.n_rows
         visible = [list(range(n, n + i + 1)) for i in range(p)]
         for j, leaf in enumerate(leaves):
