@@ -249,3 +249,20 @@ def test_a_draft_deeper_than_the_engine_waits():
     for settings in (SpecSettings(draft_steps=3, **GRAFT), SpecSettings(draft_steps=8)):
         got = DECODERS["swiftspec"](m, m, p, max_new_tokens=60, eos_ids=set(), settings=settings)
         assert got.tokens == ref.tokens
+
+
+def test_replay_draws_from_recordings_with_the_same_grafting(tmp_path):
+    from swiftspec_bench.replay_source import ReplaySource
+    from swiftspec_bench.results import COLUMNS, ResultsTable
+
+    table = ResultsTable(tmp_path)
+    for i, (system, graft, accepted) in enumerate([("tree", "off", [2]), ("tree:graft", "ngram", [7]),
+                                                   ("chain", "off", [3])]):
+        row = dict.fromkeys(COLUMNS) | dict(system=system, target="t", draft="d", dataset="gsm8k", question_id=str(i),
+                                            turn=1, acceptance="real", tree_bs=8, tree_w=8, chain_k=7, graft=graft,
+                                            accepted_lengths=accepted, bonus_in_tree=[], draft_topk_logprobs=[])
+        table.append(row)
+    plain = ReplaySource(tmp_path, tree_bs=8, tree_w=8, chain_k=7)
+    grafted = ReplaySource(tmp_path, tree_bs=8, tree_w=8, chain_k=7, graft="ngram")
+    assert plain.profile("tree", "gsm8k").emitted == (2,) and grafted.profile("tree", "gsm8k").emitted == (7,)
+    assert grafted.profile("chain", "gsm8k").emitted == (3,)  # chain does not graft: its rows serve both
