@@ -2,7 +2,8 @@
 
 For each (system, dataset) the profile pools, over the rows whose acceptance was measured, the per-round emitted lengths, the bonus-in-tree
 flags and the draft's mean child log-probs of the rows of the same system and tree settings
-(swiftspec: the same draft steps d where recorded, else the nearest d).
+(swiftspec: the same draft steps d where recorded, else the nearest d), grafted where the run grafts
+(rows older than the `graft` column did not).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from swiftspec_core.errors import UserError
 from swiftspec_core.replay import ReplayProfile
 
 from .results import PARQUET, read_frame
-from .systems import base_name
+from .systems import base_name, row_graft
 
 REPLAYED = {"chain", "tree", "swiftspec"}  # ar emits one token a round: nothing to replay
 
@@ -33,10 +34,12 @@ def parse_acceptance(text: str) -> Path | None:
 
 
 class ReplaySource:
-    def __init__(self, path: Path, *, tree_bs: int, tree_w: int, chain_k: int):
+    def __init__(self, path: Path, *, tree_bs: int, tree_w: int, chain_k: int, graft: str = "off"):
         frame = _read(path)
         real = frame[frame["acceptance"] == "real"].copy()  # measured, not themselves replayed
         real["base"] = [base_name(s) for s in real["system"]]  # tree@tp2 replays as tree
+        real["graft"] = real["graft"].fillna("off") if "graft" in real else "off"
+        self.graft = graft
         self.frame = real[(real["tree_bs"] == tree_bs) & (real["tree_w"] == tree_w) & (real["chain_k"] == chain_k)]
         self.path = path
 
@@ -46,10 +49,12 @@ class ReplaySource:
             for dataset in datasets:
                 if system in REPLAYED and self._rows(system, dataset).empty:
                     raise UserError(f"{self.path} has no measured {system} rows for {dataset} with these "
-                                    f"tree settings: nothing to replay")
+                                    f"tree and graft settings: nothing to replay")
 
     def _rows(self, system: str, dataset: str) -> pd.DataFrame:
-        return self.frame[(self.frame["base"] == system) & (self.frame["dataset"] == dataset)]
+        frame = self.frame
+        return frame[(frame["base"] == system) & (frame["dataset"] == dataset)
+                     & (frame["graft"] == row_graft(system, self.graft))]
 
     def profile(self, system: str, dataset: str, draft_steps: int | None = None) -> ReplayProfile | None:
         if system not in REPLAYED:

@@ -57,6 +57,7 @@ ROW_SCHEMA = pa.schema([
     ("tree_bs", pa.int64()),
     ("tree_w", pa.int64()),
     ("chain_k", pa.int64()),
+    ("graft", pa.string()),  # off | ngram: chains grafted into the draft tree (tree decoders; absent in older rows)
     ("dtype", pa.string()),
     ("seed", pa.int64()),
     ("commit", pa.string()),

@@ -54,6 +54,9 @@ class RunOptions:
     tp: int
     split: str | None
     worker_timeout: float
+    graft: str
+    graft_len: int
+    graft_ngram: str
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Checked:
     needs_draft: bool
     replay: object | None  # replay_source.ReplaySource
     replay_digest: str  # sha256 of the replayed results file; "" for real acceptance
+    graft_sizes: tuple[int, ...]  # --graft-ngram, longest first
 
 
 @dataclass
@@ -99,6 +103,7 @@ def validate(o: RunOptions) -> Checked:
         _check_positive(value, flag)
     if o.draft_steps is not None:
         _check_positive(o.draft_steps, "--draft-steps")
+    graft_sizes = _check_graft(o.graft, o.graft_len, o.graft_ngram)
     if not o.worker_timeout > 0:
         raise UserError(f"--worker-timeout must be above 0 seconds (got {o.worker_timeout:g})")
     if o.weights not in ("real", "random"):
@@ -120,16 +125,33 @@ def validate(o: RunOptions) -> Checked:
         peers = [s for s in systems if not SYSTEMS[s].on_engine and s != "hf-ar"]
         if peers:
             raise UserError(f"--acceptance replay: {', '.join(peers)} cannot replay acceptance")
-        replay = ReplaySource(replay_path, tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k)
+        replay = ReplaySource(replay_path, tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, graft=o.graft)
         replay.check(systems, [d.name for d in datasets])
         digest = _file_digest(replay_path / PARQUET if replay_path.is_dir() else replay_path)
     queries = [q for d in datasets for q in ds.load_queries(d, data_dir, o.limit)]
-    return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest)
+    return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes)
 
 
 def _check_positive(value: int, flag: str) -> None:
     if value < 1:
         raise UserError(f"{flag} must be at least 1 (got {value})")
+
+
+GRAFTS = ("off", "ngram")  # --graft's choices
+
+
+def _check_graft(graft: str, graft_len: int, graft_ngram: str) -> tuple[int, ...]:
+    """--graft and its parameters; returns the n-gram sizes, longest first."""
+    if graft not in GRAFTS:
+        raise UserError(f"--graft {graft}: choose {' or '.join(GRAFTS)}")
+    _check_positive(graft_len, "--graft-len")
+    try:
+        sizes = tuple(sorted({int(n) for n in graft_ngram.split(",")}, reverse=True))
+    except ValueError:
+        raise UserError(f"--graft-ngram {graft_ngram}: expected a comma list of sizes, e.g. 3,2") from None
+    if min(sizes) < 1:
+        raise UserError(f"--graft-ngram {graft_ngram}: sizes must be at least 1")
+    return sizes
 
 
 def resolve_device(device: str) -> str:
@@ -190,7 +212,7 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
                    max_new_tokens=o.max_new_tokens)
     table.check_settings(columns)
-    labels = {s: label(s, o.tp, c.split, o.draft_steps) for s in c.systems}
+    labels = {s: label(s, o.tp, c.split, o.draft_steps, o.graft) for s in c.systems}
     # System by system (a multi-process system's workers are started once), query by query.
     todo = [(s, q, t) for s in c.systems for q in c.queries for t in range(1, len(q.turns) + 1)
             if not table.is_done(_key(labels[s], o.target, o.draft, q, t))]
@@ -221,7 +243,8 @@ def execute(p: Planned, table: ResultsTable) -> None:
     from .systems import LoadedPair
 
     c, o = p.checked, p.checked.options
-    settings = SpecSettings(tree_bs=o.tree_bs, tree_w=o.tree_w, draft_steps=o.draft_steps, chain_k=o.chain_k)
+    settings = SpecSettings(tree_bs=o.tree_bs, tree_w=o.tree_w, draft_steps=o.draft_steps, chain_k=o.chain_k,
+                            graft=o.graft, graft_len=o.graft_len, graft_ngram=c.graft_sizes)
     torch.manual_seed(o.seed)
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=c.device, seed=o.seed)
     target = _load("target", o.target, **how)
@@ -306,7 +329,8 @@ def _decode_all(p: Planned, table: ResultsTable, pair, settings, columns: dict) 
             text = tokenizer.decode(result.tokens, skip_special_tokens=True)
             table.append(row_from_result(result, latency, output_text=text, system=name, dataset=q.dataset,
                                          question_id=q.question_id, turn=turn, category=q.category,
-                                         prompt_tokens=len(prompt), **columns, **placement.where(pair, system)))
+                                         prompt_tokens=len(prompt), graft=systems.row_graft(system, settings.graft),
+                                         **columns, **placement.where(pair, system)))
             progress.update(task, advance=1, speed=f"{len(result.tokens) / max(latency, 1e-9):7.1f} tok/s")
 
 

@@ -9,7 +9,7 @@ from typing import Callable
 
 import torch
 
-from swiftspec_core.decoders import DECODERS
+from swiftspec_core.decoders import DECODERS, GRAFTING
 from swiftspec_core.decoders import NEEDS_DRAFT as OURS_NEED_DRAFT
 from swiftspec_core.decoders.base import DecodeResult, SpecSettings
 from swiftspec_core.errors import UserError
@@ -38,20 +38,27 @@ def parse_system_list(text: str) -> list[str]:
     return parse_names(text, "--systems", "system", SYSTEMS)
 
 
-def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | None = None) -> str:
+def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | None = None,
+          graft: str = "off") -> str:
     """A system's name in the rows, with its placement where it spans processes (ar@tp2,
-    swiftspec@1+1) and swiftspec's d where it was fixed (swiftspec:d3), so runs that differ only
-    there can share a folder."""
+    swiftspec@1+1), swiftspec's d where it was fixed (swiftspec:d3) and grafting where the system
+    grafts (tree:graft), so runs that differ only there can share a folder."""
+    suffix = ":graft" if name in GRAFTING and graft != "off" else ""
     if name == "swiftspec":
         where = f"@{split[0]}+{split[1]}" if split else ""
-        return f"swiftspec{where}" + (f":d{draft_steps}" if draft_steps else "")
+        return f"swiftspec{where}" + (f":d{draft_steps}" if draft_steps else "") + suffix
     if SYSTEMS[name].on_engine and tp > 1:
-        return f"{name}@tp{tp}"
-    return name
+        return f"{name}@tp{tp}{suffix}"
+    return name + suffix
+
+
+def row_graft(name: str, graft: str) -> str:
+    """The `graft` column of a system's rows: the run's setting where the system grafts, else off."""
+    return graft if name in GRAFTING else "off"
 
 
 def base_name(system_label: str) -> str:
-    """swiftspec@1+1:d3 -> swiftspec."""
+    """swiftspec@1+1:d3:graft -> swiftspec."""
     return system_label.split("@")[0].split(":")[0]
 
 

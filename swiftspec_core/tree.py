@@ -46,9 +46,11 @@ class TokenTree:
         # Best first; a tie goes to the shallower node, then the older one: parents before children.
         return (-self.score[node], self.depth[node], node)
 
-    def best_leaves(self, w: int) -> list[int]:
-        """The w best nodes not yet expanded."""
-        return heapq.nsmallest(w, (i for i in range(len(self)) if self.row[i] < 0), key=self._order)
+    def best_leaves(self, w: int, max_depth: int | None = None) -> list[int]:
+        """The w best nodes not yet expanded (and at most max_depth deep)."""
+        deep = len(self) if max_depth is None else max_depth
+        return heapq.nsmallest(w, (i for i in range(len(self)) if self.row[i] < 0 and self.depth[i] <= deep),
+                               key=self._order)
 
     def best_subtree(self, bs: int) -> list[int]:
         """The best ancestor-closed set of at most bs nodes, root included, in index order."""

@@ -4,5 +4,6 @@ from .base import DecodeResult, SpecSettings
 
 DECODERS = {"ar": ar.decode, "chain": chain.decode, "tree": tree.decode, "swiftspec": swiftspec.decode}
 NEEDS_DRAFT = {"chain", "tree", "swiftspec"}
+GRAFTING = {"tree", "swiftspec"}  # their draft trees take grafted chains (SpecSettings.graft)
 
-__all__ = ["DECODERS", "NEEDS_DRAFT", "DecodeResult", "SpecSettings"]
+__all__ = ["DECODERS", "GRAFTING", "NEEDS_DRAFT", "DecodeResult", "SpecSettings"]

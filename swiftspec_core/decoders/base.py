@@ -13,6 +13,9 @@ class SpecSettings:
     tree_w: int = 8  # leaves the draft expands per step (and children kept per expanded node)
     draft_steps: int | None = None  # swiftspec's d; None: round(t_target / t_draft), measured
     chain_k: int = 7  # draft tokens per chain round
+    graft: str = "off"  # tree decoders: off | ngram (chains from the request's own text, graft.py)
+    graft_len: int = 6  # the most tokens one graft adds under the best leaf
+    graft_ngram: tuple[int, ...] = (3, 2)  # suffix lengths looked up, the longest that occurs wins
 
 
 @dataclass
@@ -106,10 +109,19 @@ def positions_needed(prompt_tokens: int, max_new_tokens: int, settings: SpecSett
     return prompt_tokens + max_new_tokens + max(settings.tree_bs, settings.chain_k + 1) + 1
 
 
+def drafter_args(settings: SpecSettings, width: int, graft: bool = False) -> tuple:
+    """Drafter(model, *these): w leaves a step, the tree's cache rows, and grafting where the
+    decoder grafts (tree decoders) and the settings turn it on."""
+    if graft and settings.graft == "ngram":
+        return width, draft_tree_rows(settings), settings.graft_len, settings.graft_ngram
+    return width, draft_tree_rows(settings)
+
+
 def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[int], settings: SpecSettings,
-          *, verify_width: int, draft_width: int = 0, replay=None):
+          *, verify_width: int, draft_width: int = 0, graft: bool = False, replay=None):
     """Prefill both sides for a request. Returns (verifier, drafter or None, output holding the
-    first token). The sides (caches, CUDA graphs) are built once per model and width, then reused."""
+    first token). The sides (caches, CUDA graphs) are built once per model and width, then reused.
+    graft: the decoder grafts chains when the settings ask for it (tree decoders)."""
     from .drafter import Drafter
     from .verifier import Verifier
 
@@ -121,7 +133,7 @@ def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[in
     out = Output(verifier.prefill(prompt, replay), max_new_tokens, eos_ids)
     drafter = None
     if draft is not None:
-        drafter = reuse(draft, Drafter, draft_width, draft_tree_rows(settings))
+        drafter = reuse(draft, Drafter, *drafter_args(settings, draft_width, graft))
         drafter.prefill(prompt, out.tokens[-1], replay)
     return verifier, drafter, out
 

@@ -1,6 +1,7 @@
 """The draft side: a token tree grown over the draft's KV cache, re-rooted as tokens get verified.
 
-The cache holds the verified prefix, then one row per expanded tree node (in expansion order).
+The cache holds the verified prefix, then one row per expanded tree node (in expansion order);
+rows past those are scratch (a grafted chain's cut tokens), listed by no node and written over next.
 Re-rooting keeps the rows of newly verified nodes as prefix and compacts the surviving subtree
 right after them, so no draft KV entry that is still useful is ever recomputed.
 """
@@ -12,16 +13,22 @@ from ..models.transformer import Transformer
 from ..replay import Replay
 from ..runtime.graphs import make_forward
 from ..tree import TokenTree
+from .graft import Grafter
 
 
 class Drafter:
-    def __init__(self, model: Transformer, width: int, max_tree_rows: int):
-        """width: the most leaves one step expands (w; a pending token may ride along). Built
-        once per model and width; `prefill` starts a request."""
+    def __init__(self, model: Transformer, width: int, max_tree_rows: int, graft_len: int = 0,
+                 graft_ngram: tuple[int, ...] = (3, 2)):
+        """width: the most leaves one step expands (w; a pending token may ride along). graft_len:
+        the most chain tokens a step grafts under its best leaf (graft.py; 0: no grafting), found by
+        looking up the graft_ngram sizes. Built once per model and settings; `prefill` starts a request."""
         self.model, self.replay = model, None
         self.cache = model.new_cache(model.max_seq_len + max_tree_rows)
-        # A token sees at most: pending tokens (only before a fresh root), or its ancestors, and itself.
-        self.forward = make_forward(model, self.cache, width + 1, max_visible=max(width + 1, max_tree_rows + 1))
+        # A forward holds the leaves, a pending token and a chain. A token sees at most: pending
+        # tokens (only before a fresh root), or its ancestors, and itself.
+        width += 1 + graft_len
+        self.forward = make_forward(model, self.cache, width, max_visible=max(width, max_tree_rows + 1))
+        self.grafter = Grafter(graft_len, graft_ngram) if graft_len else None
         self.max_tree_rows = max_tree_rows
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
         self.tree: TokenTree | None = None
@@ -34,41 +41,57 @@ class Drafter:
         self.replay, self.topk_logprob_sum, self.expansions = replay, None, 0
         self.model.prefill(prompt, self.cache)
         self.tree, self.pending = TokenTree(root), []
+        if self.grafter:
+            self.grafter.start(prompt + [root])
 
     def step(self, w: int, k: int) -> int:
         """Expand the w best leaves (each gets its k best children) in one forward; returns how
-        many were expanded (0 when the tree's cache rows are used up).
+        many nodes were expanded (0 when the tree's cache rows are used up).
 
         Verified tokens still without KV (`pending`, only ever before a fresh root) ride along at
-        the front of the same forward, causally, and join the prefix.
+        the front of the same forward, causally, and join the prefix. With grafting, a chain under
+        the best leaf rides at the back (graft.py).
         """
         tree, pending = self.tree, self.pending
-        leaves = tree.best_leaves(min(w, self.max_tree_rows - tree.n_rows))
-        if not leaves:
-            return 0
         n, p = self.cache.length, len(pending)
         assert p == 0 or tree.n_rows == 0, "pending tokens come only before a fresh root"
-        base = n + p  # tree rows start here once pending tokens are in the prefix
+        base = n + p  # tree rows (and the root's position) start here once pending tokens are in the prefix
+        # A node at position base + depth past the rope tables cannot run: it waits, and the target
+        # catches up with it or the request ends first. (A draft that deepens faster than rounds
+        # accept, with grafting or a large d, reaches there near a request's end.)
+        room, max_depth = self.max_tree_rows - tree.n_rows, self.model.max_seq_len - 1 - base
+        leaves = tree.best_leaves(min(w, room), max_depth)
+        if not leaves:
+            return 0
+        L = len(leaves)
+        chain = (self.grafter.chain(tree, leaves[0], min(room - L, max_depth - tree.depth[leaves[0]]))
+                 if self.grafter else [])
         first_row = base + tree.n_rows
         visible = [list(range(n, n + i + 1)) for i in range(p)]
         for j, leaf in enumerate(leaves):
             visible.append(list(range(n, n + p)) + [base + tree.row[a] for a in tree.ancestors(leaf)]
                            + [first_row + j])
-        tokens = pending + [tree.token[l] for l in leaves]
-        positions = list(range(n, n + p)) + [base + tree.depth[l] for l in leaves]
-        rows = list(range(n, n + p)) + list(range(first_row, first_row + len(leaves)))
+        chain_rows = list(range(first_row + L, first_row + L + len(chain)))
+        for i in range(len(chain)):  # the best leaf's path, then the chain so far
+            visible.append(visible[p] + chain_rows[:i + 1])
+        tokens = pending + [tree.token[l] for l in leaves] + chain
+        positions = (list(range(n, n + p)) + [base + tree.depth[l] for l in leaves]
+                     + [base + tree.depth[leaves[0]] + 1 + i for i in range(len(chain))])
+        rows = list(range(n, n + p)) + list(range(first_row, first_row + L)) + chain_rows
         logits = self.forward(tokens, positions, rows, n, visible)[p:].float()
         # Children: the k best tokens with their log-probs, read back in one transfer.
         top = logits.topk(k, dim=-1)
         values = top.values - torch.logsumexp(logits, dim=-1, keepdim=True)
         values, tokens_k = torch.stack([values, top.indices.float()]).tolist()  # exact below 2**24
+        tokens_k = [[int(t) for t in row] for row in tokens_k]
         self.cache.length, self.pending = base, []
-        tree.expand(leaves, values, [[int(t) for t in row] for row in tokens_k],
-                    self.replay.scores(k) if self.replay else None)
-        for row in values:
+        scores = self.replay.scores(k) if self.replay else None
+        tree.expand(leaves, values[:L], tokens_k[:L], scores)
+        kept = self.grafter.graft(tree, leaves[0], chain, values[L:], tokens_k[L:], scores) if chain else 0
+        for row in values[:L + kept]:  # a cut chain token's row was never expanded
             self.topk_logprob_sum = [a + b for a, b in zip(self.topk_logprob_sum, row)] if self.topk_logprob_sum else row
-        self.expansions += len(values)
-        return len(leaves)
+        self.expansions += L + kept
+        return L + kept
 
     def mean_topk_logprobs(self) -> list[float]:
         """Mean sorted child log-probs over this request's expansions (a replay profile's scores)."""
@@ -103,6 +126,8 @@ class Drafter:
             if unsent:
                 emitted = emitted[:-1] + [self.tree.token[unsent[0]]]
         self.tree, r = self.tree.reroot(emitted)
+        if self.grafter:
+            self.grafter.extend(emitted)
         n = self.cache.length
         self.cache.keep([n + row for row in r.keep_rows], verified=r.verified_rows)
         self.pending = r.pending

@@ -20,7 +20,7 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
            settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     bs, w = settings.tree_bs, settings.tree_w
     verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
-                                   verify_width=bs, draft_width=w, replay=replay)
+                                   verify_width=bs, draft_width=w, graft=True, replay=replay)
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s, draft_steps=settings.draft_steps or 0)
     with Stopwatch(draft.device) as grow:
         subtree = drafter.propose(bs, w)

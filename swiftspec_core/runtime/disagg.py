@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from ..decoders.base import DecodeResult, Output, SpecSettings, Stopwatch, draft_tree_rows, reuse
+from ..decoders.base import DecodeResult, Output, SpecSettings, Stopwatch, drafter_args, reuse
 from ..decoders.drafter import Drafter
 from ..decoders.verifier import Verifier
 
@@ -87,7 +87,7 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
     """The draft group's side of one request (every draft rank runs it)."""
     bs, w = settings.tree_bs, settings.tree_w
     msgs = Messages(bs, message_device(ctx))
-    drafter = reuse(draft, Drafter, w, draft_tree_rows(settings))
+    drafter = reuse(draft, Drafter, *drafter_args(settings, w, graft=True))
     ctx.link.recv(msgs.verdict)
     (first,), stop, _, _ = msgs.get_verdict()
     if stop:
