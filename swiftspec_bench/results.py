@@ -22,6 +22,7 @@ ROW_SCHEMA = pa.schema([
     ("system", pa.string()),
     ("target", pa.string()),
     ("draft", pa.string()),
+    ("draft_noise", pa.float64()),  # --draft-noise: the draft is the target plus this relative noise
     ("dataset", pa.string()),
     ("question_id", pa.string()),
     ("turn", pa.int64()),  # 1-based
@@ -44,6 +45,10 @@ ROW_SCHEMA = pa.schema([
     ("link_wait_s", pa.list_(pa.float64())),  # ... and the target's wait on the link for each tree
     ("output_sha", pa.string()),  # sha256 of the generated token ids (see output_sha())
     ("output_text", pa.string()),  # the decoded answer (MT-bench turn 2 is asked after it)
+    ("output_tokens", pa.list_(pa.int64())),  # the generated token ids (absent in older rows)
+    # Per generated token: the target's top-1 minus top-2 logit where it chose it (compare's
+    # losslessness report; empty where the system cannot say, e.g. hf-assisted)
+    ("margins", pa.list_(pa.float64())),
     ("device", pa.string()),
     ("gpus", pa.int64()),
     ("weights", pa.string()),  # real | random
@@ -64,7 +69,8 @@ COLUMNS = ROW_SCHEMA.names
 LIST_COLUMNS = [f.name for f in ROW_SCHEMA if pa.types.is_list(f.type)]
 KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
 # Settings that change what a row measures: a run may only resume into a DIR made with the same.
-RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "device", "tree_bs", "tree_w", "chain_k")
+RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "device", "tree_bs", "tree_w", "chain_k",
+                "draft_noise")
 
 
 def output_sha(tokens: list[int]) -> str:
@@ -94,6 +100,8 @@ def row_from_result(result, latency_s: float, *, output_text: str, **columns) ->
         "link_wait_s": [float(t) for t in result.link_wait_s],
         "output_sha": output_sha(result.tokens),
         "output_text": output_text,
+        "output_tokens": [int(t) for t in result.tokens],
+        "margins": [float(m) for m in result.margins],
     }
 
 

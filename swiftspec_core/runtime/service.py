@@ -5,15 +5,14 @@
     pool.close()
 
 Each worker builds its engines once (its shard of the target, the draft, or both), warms up with
-one request (capturing its CUDA graphs, and measuring swiftspec's d = round(t_target / t_draft)
-when it is not given), then serves. Rank 0 takes requests from the parent and broadcasts them;
+one request (capturing its CUDA graphs, and measuring swiftspec's d by the rule lockstep uses,
+base.measure_draft_steps, when it is not given), then serves. Rank 0 takes requests from the parent and broadcasts them;
 it times each request and returns the result. A worker that raises or dies ends the pool with
 that worker's error (launch.py), which `decode` raises.
 """
 from __future__ import annotations
 
 import queue
-import statistics
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -22,14 +21,10 @@ import torch
 import torch.distributed as dist
 
 from ..decoders import DECODERS
-from ..decoders.base import SpecSettings, draft_steps_for
+from ..decoders.base import WARMUP_PROMPT, WARMUP_TOKENS, SpecSettings, measure_draft_steps
 from ..replay import Replay, ReplayProfile
 from .disagg import draft_request, target_request
 from .launch import run_workers
-
-WARMUP_PROMPT = list(range(1, 33))
-WARMUP_TOKENS = 24
-
 
 @dataclass(frozen=True)
 class WorkerPlan:
@@ -75,6 +70,7 @@ def _serve_one(ctx, plan: WorkerPlan, target, draft, req: Request, settings: Spe
     t0 = time.perf_counter()
     if ctx.placement.draft_ranks:
         result = target_request(ctx, target, req.prompt, settings=settings, replay=replay, **kwargs)
+        result.draft_steps = settings.draft_steps
     else:
         result = DECODERS[plan.system](target, draft, req.prompt, settings=settings, replay=replay, **kwargs)
     if ctx.device.type == "cuda":
@@ -93,15 +89,14 @@ def _serve(rank: int, world_size: int, ctx):
     target, draft = _engines(plan, ctx)
     settings = plan.settings
     split = bool(ctx.placement.draft_ranks)
-    # Warm-up: captures the graphs; with a split and no d given, one draft step per round
-    # measures the draft step against the verification.
+    # Warm-up: captures the graphs; with a split and no d given, d = 1 measures the draft step
+    # against the verification.
     warm = Request(WARMUP_PROMPT, WARMUP_TOKENS, frozenset())
     probe = replace(settings, draft_steps=settings.draft_steps or 1)
     out = _serve_one(ctx, plan, target, draft, warm, probe)
     d = settings.draft_steps
     if split and d is None and rank == 0:
-        res = out[0]
-        d = draft_steps_for(statistics.median(res.target_s), statistics.median(res.draft_parallel_s))
+        d = measure_draft_steps(out[0])
     settings = replace(settings, draft_steps=_broadcast(ctx, d))
     if rank == 0:
         responses.put(("ready", settings.draft_steps))
@@ -112,8 +107,6 @@ def _serve(rank: int, world_size: int, ctx):
         out = _serve_one(ctx, plan, target, draft, req, settings)
         if rank == 0:
             result, latency = out
-            if split:
-                result.draft_steps = settings.draft_steps
             responses.put(("done", (result, latency)))
 
 
