@@ -128,6 +128,9 @@ def run(
     split: Optional[str] = typer.Option(None, help="TARGET+DRAFT processes (GPUs) for swiftspec, e.g. 1+1; "
                                                    "without it swiftspec runs in lockstep in one process.",
                                         show_default=False),
+    draft_noise: float = typer.Option(0.0, help="Losslessness runs: the draft is the target's random weights plus "
+                                                "this relative Gaussian noise (--weights random, a draft of the "
+                                                "target's shape)."),
 ) -> None:
     """Decode the first --limit prompts of each dataset with each system; one row per query."""
     with user_errors():
@@ -176,7 +179,7 @@ def run(
         columns = dict(target=target, draft=draft, device=device,
                        weights=_expected_weights(target, weights), acceptance="replayed" if replay else "real",
                        tree_bs=tree_bs, tree_w=tree_w, chain_k=chain_k, dtype=dtype, seed=seed,
-                       max_new_tokens=max_new_tokens)
+                       max_new_tokens=max_new_tokens, draft_noise=draft_noise)
         table.check_settings(columns)
         labels = {s: label(s, tp, split_sizes, draft_steps) for s in system_names}
         # System by system (a multi-process system's workers are started once), query by query.
@@ -190,7 +193,7 @@ def run(
 
         torch.manual_seed(seed)
         pair = _load_pair(target, draft if needs_draft else None, weights=weights,
-                          dtype=getattr(torch, dtype), device=device, seed=seed)
+                          dtype=getattr(torch, dtype), device=device, seed=seed, draft_noise=draft_noise)
         settings = SpecSettings(tree_bs=tree_bs, tree_w=tree_w, draft_steps=draft_steps, chain_k=chain_k)
         longest = _check_context(pair.target, queries, max_new_tokens, settings)
         pair.max_seq_len, pair.seed, pair.tp, pair.split = longest, seed, tp, split_sizes
@@ -216,13 +219,15 @@ def _key(system: str, target: str, draft: str, query, turn: int) -> tuple:
                         question_id=query.question_id, turn=turn))
 
 
-def _load_pair(target: str, draft: str | None, **how):
+def _load_pair(target: str, draft: str | None, *, draft_noise: float, **how):
     from transformers.utils import logging as hf_logging
 
+    from swiftspec_core.models import noise
     from swiftspec_core.models.loading import check_pair, load_model
 
     from .systems import LoadedPair
 
+    noise.check_draft_noise(draft_noise, how["weights"], target, draft or target)
     hf_logging.disable_progress_bar()  # keep stderr for errors: a bad input is one line there
     typer.echo(f"loading target {target} ...")
     loaded_target = load_model(target, **how)
@@ -231,7 +236,8 @@ def _load_pair(target: str, draft: str | None, **how):
         typer.echo(f"loading draft {draft} ...")
         loaded_draft = load_model(draft, **how)  # its own copy, even when it names the target
         check_pair(loaded_target, loaded_draft)
-    return LoadedPair(loaded_target, loaded_draft, dtype=how["dtype"], device=how["device"])
+        noise.draft_from_target(loaded_target, loaded_draft, draft_noise, how["seed"])
+    return LoadedPair(loaded_target, loaded_draft, dtype=how["dtype"], device=how["device"], draft_noise=draft_noise)
 
 
 def _context_needed(prompt_tokens: int, max_new_tokens: int, settings) -> int:
@@ -311,8 +317,10 @@ def compare(
                                                       "hf-ar, else the first).", show_default=False),
     format: str = typer.Option("table", "--format", help="table | csv | markdown."),
 ) -> None:
-    """Speed per (target, dataset) and overall; checks every system emitted the same tokens."""
+    """Speed per (target, dataset) and overall; checks every system emitted the target's tokens
+    (exit 1 on a divergence that is not a bf16 near-tie)."""
     from . import compare as cmp
+    from . import lossless
     from .results import read_frame
 
     with user_errors():
@@ -320,16 +328,9 @@ def compare(
             raise UserError(f"--format {format}: choose {', '.join(cmp.FORMATS)}")
         frame = read_frame(run_dir)
         summary = cmp.summarize(frame, baseline)
-        diverged = cmp.divergences(frame)
     typer.echo(cmp.render(summary, format))
-    if "acceptance" in frame and (frame["acceptance"] == "replayed").all():
-        typer.echo("lossless: not checked (acceptance replayed: tokens follow the drawn lengths)")
-        return
-    if len(diverged):
-        typer.echo(f"lossless: NO ({len(diverged)} outputs differ from the others)")
-        typer.echo(cmp.render(diverged, format))
+    if lossless.report(frame, lambda table: cmp.render(table, format), typer.echo) is False:
         raise typer.Exit(1)
-    typer.echo("lossless: yes")
 
 
 @app.command()

@@ -171,16 +171,6 @@ def test_round_time_leaves_out_the_prefill_where_rows_time_it():
     assert old.round_ms == pytest.approx(0.6 / 2 * 1e3) and math.isnan(old.prefill_ms)
 
 
-def test_divergences_list_system_and_query():
-    frame = frame_of(make_row("ar"), make_row("chain"), make_row("tree", sha="b" * 64),
-                     make_row("ar", turn=2), make_row("chain", turn=2))
-    bad = compare.divergences(frame)
-    assert bad[["system", "question_id", "turn", "differs_from"]].values.tolist() == [["tree", "0", 1, "ar"]]
-    assert compare.divergences(frame_of(make_row("ar"), make_row("chain"))).empty
-    for fmt in compare.FORMATS:
-        assert "tree" in compare.render(bad, fmt)
-
-
 # --- peers and figures ----------------------------------------------------------------------------
 
 def test_rounds_from_forwards():

@@ -36,6 +36,7 @@ class WorkerPlan:
     seed: int
     max_seq_len: int
     settings: SpecSettings
+    draft_noise: float = 0.0  # the draft's relative weight noise (models/noise.py)
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,13 @@ def _engines(plan: WorkerPlan, ctx):
     from ..models.weights import load_engine
 
     dtype = getattr(torch, plan.dtype)
-    load = lambda spec: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device, seed=plan.seed,  # noqa: E731
-                                    group=ctx.group, max_seq_len=plan.max_seq_len)
+    load = lambda spec, noise=0.0: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device,  # noqa: E731
+                                               seed=plan.seed, group=ctx.group, max_seq_len=plan.max_seq_len,
+                                               noise=noise)
     split = bool(ctx.placement.draft_ranks)
     target = load(plan.target) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
-    return target, load(plan.draft) if needs_draft else None
+    return target, load(plan.draft, plan.draft_noise) if needs_draft else None
 
 
 def _serve_one(ctx, plan: WorkerPlan, target, draft, req: Request, settings: SpecSettings):
