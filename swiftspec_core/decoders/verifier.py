@@ -44,6 +44,10 @@ class Verifier:
         draft's best path as far as the drawn length. Keeps the KV of the root and the accepted
         nodes. Returns (emitted tokens: accepted then bonus, accepted node indices).
         """
+        if self.replay is None and tokens[0] != self.emitted[-1]:
+            # Every round starts from the target's bonus; a tree rooted elsewhere would make the
+            # decoder emit someone else's tokens (only replay lets the draft pick the bonus).
+            raise RuntimeError(f"the tree's root {tokens[0]} is not the target's last token {self.emitted[-1]}")
         n, size = self.cache.length, len(tokens)
         depth, visible = [0] * size, [[n]]
         for i in range(1, size):
