@@ -130,15 +130,16 @@ def shown(divergences: pd.DataFrame) -> pd.DataFrame:
 
 
 def report(frame: pd.DataFrame, render, echo) -> bool | None:
-    """Print the check (tables through `render`, lines through `echo`): the divergences, the
-    per-system summary, the verdict. Returns whether it passed (None: not checked)."""
+    """Print the check (tables through `render`, lines through `echo`): the verdict, then where
+    anything diverged, the divergences and the per-system summary. Returns whether it passed
+    (None: not checked)."""
     if "acceptance" in frame and (frame["acceptance"] == "replayed").all():
         echo("lossless: not checked (acceptance replayed: tokens follow the drawn lengths)")
         return None
     divergences, summary = check(frame)
     passed, line = verdict(divergences)
+    echo(line)
     if len(divergences):
         echo(render(shown(divergences)))
         echo(render(summary))
-    echo(line)
     return passed

@@ -105,3 +105,20 @@ def test_cli_draft_noise_errors(tmp_path, extra, message):
     (tmp_path / "gsm8k.jsonl").write_text('{"question_id": 1, "category": "math", "turns": ["What is 2+2?"]}\n')
     res = CliRunner().invoke(app, args + extra)
     assert res.exit_code == 2 and message in res.stderr and "loading" not in res.stdout, (res.stdout, res.stderr)
+
+
+def test_peers_record_tokens_and_the_same_margins():
+    from swiftspec_bench import hf_systems
+    from swiftspec_bench.results import row_from_result
+    from swiftspec_bench.systems import SYSTEMS, LoadedPair
+
+    target, draft = (load_model("tiny-llama", weights="random", seed=s) for s in (0, 1))
+    pair = LoadedPair(target, draft, dtype=torch.float32, device="cpu", max_seq_len=256)
+    ours, _ = pair.models_for(SYSTEMS["ar"])
+    p = prompt(8)
+    ref = DECODERS["ar"](ours, None, p, max_new_tokens=12, eos_ids=set())
+    for peer in (hf_systems.hf_ar, hf_systems.hf_assisted):
+        got = peer(target, draft, p, max_new_tokens=12, eos_ids=set())
+        assert got.tokens == ref.tokens and got.margins == pytest.approx(ref.margins, abs=1e-4)
+    row = row_from_result(got, 1.0, output_text="")
+    assert row["output_tokens"] == ref.tokens and len(row["margins"]) == 12

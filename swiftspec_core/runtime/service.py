@@ -6,9 +6,9 @@
 
 Each worker builds its engines once (its shard of the target, the draft, or both), warms up with
 one request (capturing its CUDA graphs, and measuring swiftspec's d by the rule lockstep uses,
-base.measure_draft_steps, when it is not given), then serves. Rank 0 takes requests from the parent and broadcasts them;
-it times each request and returns the result. A worker that raises or dies ends the pool with
-that worker's error (launch.py), which `decode` raises.
+base.measure_draft_steps, when it is not given), then serves. Rank 0 takes requests from the
+parent and broadcasts them; it times each request and returns the result. A worker that raises
+or dies ends the pool with that worker's error (launch.py), which `decode` raises.
 """
 from __future__ import annotations
 
