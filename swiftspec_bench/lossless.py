@@ -20,7 +20,8 @@ QUERY = ["target", "dataset", "question_id", "turn"]
 # Other drafts (or draft noise) are other configurations: their rows are compared apart.
 CONFIG = ["draft", "draft_noise"]
 
-# Below this top-2 margin (in logits) a 16-bit run's choice is a near-tie. Derived on the CPU:
+# Below this top-2 margin (in logits) a 16-bit run's choice is a near-tie. Derived on the CPU
+# (paper_figures/near_tie_bound.py):
 # llama-3.2-1b's shape with random weights (logit std 0.90), 64 positions, the same weights in
 # bf16 and fp32: bf16 moves a token's top-2 margin by at most 0.11 (median 0.023). Two bf16
 # forwards that differ only in reduction order (verification width, tree row order) each sit

@@ -67,13 +67,14 @@ class Verifier:
         self.cache.keep([n + i for i in path], verified=len(path))
         emitted = [tokens[i] for i in path[1:]] + [best[path[-1]]]
         self.emitted += emitted
-        self.margins += [margins[i] for i in path]  # a node's token was chosen at its parent
+        self.margins += [margins[i] for i in path]  # emitted[j] was chosen at node path[j], its parent
         return emitted, path
 
 
 def greedy_with_margins(logits: torch.Tensor) -> tuple[list[int], list[float]]:
     """logits [T, vocab] -> (argmax per row, top-1 minus top-2 logit per row), read back in one
     transfer. argmax (not topk's first index) picks the token, so ties break as everywhere else."""
-    margin = logits.topk(2, dim=-1).values.diff(dim=-1).neg().squeeze(-1)  # [T]
+    top2 = logits.topk(2, dim=-1).values  # [T, 2]
+    margin = top2[:, 0] - top2[:, 1]  # [T]
     best, margin = torch.stack([logits.argmax(-1).to(margin.dtype), margin]).tolist()  # exact below 2**24
     return [int(b) for b in best], margin
