@@ -122,6 +122,9 @@ def run(
     worker_timeout: float = typer.Option(DEFAULT_WORKER_TIMEOUT, help="Seconds a --tp / --split worker process "
                                          "may stop answering (no heartbeat: stopped, frozen) before the run ends "
                                          "with an error; a slow step or model load is not a stall."),
+    draft_noise: float = typer.Option(0.0, help="Losslessness runs: the draft is the target's random weights plus "
+                                                "this relative Gaussian noise (--weights random, a draft of the "
+                                                "target's shape)."),
 ) -> None:
     """Decode the first --limit prompts of each dataset with each system; one row per query."""
     options = dict(locals())  # the options as given, by name (runner.RunOptions has one field each)
@@ -148,8 +151,10 @@ def compare(
                                                       "hf-ar, else the first).", show_default=False),
     format: str = typer.Option("table", "--format", help="table | csv | markdown."),
 ) -> None:
-    """Speed per (target, dataset) and overall; checks every system emitted the same tokens."""
+    """Speed per (target, dataset) and overall; checks every system emitted the target's tokens
+    (exit 1 on a divergence that is not a bf16 near-tie)."""
     from . import compare as cmp
+    from . import lossless
     from .results import read_frame
 
     with user_errors():
@@ -157,19 +162,12 @@ def compare(
             raise UserError(f"--format {format}: choose {', '.join(cmp.FORMATS)}")
         frame = read_frame(run_dir)
         summary = cmp.summarize(frame, baseline)
-        diverged = cmp.divergences(frame)
     typer.echo(cmp.render(summary, format))
     note = cmp.lockstep_note(frame)
     if note:
         typer.echo(note)
-    if "acceptance" in frame and (frame["acceptance"] == "replayed").all():
-        typer.echo("lossless: not checked (acceptance replayed: tokens follow the drawn lengths)")
-        return
-    if len(diverged):
-        typer.echo(f"lossless: NO ({len(diverged)} outputs differ from the others)")
-        typer.echo(cmp.render(diverged, format))
+    if lossless.report(frame, lambda table: cmp.render(table, format), typer.echo) is False:
         raise typer.Exit(1)
-    typer.echo("lossless: yes")
 
 
 @app.command()

@@ -1,6 +1,6 @@
 """Tables from a run's rows: speed per (target, draft, dataset) and overall, speedup over a baseline,
-mean accepted length; and the losslessness check (every system emitted the same tokens).
-Reads results only: imports neither torch nor transformers."""
+mean accepted length. The losslessness check is lossless.py's. Reads results only: imports neither
+torch nor transformers."""
 from __future__ import annotations
 
 import io
@@ -80,25 +80,6 @@ def summarize(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
     return summary
 
 
-def divergences(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """Rows whose output differs from their query's reference output: the baseline system's where it
-    ran that query, else the output most systems emitted."""
-    base = pick_baseline(frame, baseline)
-    if "acceptance" in frame:  # replayed rows follow drawn acceptance, not the target: not comparable
-        frame = frame[frame["acceptance"] != "replayed"]
-    bad = []
-    for key, rows in frame.groupby(QUERY, sort=False):
-        if rows["output_sha"].nunique() <= 1:
-            continue
-        from_base = rows.loc[rows["system"] == base, "output_sha"]
-        reference = from_base.iloc[0] if len(from_base) else rows["output_sha"].value_counts().index[0]
-        ref_system = base if len(from_base) else "majority"
-        for _, row in rows[rows["output_sha"] != reference].iterrows():
-            bad.append({**dict(zip(QUERY, key)), "system": row["system"], "differs_from": ref_system,
-                        "output_sha": row["output_sha"][:12], "reference_sha": reference[:12]})
-    return pd.DataFrame(bad, columns=["system"] + QUERY + ["differs_from", "output_sha", "reference_sha"])
-
-
 def lockstep_note(frame: pd.DataFrame) -> str | None:
     """One line where the rows hold swiftspec run in lockstep on the CPU (no --split): there draft
     and target take turns in one process, so its speed says nothing of the parallel algorithm."""
@@ -132,7 +113,7 @@ def render(frame: pd.DataFrame, fmt: str) -> str:
     baseline = frame.attrs.get("baseline")
     table = Table(title=f"speedup over {baseline}" if baseline else None)
     for col in shown.columns:
-        text = col in ("target", "draft", "dataset", "system", "question_id", "differs_from", "output_sha", "reference_sha")
+        text = col in ("target", "draft", "dataset", "system", "question_id", "differs_from", "class")
         table.add_column(col, justify="left" if text else "right")
     for r in shown.itertuples(index=False):
         table.add_row(*r)

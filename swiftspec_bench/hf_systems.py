@@ -110,27 +110,35 @@ def _generation_configs(*pairs):
 
 
 def _generate(target, prompt_ids: list[int], max_new_tokens: int, eos_ids: set[int],
-              assistant=None) -> tuple[list[int], ForwardRecorder, float]:
+              assistant=None) -> tuple[list[int], list[float], ForwardRecorder, float]:
+    """(new tokens, the target's top-2 margin for each, the forwards, when generate was called).
+
+    Greedy with no logits processors: transformers' scores are the target's logits, one [1, vocab]
+    row per new token (assisted generation too: the target's logits at each kept position)."""
     model = target.hf
     device = next(model.parameters()).device
     ids = torch.tensor([prompt_ids], device=device)
     eos = sorted(eos_ids)
     pad = target.tokenizer.pad_token_id
     config = _clean_config(max_new_tokens=max_new_tokens, eos_token_id=eos or None,
-                           pad_token_id=pad if pad is not None else (eos[0] if eos else 0))
+                           pad_token_id=pad if pad is not None else (eos[0] if eos else 0),
+                           output_scores=True, return_dict_in_generate=True)
     kwargs = {"assistant_model": assistant} if assistant is not None else {}
     with torch.inference_mode(), ForwardRecorder(model) as rec:
         called_at = time.perf_counter()
         out = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config, **kwargs)
-    return out[0, len(prompt_ids):].tolist(), rec, called_at
+        top2 = torch.cat(out.scores).float().topk(2, dim=-1).values  # [new tokens, 2]
+        margins = (top2[:, 0] - top2[:, 1]).tolist()
+    tokens = out.sequences[0, len(prompt_ids):].tolist()
+    return tokens, margins if len(margins) == len(tokens) else [], rec, called_at  # [] where they do not line up
 
 
 def hf_ar(target, draft, prompt_ids: list[int], *, max_new_tokens: int, eos_ids: set[int],
           settings: SpecSettings = SpecSettings()) -> DecodeResult:
     """transformers `generate`, greedy: every decode-step forward is a round of one token."""
     with _generation_configs((target.hf, _clean_config())):
-        tokens, rec, called_at = _generate(target, prompt_ids, max_new_tokens, eos_ids)
-    result = DecodeResult(tokens=tokens)
+        tokens, margins, rec, called_at = _generate(target, prompt_ids, max_new_tokens, eos_ids)
+    result = DecodeResult(tokens=tokens, margins=margins)
     rounds_from_forwards(rec, len(prompt_ids), len(tokens), called_at, result)
     result.draft_s = [0.0] * len(result.accepted)
     return result
@@ -146,8 +154,8 @@ def hf_assisted(target, draft, prompt_ids: list[int], *, max_new_tokens: int, eo
     assistant_config = _clean_config(num_assistant_tokens=settings.chain_k, num_assistant_tokens_schedule="constant",
                                      assistant_confidence_threshold=0.0)
     with _generation_configs((target.hf, _clean_config()), (draft.hf, assistant_config)):
-        tokens, rec, called_at = _generate(target, prompt_ids, max_new_tokens, eos_ids, assistant=draft.hf)
-    result = DecodeResult(tokens=tokens)
+        tokens, margins, rec, called_at = _generate(target, prompt_ids, max_new_tokens, eos_ids, assistant=draft.hf)
+    result = DecodeResult(tokens=tokens, margins=margins)
     rounds_from_forwards(rec, len(prompt_ids), len(tokens), called_at, result)
     return result
 

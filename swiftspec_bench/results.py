@@ -23,6 +23,7 @@ ROW_SCHEMA = pa.schema([
     ("system", pa.string()),
     ("target", pa.string()),
     ("draft", pa.string()),
+    ("draft_noise", pa.float64()),  # --draft-noise: the draft is the target plus this relative noise
     ("dataset", pa.string()),
     ("question_id", pa.string()),
     ("turn", pa.int64()),  # 1-based
@@ -45,6 +46,10 @@ ROW_SCHEMA = pa.schema([
     ("link_wait_s", pa.list_(pa.float64())),  # ... and the target's wait on the link for each tree
     ("output_sha", pa.string()),  # sha256 of the generated token ids (see output_sha())
     ("output_text", pa.string()),  # the decoded answer (MT-bench turn 2 is asked after it)
+    ("output_tokens", pa.list_(pa.int64())),  # the generated token ids (absent in older rows)
+    # Per generated token: the target's top-1 minus top-2 logit where it chose it (compare's
+    # losslessness report; empty where the system cannot say, e.g. hf-assisted)
+    ("margins", pa.list_(pa.float64())),
     ("device", pa.string()),
     ("gpus", pa.int64()),
     ("weights", pa.string()),  # real | random
@@ -70,7 +75,7 @@ KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
 # target, the draft, and the system's placement and fixed d): a run may only resume into a DIR
 # whose rows were made with the same.
 RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "replay_source", "device", "tree_bs", "tree_w",
-                "chain_k", "seed")
+                "chain_k", "seed", "draft_noise")
 # What compare and plot read from every row.
 SUMMARY_COLUMNS = ("system", "target", "draft", "dataset", "question_id", "turn", "new_tokens", "latency_s",
                    "tokens_per_s", "rounds", "accepted_lengths", "output_sha")
@@ -103,6 +108,8 @@ def row_from_result(result, latency_s: float, *, output_text: str, **columns) ->
         "link_wait_s": [float(t) for t in result.link_wait_s],
         "output_sha": output_sha(result.tokens),
         "output_text": output_text,
+        "output_tokens": [int(t) for t in result.tokens],
+        "margins": [float(m) for m in result.margins],
     }
 
 

@@ -57,6 +57,7 @@ class RunOptions:
     graft: str
     graft_len: int
     graft_ngram: str
+    draft_noise: float
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Planned:
 
 def validate(o: RunOptions) -> Checked:
     """Every check that needs no model, in the order of the options; raises UserError."""
+    from swiftspec_core.models import noise
     from swiftspec_core.runtime.launch import parse_split
 
     from .replay_source import ReplaySource, parse_acceptance
@@ -113,6 +115,7 @@ def validate(o: RunOptions) -> Checked:
     if dtype not in DTYPES:
         raise UserError(f"--dtype {dtype}: choose {', '.join(DTYPES)}")
     needs_draft = any(SYSTEMS[s].needs_draft for s in systems)
+    noise.check_draft_noise(o.draft_noise, o.weights, o.target, o.draft if needs_draft else o.target)
     check_model_spec(o.target, "--target", o.weights)
     if needs_draft:
         check_model_spec(o.draft, "--draft", o.weights)
@@ -210,7 +213,7 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
     columns = dict(target=o.target, draft=o.draft, device=c.device, weights=_expected_weights(o.target, o.weights),
                    acceptance="replayed" if c.replay else "real", replay_source=c.replay_digest,
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
-                   max_new_tokens=o.max_new_tokens)
+                   max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise)
     table.check_settings(columns)
     labels = {s: label(s, o.tp, c.split, o.draft_steps, o.graft) for s in c.systems}
     # System by system (a multi-process system's workers are started once), query by query.
@@ -238,6 +241,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     import torch
 
     from swiftspec_core.decoders.base import SpecSettings
+    from swiftspec_core.models import noise
     from swiftspec_core.models.loading import check_pair
 
     from .systems import LoadedPair
@@ -252,8 +256,9 @@ def execute(p: Planned, table: ResultsTable) -> None:
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:
         check_pair(target, draft)
+        noise.draft_from_target(target, draft, o.draft_noise, o.seed)
     pair = LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest, tp=o.tp,
-                      split=c.split, worker_timeout=o.worker_timeout)
+                      split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise)
     columns = p.columns | dict(commit=package_commit(), weights=pair.target.weights,
                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                **placement.floors(pair, c.device))

@@ -68,8 +68,9 @@ class LoadedPair:
     over several processes (--tp, --split), a pool of workers that build their own shards."""
 
     def __init__(self, target, draft, *, dtype: torch.dtype, device: str, seed: int = 0, max_seq_len: int = 4096,
-                 tp: int = 1, split: tuple[int, int] | None = None, worker_timeout: float = DEFAULT_TIMEOUT_S):
-        self.target, self.draft = target, draft
+                 tp: int = 1, split: tuple[int, int] | None = None, worker_timeout: float = DEFAULT_TIMEOUT_S,
+                 draft_noise: float = 0.0):
+        self.target, self.draft, self.draft_noise = target, draft, draft_noise
         self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
         self.tp, self.split = tp, split
         self.worker_timeout = worker_timeout  # seconds without a heartbeat before a pool worker counts as stalled
@@ -115,7 +116,7 @@ class LoadedPair:
                 self._pools.pop(other).close()
             plan = WorkerPlan(system.name, self.target.name, self.draft.name if self.draft else None,
                               self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,
-                              self.max_seq_len, settings)
+                              self.max_seq_len, settings, self.draft_noise)
             split = self.split if system.name == "swiftspec" else None
             world = sum(split) if split else self.tp
             self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split,

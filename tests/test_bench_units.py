@@ -205,16 +205,6 @@ def test_the_cpu_lockstep_note():
     assert compare.lockstep_note(frame_of(make_row("swiftspec", device="cuda"))) is None
 
 
-def test_divergences_list_system_and_query():
-    frame = frame_of(make_row("ar"), make_row("chain"), make_row("tree", sha="b" * 64),
-                     make_row("ar", turn=2), make_row("chain", turn=2))
-    bad = compare.divergences(frame)
-    assert bad[["system", "question_id", "turn", "differs_from"]].values.tolist() == [["tree", "0", 1, "ar"]]
-    assert compare.divergences(frame_of(make_row("ar"), make_row("chain"))).empty
-    for fmt in compare.FORMATS:
-        assert "tree" in compare.render(bad, fmt)
-
-
 # --- peers and figures ----------------------------------------------------------------------------
 
 def test_rounds_from_forwards():

@@ -31,6 +31,14 @@ def lockstep(system: str, prompt, replay=None, draft_seed=0):
 PROMPTS = [[5, 9, 33, 70, 12, 4, 99], [200, 3, 3, 17]]
 
 
+def same_rows(got, ref):
+    """What a replay source reads from a row is the same whether the run was split or lockstep."""
+    assert got.bonus_in_tree == ref.bonus_in_tree and len(got.bonus_in_tree) == got.rounds
+    assert got.draft_topk_logprobs == ref.draft_topk_logprobs and len(got.draft_topk_logprobs) == SETTINGS.tree_w
+    assert got.draft_steps == ref.draft_steps == SETTINGS.draft_steps
+    assert got.margins == pytest.approx(ref.margins, abs=1e-5) and len(got.margins) == len(got.tokens)
+
+
 @pytest.mark.parametrize("world,split", [(2, (1, 1)), (4, (2, 2))])
 def test_split_equals_lockstep(world, split):
     pool = WorkerPool(plan("swiftspec"), world_size=world, device="cpu", split=split)
@@ -41,9 +49,11 @@ def test_split_equals_lockstep(world, split):
             got, latency = pool.decode(prompt, max_new_tokens=40, eos_ids=set())
             assert got.tokens == ref.tokens and got.accepted == ref.accepted
             assert latency > 0 and len(got.link_wait_s) == len(got.accepted) == len(got.draft_parallel_s)
+            same_rows(got, ref)
         ref = lockstep("swiftspec", PROMPTS[0], replay=Replay(PROFILE, seed=3))
         got, _ = pool.decode(PROMPTS[0], max_new_tokens=40, eos_ids=set(), replay=PROFILE, replay_seed=3)
         assert got.accepted == ref.accepted and got.tokens == ref.tokens
+        same_rows(got, ref)
     finally:
         pool.close()
 

@@ -1,7 +1,7 @@
 """Autoregressive decoding with the target alone: a verification of a one-node tree per token."""
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, start
+from .base import DecodeResult, SpecSettings, Stopwatch, finish, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
@@ -14,4 +14,4 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
         result.accepted.append(out.add(emitted))
         result.target_s.append(t.seconds)
         result.draft_s.append(0.0)
-    return result
+    return finish(result, verifier)

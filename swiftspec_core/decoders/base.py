@@ -1,6 +1,7 @@
 """What every decoder returns, and the settings the speculative ones share."""
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass, field
 
@@ -11,7 +12,7 @@ import torch
 class SpecSettings:
     tree_bs: int = 8  # nodes the target verifies per round, root included
     tree_w: int = 8  # leaves the draft expands per step (and children kept per expanded node)
-    draft_steps: int | None = None  # swiftspec's d; None: round(t_target / t_draft), measured
+    draft_steps: int | None = None  # swiftspec's d; None: measured once (measure_draft_steps)
     chain_k: int = 7  # draft tokens per chain round
     graft: str = "off"  # tree decoders: off | ngram (chains from the request's own text, graft.py)
     graft_len: int = 6  # the most tokens one graft adds under the best leaf
@@ -21,6 +22,8 @@ class SpecSettings:
 @dataclass
 class DecodeResult:
     tokens: list[int]  # generated token ids (the prompt excluded)
+    # Per token: the target's top-1 minus top-2 logit where it chose that token (finish()).
+    margins: list[float] = field(default_factory=list)
     prefill_s: float | None = None  # the target's prompt forward (None where it is not timed)
     # One entry per target verification forward after the prefill (which emits the first token):
     accepted: list[int] = field(default_factory=list)  # tokens that forward emitted, bonus included
@@ -28,8 +31,8 @@ class DecodeResult:
     draft_s: list[float] = field(default_factory=list)  # draft time on the critical path before it
     bonus_in_tree: list[bool] = field(default_factory=list)  # tree decoders: bonus token was a draft node
     draft_steps: int = 0  # expansions per round (swiftspec's d; 0 where it does not apply)
-    # Across processes (swiftspec with a split): the draft's expansions that overlapped each
-    # verification, and how long the target waited on the link for each tree.
+    # swiftspec: the time of the draft's d expansions that overlap each verification (in lockstep
+    # they run after it); across processes, how long the target waited on the link for each tree.
     draft_parallel_s: list[float] = field(default_factory=list)
     link_wait_s: list[float] = field(default_factory=list)
     # Tree decoders: mean over expansions of the sorted top-w draft log-probs of a node's children.
@@ -95,6 +98,24 @@ def draft_steps_for(verify_s: float, step_s: float) -> int:
     half a step past the verification, while each step deepens the tree by one level. On 2xH200
     (8B / 1B shapes, 5.3 ms against 1.8 ms) d = 3 ran 1.22x faster than floor's d = 2 (NOTES.md v7)."""
     return max(1, round(verify_s / max(step_s, 1e-9)))
+
+
+# The warm-up request that measures d (and captures the graphs) before a run's first timed query.
+WARMUP_PROMPT = list(range(1, 33))
+WARMUP_TOKENS = 24
+
+
+def measure_draft_steps(warmup: DecodeResult) -> int:
+    """SwiftSpec's d for a run, lockstep and split alike: from one warm-up request decoded with a
+    given d (draft_steps), the median verification against the median draft step."""
+    step_s = statistics.median(warmup.draft_parallel_s) / warmup.draft_steps
+    return draft_steps_for(statistics.median(warmup.target_s), step_s)
+
+
+def finish(result: DecodeResult, verifier) -> DecodeResult:
+    """Attach the target's margins for the tokens the request kept."""
+    result.margins = verifier.margins[: len(result.tokens)]
+    return result
 
 
 def draft_tree_rows(settings: SpecSettings) -> int:

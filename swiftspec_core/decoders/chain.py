@@ -2,7 +2,7 @@
 constant chain): the draft proposes k tokens one at a time, the target verifies all k + 1."""
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, serial_round, start
+from .base import DecodeResult, SpecSettings, Stopwatch, finish, serial_round, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
@@ -17,4 +17,4 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
             for _ in range(k):
                 drafter.step(w=1, k=1)  # a chain is a tree of one leaf with one child
         serial_round(verifier, drafter, drafter.subtree(k + 1), out, result, d.seconds)
-    return result
+    return finish(result, verifier)

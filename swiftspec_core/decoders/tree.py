@@ -3,7 +3,7 @@ bs-node subtree is final (all of its nodes expanded), then the target verifies t
 both sides keep what it accepted; the draft keeps the KV of the surviving subtree."""
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, serial_round, start
+from .base import DecodeResult, SpecSettings, Stopwatch, finish, serial_round, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
@@ -20,4 +20,4 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
                     break
         result.bonus_in_tree.append(serial_round(verifier, drafter, drafter.subtree(bs), out, result, d.seconds))
     result.draft_topk_logprobs = drafter.mean_topk_logprobs()
-    return result
+    return finish(result, verifier)

@@ -1,6 +1,7 @@
 """The target side of every decoder: prefill, then verify a token tree and keep what it accepts."""
 from __future__ import annotations
 
+import torch
 
 from ..models.transformer import Transformer
 from .base import Stopwatch
@@ -14,6 +15,10 @@ class Verifier:
         per model and width (the cache and the graph live on); `prefill` starts a request."""
         self.model, self.replay = model, None
         self.prefill_s: float | None = None  # the last prefill's wall time
+        # This request's emitted tokens so far (the target's own picks) and, for each, the top-2
+        # margin (top-1 minus top-2 logit) of the logits that chose it: how near a tie it was.
+        self.emitted: list[int] = []
+        self.margins: list[float] = []
         self.cache = model.new_cache(model.max_seq_len)
         self.forward = make_forward(model, self.cache, width, max_visible=width)  # a path of the tree
 
@@ -26,8 +31,9 @@ class Verifier:
         """Start a request: run the prompt; return the target's first token (the first root)."""
         self.replay = replay
         with Stopwatch(self.model.device) as t:
-            first = int(self.model.prefill(prompt, self.cache).argmax())
+            (first,), (margin,) = greedy_with_margins(self.model.prefill(prompt, self.cache)[None])
         self.prefill_s = t.seconds
+        self.emitted, self.margins = [first], [margin]
         return first
 
     def verify(self, tokens: list[int], parents: list[int]) -> tuple[list[int], list[int]]:
@@ -38,13 +44,17 @@ class Verifier:
         draft's best path as far as the drawn length. Keeps the KV of the root and the accepted
         nodes. Returns (emitted tokens: accepted then bonus, accepted node indices).
         """
+        if self.replay is None and tokens[0] != self.emitted[-1]:
+            # Every round starts from the target's bonus; a tree rooted elsewhere would make the
+            # decoder emit someone else's tokens (only replay lets the draft pick the bonus).
+            raise RuntimeError(f"the tree's root {tokens[0]} is not the target's last token {self.emitted[-1]}")
         n, size = self.cache.length, len(tokens)
         depth, visible = [0] * size, [[n]]
         for i in range(1, size):
             depth[i] = depth[parents[i]] + 1
             visible.append(visible[parents[i]] + [n + i])
         logits = self.forward(tokens, [n + d for d in depth], list(range(n, n + size)), n, visible)
-        best = logits.argmax(-1).tolist()
+        best, margins = greedy_with_margins(logits)
         if self.replay is not None:
             path = self.replay.accept(parents)
         else:
@@ -55,4 +65,16 @@ class Verifier:
             while best[path[-1]] in children[path[-1]]:
                 path.append(children[path[-1]][best[path[-1]]])
         self.cache.keep([n + i for i in path], verified=len(path))
-        return [tokens[i] for i in path[1:]] + [best[path[-1]]], path
+        emitted = [tokens[i] for i in path[1:]] + [best[path[-1]]]
+        self.emitted += emitted
+        self.margins += [margins[i] for i in path]  # emitted[j] was chosen at node path[j], its parent
+        return emitted, path
+
+
+def greedy_with_margins(logits: torch.Tensor) -> tuple[list[int], list[float]]:
+    """logits [T, vocab] -> (argmax per row, top-1 minus top-2 logit per row), read back in one
+    transfer. argmax (not topk's first index) picks the token, so ties break as everywhere else."""
+    top2 = logits.topk(2, dim=-1).values  # [T, 2]
+    margin = top2[:, 0] - top2[:, 1]  # [T]
+    best, margin = torch.stack([logits.argmax(-1).to(margin.dtype), margin]).tolist()  # exact below 2**24
+    return [int(b) for b in best], margin

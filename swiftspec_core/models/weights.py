@@ -72,10 +72,15 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
 
 
 def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
-                group: Group | None = None, max_seq_len: int = 4096) -> Transformer:
-    """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`."""
+                group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0) -> Transformer:
+    """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`; its
+    weights plus relative noise where `noise` is given (noise.perturb)."""
     from .loading import load_model
 
     loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed)
+    if noise:
+        from .noise import perturb
+
+        perturb(loaded.hf, noise, seed)
     args, state = state_from_hf(loaded.hf)
     return build_engine(args, state, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)

@@ -6,8 +6,14 @@ messages (so a transfer never needs sizing, and NCCL can run it from a captured 
     VERDICT  target -> draft  [count, stop, hint, target_us, tokens[bs]]
              the tokens the target emitted (accepted, then its bonus); hint: replayed runs'
              "bonus was drafted" flag (-1 when acceptance is real)
-    TREE     draft -> target  [size, parallel_us, critical_us, tokens[bs], parents[bs]]
-             the best bs-node subtree, and how long the draft spent growing it
+    TREE     draft -> target  [size, parallel_us, critical_us, reused, n_topk, tokens[bs], parents[bs],
+                               topk[2w]]
+             the best bs-node subtree, and how long the draft spent growing it; what the draft
+             knows of the round just verified: its d expansions' time (overlapping that
+             verification) and whether the bonus was a node of its tree (reused; -1 before the
+             first round); its mean top-w child log-probs so far (float64, two int32 words each).
+             After a stop verdict the draft re-roots once more and sends a last TREE of size 0,
+             so the rows of a split run carry what lockstep rows carry.
 
 Per round on the draft: d expansions (overlapping the target's verification), wait for the
 verdict, re-root, grow back to bs nodes, send the subtree. Only the last three are on the
@@ -16,22 +22,34 @@ critical path. With the same d, tokens and accepted lengths equal the lockstep d
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 
-from ..decoders.base import DecodeResult, Output, SpecSettings, Stopwatch, drafter_args, reuse
+from ..decoders.base import DecodeResult, Output, SpecSettings, Stopwatch, drafter_args, finish, reuse
 from ..decoders.drafter import Drafter
 from ..decoders.verifier import Verifier
 
 COUNT, STOP, HINT, TARGET_US = range(4)
-SIZE, PARALLEL_US, CRITICAL_US = range(3)
+SIZE, PARALLEL_US, CRITICAL_US, REUSED, N_TOPK = range(5)
+TREE_HEAD = 5
+
+
+@dataclass
+class TreeMessage:
+    tokens: list[int]
+    parents: list[int]
+    parallel_s: float
+    critical_s: float
+    reused: bool | None  # None before the first round
+    topk_logprobs: list[float]
 
 
 class Messages:
-    def __init__(self, bs: int, device: torch.device):
-        self.bs = bs
+    def __init__(self, bs: int, w: int, device: torch.device):
+        self.bs, self.w = bs, w
         self.verdict = torch.zeros(4 + bs, dtype=torch.int32, device=device)
-        self.tree = torch.zeros(3 + 2 * bs, dtype=torch.int32, device=device)
+        self.tree = torch.zeros(TREE_HEAD + 2 * bs + 2 * w, dtype=torch.int32, device=device)
 
     def put_verdict(self, tokens: list[int], stop: bool, hint: bool | None, target_us: int = 0) -> torch.Tensor:
         head = [len(tokens), int(stop), -1 if hint is None else int(hint), target_us]
@@ -42,16 +60,24 @@ class Messages:
         v = self.verdict.tolist()
         return v[4: 4 + v[COUNT]], bool(v[STOP]), None if v[HINT] < 0 else bool(v[HINT]), v[TARGET_US]
 
-    def put_tree(self, tokens: list[int], parents: list[int], parallel_s: float, critical_s: float) -> torch.Tensor:
-        pad = [0] * (self.bs - len(tokens))
-        head = [len(tokens), int(parallel_s * 1e6), int(critical_s * 1e6)]
-        self.tree.copy_(torch.tensor(head + tokens + pad + parents + pad, dtype=torch.int32))
+    def put_tree(self, m: TreeMessage) -> torch.Tensor:
+        pad = [0] * (self.bs - len(m.tokens))
+        head = [len(m.tokens), int(m.parallel_s * 1e6), int(m.critical_s * 1e6),
+                -1 if m.reused is None else int(m.reused), len(m.topk_logprobs)]
+        topk = torch.zeros(self.w, dtype=torch.float64)
+        topk[: len(m.topk_logprobs)] = torch.tensor(m.topk_logprobs, dtype=torch.float64)
+        ints = torch.tensor(head + m.tokens + pad + m.parents + pad, dtype=torch.int32)
+        self.tree.copy_(torch.cat([ints, topk.view(torch.int32)]))  # float64 bits, exact
         return self.tree
 
-    def get_tree(self) -> tuple[list[int], list[int], float, float]:
-        v = self.tree.tolist()
-        n, bs = v[SIZE], self.bs
-        return v[3: 3 + n], v[3 + bs: 3 + bs + n], v[PARALLEL_US] / 1e6, v[CRITICAL_US] / 1e6
+    def get_tree(self) -> TreeMessage:
+        v = self.tree.cpu()
+        head = v[:TREE_HEAD].tolist()
+        n, bs = head[SIZE], self.bs
+        body = v[TREE_HEAD: TREE_HEAD + 2 * bs].tolist()
+        topk = v[TREE_HEAD + 2 * bs:].clone().view(torch.float64)[: head[N_TOPK]].tolist()
+        return TreeMessage(body[:n], body[bs: bs + n], head[PARALLEL_US] / 1e6, head[CRITICAL_US] / 1e6,
+                           None if head[REUSED] < 0 else bool(head[REUSED]), topk)
 
 
 def message_device(ctx) -> torch.device:
@@ -61,32 +87,42 @@ def message_device(ctx) -> torch.device:
 def target_request(ctx, target, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
                    settings: SpecSettings, replay=None) -> DecodeResult:
     """The target group's side of one request (every target rank runs it)."""
-    msgs = Messages(settings.tree_bs, message_device(ctx))
+    msgs = Messages(settings.tree_bs, settings.tree_w, message_device(ctx))
     verifier = reuse(target, Verifier, settings.tree_bs)
     out = Output(verifier.prefill(prompt, replay), max_new_tokens, eos_ids)
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
     ctx.link.send(msgs.put_verdict(out.tokens[-1:], out.done, None))
-    while not out.done:
+
+    def receive() -> tuple[TreeMessage, float]:
         t0 = time.perf_counter()
         ctx.link.recv(msgs.tree)
-        tokens, parents, parallel_s, critical_s = msgs.get_tree()
-        wait_s = time.perf_counter() - t0
-        out.tokens[-1] = tokens[0]  # the root is the bonus (under replay the draft may pick it)
+        return msgs.get_tree(), time.perf_counter() - t0
+
+    if out.done:
+        return finish(result, verifier)
+    tree, wait_s = receive()
+    while True:
+        if replay is not None:  # the draft may pick the bonus (Drafter.advance); else Verifier checks the root
+            out.tokens[-1] = tree.tokens[0]
         with Stopwatch(target.device) as t:
-            emitted, _ = verifier.verify(tokens, parents)
+            emitted, _ = verifier.verify(tree.tokens, tree.parents)
         result.accepted.append(out.add(emitted))
         ctx.link.send(msgs.put_verdict(emitted, out.done, verifier.bonus_hint, int(t.seconds * 1e6)))
         result.target_s.append(t.seconds)
-        result.draft_s.append(critical_s)
-        result.draft_parallel_s.append(parallel_s)
+        result.draft_s.append(tree.critical_s)
         result.link_wait_s.append(wait_s)
-    return result
+        tree, wait_s = receive()  # the next tree, or after a stop the draft's last report
+        result.draft_parallel_s.append(tree.parallel_s)
+        result.bonus_in_tree.append(tree.reused)
+        if out.done:
+            result.draft_topk_logprobs = tree.topk_logprobs
+            return finish(result, verifier)
 
 
 def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draft_steps: int, replay=None) -> None:
     """The draft group's side of one request (every draft rank runs it)."""
     bs, w = settings.tree_bs, settings.tree_w
-    msgs = Messages(bs, message_device(ctx))
+    msgs = Messages(bs, w, message_device(ctx))
     drafter = reuse(draft, Drafter, *drafter_args(settings, w, graft=True))
     ctx.link.recv(msgs.verdict)
     (first,), stop, _, _ = msgs.get_verdict()
@@ -95,17 +131,21 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
     with Stopwatch(draft.device) as critical:
         drafter.prefill(prompt, first, replay)
         subtree = drafter.propose(bs, w)
-    parallel_s = 0.0
+    parallel_s, reused = 0.0, None
     while True:
-        ctx.link.send(msgs.put_tree(*subtree, parallel_s, critical.seconds))
+        ctx.link.send(msgs.put_tree(TreeMessage(*subtree, parallel_s, critical.seconds, reused,
+                                                drafter.mean_topk_logprobs())))
         with Stopwatch(draft.device) as parallel:
             for _ in range(draft_steps):
                 drafter.step(w, w)
         parallel_s = parallel.seconds
         ctx.link.recv(msgs.verdict)
         emitted, stop, hint, _ = msgs.get_verdict()
-        if stop:
-            return
         with Stopwatch(draft.device) as critical:
-            drafter.advance(emitted, hint)
-            subtree = drafter.propose(bs, w)
+            _, reused = drafter.advance(emitted, hint)
+            if not stop:
+                subtree = drafter.propose(bs, w)
+        if stop:
+            ctx.link.send(msgs.put_tree(TreeMessage([], [], parallel_s, critical.seconds, reused,
+                                                    drafter.mean_topk_logprobs())))
+            return

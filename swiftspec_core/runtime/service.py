@@ -5,18 +5,17 @@
     pool.close()
 
 Each worker builds its engines once (its shard of the target, the draft, or both), warms up with
-one request (capturing its CUDA graphs, and measuring swiftspec's d = round(t_target / t_draft)
-when it is not given), then serves. Rank 0 takes requests from the parent and broadcasts them;
-it times each request and returns the result. A worker that raises, dies or stalls ends the pool
-with that worker's error (launch.py), which `decode` raises within about the worker timeout (a
-dead pool is never waited on for the request timeouts, which only bound a live pool that never
-answers). Closing a pool with a request in flight (the caller gave up on it: Ctrl-C) stops the
-workers at once instead of waiting for the answer.
+one request (capturing its CUDA graphs, and measuring swiftspec's d by the rule lockstep uses,
+base.measure_draft_steps, when it is not given), then serves. Rank 0 takes requests from the
+parent and broadcasts them; it times each request and returns the result. A worker that raises,
+dies or stalls ends the pool with that worker's error (launch.py), which `decode` raises within
+about the worker timeout (a dead pool is never waited on for the request timeouts, which only
+bound a live pool that never answers). Closing a pool with a request in flight (the caller gave
+up on it: Ctrl-C) stops the workers at once instead of waiting for the answer.
 """
 from __future__ import annotations
 
 import queue
-import statistics
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -25,16 +24,12 @@ import torch
 import torch.distributed as dist
 
 from ..decoders import DECODERS
-from ..decoders.base import SpecSettings, draft_steps_for
+from ..decoders.base import WARMUP_PROMPT, WARMUP_TOKENS, SpecSettings, measure_draft_steps
 from ..errors import Fault
 from ..replay import Replay, ReplayProfile
 from .disagg import draft_request, target_request
 from .heartbeat import DEFAULT_TIMEOUT_S
 from .launch import WorkersStopped, run_workers, sigint_ignored
-
-WARMUP_PROMPT = list(range(1, 33))
-WARMUP_TOKENS = 24
-
 
 @dataclass(frozen=True)
 class WorkerPlan:
@@ -46,6 +41,7 @@ class WorkerPlan:
     seed: int
     max_seq_len: int
     settings: SpecSettings
+    draft_noise: float = 0.0  # the draft's relative weight noise (models/noise.py)
 
 
 @dataclass(frozen=True)
@@ -61,12 +57,13 @@ def _engines(plan: WorkerPlan, ctx):
     from ..models.weights import load_engine
 
     dtype = getattr(torch, plan.dtype)
-    load = lambda spec: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device, seed=plan.seed,  # noqa: E731
-                                    group=ctx.group, max_seq_len=plan.max_seq_len)
+    load = lambda spec, noise=0.0: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device,  # noqa: E731
+                                               seed=plan.seed, group=ctx.group, max_seq_len=plan.max_seq_len,
+                                               noise=noise)
     split = bool(ctx.placement.draft_ranks)
     target = load(plan.target) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
-    return target, load(plan.draft) if needs_draft else None
+    return target, load(plan.draft, plan.draft_noise) if needs_draft else None
 
 
 def _serve_one(ctx, plan: WorkerPlan, target, draft, req: Request, settings: SpecSettings):
@@ -80,6 +77,7 @@ def _serve_one(ctx, plan: WorkerPlan, target, draft, req: Request, settings: Spe
     t0 = time.perf_counter()
     if ctx.placement.draft_ranks:
         result = target_request(ctx, target, req.prompt, settings=settings, replay=replay, **kwargs)
+        result.draft_steps = settings.draft_steps
     else:
         result = DECODERS[plan.system](target, draft, req.prompt, settings=settings, replay=replay, **kwargs)
     if ctx.device.type == "cuda":
@@ -98,15 +96,14 @@ def _serve(rank: int, world_size: int, ctx):
     target, draft = _engines(plan, ctx)
     settings = plan.settings
     split = bool(ctx.placement.draft_ranks)
-    # Warm-up: captures the graphs; with a split and no d given, one draft step per round
-    # measures the draft step against the verification.
+    # Warm-up: captures the graphs; with a split and no d given, d = 1 measures the draft step
+    # against the verification.
     warm = Request(WARMUP_PROMPT, WARMUP_TOKENS, frozenset())
     probe = replace(settings, draft_steps=settings.draft_steps or 1)
     out = _serve_one(ctx, plan, target, draft, warm, probe)
     d = settings.draft_steps
     if split and d is None and rank == 0:
-        res = out[0]
-        d = draft_steps_for(statistics.median(res.target_s), statistics.median(res.draft_parallel_s))
+        d = measure_draft_steps(out[0])
     settings = replace(settings, draft_steps=_broadcast(ctx, d))
     if rank == 0:
         responses.put(("ready", settings.draft_steps))
@@ -117,8 +114,6 @@ def _serve(rank: int, world_size: int, ctx):
         out = _serve_one(ctx, plan, target, draft, req, settings)
         if rank == 0:
             result, latency = out
-            if split:
-                result.draft_steps = settings.draft_steps
             responses.put(("done", (result, latency)))
 
 

@@ -1,0 +1,146 @@
+"""The losslessness check: every system must emit the target's own greedy tokens.
+
+For each query, a row's tokens are compared with the reference's: ar's where ar ran the query,
+else the tokens most systems emitted. Each divergence is placed (the first differing position)
+and classed by the reference's top-2 logit margin there:
+- near-tie: the margin is below the rounding bound of the run's dtype, so the two systems may
+  both be right to rounding (bf16 forwards of different widths round differently);
+- real: anything else, or where the rows cannot say (older rows without tokens or margins);
+  a real divergence fails the check;
+- agreement: transformers' peers (hf-*) in a 16-bit dtype run other kernels, so they are
+  reported as agreement length (tokens equal before the first difference), never failed;
+- follows: a later turn of a query whose earlier turn already diverged (its prompt differs).
+Replayed rows follow drawn acceptance, not the target: they are not compared.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+QUERY = ["target", "dataset", "question_id", "turn"]
+# Other drafts (or draft noise) are other configurations: their rows are compared apart.
+CONFIG = ["draft", "draft_noise"]
+
+# Below this top-2 margin (in logits) a 16-bit run's choice is a near-tie. Derived on the CPU
+# (paper_figures/near_tie_bound.py):
+# llama-3.2-1b's shape with random weights (logit std 0.90), 64 positions, the same weights in
+# bf16 and fp32: bf16 moves a token's top-2 margin by at most 0.11 (median 0.023). Two bf16
+# forwards that differ only in reduction order (verification width, tree row order) each sit
+# within that of the fp32 margin, so they disagree by at most about 0.22; with margin, 0.25.
+# That is ~70 x 2^-8 x the logit scale: bf16's 2^-8 relative rounding of the hidden state,
+# accumulated over the layers. Real weights have larger logits, so there the bound errs toward
+# calling a divergence real. fp16 rounds finer than bf16 and shares the bound; fp32 gets none.
+NEAR_TIE_MARGIN_BF16 = 0.25
+NEAR_TIE_MARGIN = {"bfloat16": NEAR_TIE_MARGIN_BF16, "float16": NEAR_TIE_MARGIN_BF16, "float32": 0.0}
+CLASSES = ["identical", "near-tie", "real", "agreement", "follows"]
+COLUMNS = ["system", *QUERY, "draft", "differs_from", "position", "ref_margin", "bound", "class"]
+
+
+def _is_peer(system: str) -> bool:
+    return system.startswith("hf-")
+
+
+def _values(row, column: str) -> list | None:
+    value = row.get(column)
+    return None if value is None or (not hasattr(value, "__len__") and pd.isna(value)) else list(value)
+
+
+def first_difference(tokens: list | None, reference: list | None) -> int | None:
+    """The first position where the two token lists differ (the shorter one's length if one is
+    a prefix of the other); None when either is unknown or they are equal."""
+    if tokens is None or reference is None:
+        return None
+    for i, (a, b) in enumerate(zip(tokens, reference)):
+        if a != b:
+            return i
+    return min(len(tokens), len(reference)) if len(tokens) != len(reference) else None
+
+
+def _reference(rows: pd.DataFrame) -> tuple[pd.Series, str]:
+    """ar's row where ar ran the query, else a row with the output most systems emitted (ours
+    before transformers' peers, whose 16-bit kernels differ)."""
+    ar = rows[rows["system"] == "ar"]
+    if len(ar):
+        return ar.iloc[0], "ar"
+    ours = rows[~rows["system"].map(_is_peer)]
+    voters = ours if len(ours) else rows
+    sha = voters["output_sha"].value_counts().index[0]
+    return voters[voters["output_sha"] == sha].iloc[0], "majority"
+
+
+def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(every divergence: one row each, with its class; per (target, draft, system): queries and
+    how many were identical to the reference or diverged in each class)."""
+    if "acceptance" in frame:
+        frame = frame[frame["acceptance"] != "replayed"]
+    frame = frame.assign(**{c: frame[c] if c in frame else None for c in CONFIG})
+    found, classes = [], {}
+    diverged_turns: dict[tuple, int] = {}  # (system, config, query without turn) -> first diverged turn
+    for key, rows in frame.sort_values("turn").groupby(CONFIG + QUERY, sort=False, dropna=False):
+        config = tuple(str(v) for v in key[: len(CONFIG)])  # str: NaN keys would not compare equal
+        query = dict(zip(QUERY, key[len(CONFIG):]))
+        ref, ref_name = _reference(rows)
+        ref_tokens, ref_margins = _values(ref, "output_tokens"), _values(ref, "margins")
+        for _, row in rows.iterrows():
+            system, dtype = row["system"], row.get("dtype")
+            earlier = (system, config, *[query[c] for c in QUERY[:-1]])
+            bucket = classes.setdefault((row["target"], row["draft"], system), {c: 0 for c in CLASSES})
+            if row["output_sha"] == ref["output_sha"]:
+                bucket["identical"] += 1
+                continue
+            position = first_difference(_values(row, "output_tokens"), ref_tokens)
+            margin = ref_margins[position] if ref_margins and position is not None and position < len(ref_margins) \
+                else None
+            bound = NEAR_TIE_MARGIN.get(dtype, 0.0)
+            if earlier in diverged_turns and diverged_turns[earlier] < query["turn"]:
+                kind = "follows"
+            elif _is_peer(system) and dtype in ("bfloat16", "float16"):
+                kind = "agreement"
+            elif margin is not None and margin < bound:
+                kind = "near-tie"
+            else:
+                kind = "real"
+            diverged_turns.setdefault(earlier, query["turn"])
+            bucket[kind] += 1
+            found.append({"system": system, **query, "draft": row["draft"], "differs_from": ref_name,
+                          "position": position, "ref_margin": margin, "bound": bound, "class": kind})
+    summary = pd.DataFrame([{"target": t, "draft": d, "system": s, "queries": sum(n.values()), **n}
+                            for (t, d, s), n in classes.items()],
+                           columns=["target", "draft", "system", "queries", *CLASSES])
+    return pd.DataFrame(found, columns=COLUMNS), summary
+
+
+def verdict(divergences: pd.DataFrame) -> tuple[bool, str]:
+    """(whether the check passes, its one-line verdict)."""
+    counts = divergences["class"].value_counts()
+    real, near = int(counts.get("real", 0)), int(counts.get("near-tie", 0))
+    others = ", ".join(f"{int(counts[c])} {c}" for c in ("near-tie", "agreement", "follows") if counts.get(c, 0))
+    if real:
+        return False, f"lossless: NO ({real} real divergences from the reference" + (f"; {others})" if others else ")")
+    if near or len(divergences):
+        return True, f"lossless: yes to rounding ({others}; bound {NEAR_TIE_MARGIN_BF16} logits in 16-bit dtypes)"
+    return True, "lossless: yes"
+
+
+def shown(divergences: pd.DataFrame) -> pd.DataFrame:
+    """The divergences as printed: margins with four decimals, unknowns as '-'."""
+    out = divergences.copy()
+    out["position"] = ["-" if pd.isna(p) else str(int(p)) for p in out["position"]]
+    out["ref_margin"] = ["-" if m is None or pd.isna(m) else f"{m:.4f}" for m in out["ref_margin"]]
+    out["bound"] = [f"{b:g}" for b in out["bound"]]
+    return out
+
+
+def report(frame: pd.DataFrame, render, echo) -> bool | None:
+    """Print the check (tables through `render`, lines through `echo`): the verdict, then where
+    anything diverged, the divergences and the per-system summary. Returns whether it passed
+    (None: not checked)."""
+    if "acceptance" in frame and (frame["acceptance"] == "replayed").all():
+        echo("lossless: not checked (acceptance replayed: tokens follow the drawn lengths)")
+        return None
+    divergences, summary = check(frame)
+    passed, line = verdict(divergences)
+    echo(line)
+    if len(divergences):
+        echo(render(shown(divergences)))
+        echo(render(summary))
+    return passed

@@ -1,0 +1,60 @@
+"""A perturbed draft for losslessness runs: the target's own random weights plus relative noise.
+
+With `--weights random` a draft that names the target's preset and seed has the target's exact
+weights (so it accepts every drafted token); noise makes it propose wrong tokens too, so a
+losslessness pass also covers rejected branches and re-rooting."""
+from __future__ import annotations
+
+import torch
+
+from ..errors import UserError
+
+NOISE_SEED_OFFSET = 7919  # the noise's generator is seeded apart from the weights' own
+
+
+def check_draft_noise(noise: float, weights: str, target: str, draft: str) -> None:
+    """Before loading: noise needs random weights and a draft of the target's shape."""
+    from .presets import PRESETS
+
+    if noise < 0:
+        raise UserError(f"--draft-noise must be at least 0 (got {noise})")
+    if not noise:
+        return
+    if weights != "random" and not (PRESETS.get(target) and PRESETS[target].is_tiny):
+        raise UserError("--draft-noise needs --weights random (the draft is the target's weights plus noise)")
+    if target in PRESETS and draft in PRESETS and PRESETS[target].hf_config().to_dict() != PRESETS[draft].hf_config().to_dict():
+        raise UserError(f"--draft-noise needs a draft of the target's shape ({draft} is not {target}'s)")
+
+
+def perturb(hf, noise: float, seed: int) -> None:
+    """In place: every weight w becomes w + noise * rms(w) * N(0, 1), seeded, so every process
+    that loads the draft builds the same perturbed one. Given the target's preset and seed, the
+    draft starts from the target's exact weights (same_weights checks it where both are loaded)."""
+    params = dict(hf.named_parameters())
+    device = next(iter(params.values())).device
+    gen = torch.Generator(device=device).manual_seed(seed + NOISE_SEED_OFFSET)
+    with torch.no_grad():
+        for name in sorted(params):
+            w = params[name]
+            rms = w.float().pow(2).mean().sqrt()
+            w.copy_(w.float() + torch.randn(w.shape, generator=gen, device=device) * (noise * rms))
+
+
+def same_weights(a_hf, b_hf) -> bool:
+    """Whether two models hold equal weights (the draft = target runs rely on it)."""
+    a, b = dict(a_hf.named_parameters()), dict(b_hf.named_parameters())
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def draft_from_target(target, draft, noise: float, seed: int) -> None:
+    """Where the draft is meant to be the target's weights (both random, one shape): check they
+    are equal; then add the noise, which needs such a draft."""
+    one_shape = draft.hf.config.to_dict() == target.hf.config.to_dict()
+    if target.weights == draft.weights == "random" and one_shape:
+        if not same_weights(target.hf, draft.hf):
+            raise RuntimeError(f"draft {draft.name} and target {target.name} have one shape and seed, "
+                               "but not equal weights")
+    elif noise:
+        raise UserError("--draft-noise needs random weights and a draft of the target's shape")
+    if noise:
+        perturb(draft.hf, noise, seed)

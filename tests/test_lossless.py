@@ -1,0 +1,95 @@
+"""compare's losslessness report: each divergence placed and classed by the reference's margin."""
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from swiftspec_bench import compare, lossless, results
+from swiftspec_bench.cli import app
+from test_bench_units import frame_of, make_row
+
+REF = [5, 6, 7, 8, 9]
+MARGINS = [1.0, 2.0, 0.01, 3.0, 0.5]
+
+
+def row(system, tokens=REF, margins=MARGINS, dtype="bfloat16", turn=1, **over):
+    return make_row(system, turn=turn, sha=results.output_sha(tokens), output_tokens=list(tokens),
+                    margins=list(margins), dtype=dtype, **over)
+
+
+def classes(frame):
+    found, summary = lossless.check(frame)
+    return found[["system", "turn", "position", "class"]].values.tolist(), summary
+
+
+def test_first_difference():
+    assert lossless.first_difference([1, 2, 3], [1, 2, 4]) == 2
+    assert lossless.first_difference([1, 2], [1, 2, 3]) == 2
+    assert lossless.first_difference([1, 2], [1, 2]) is None
+    assert lossless.first_difference(None, [1]) is None
+
+
+def test_divergences_are_placed_and_classed_against_ar():
+    frame = frame_of(row("ar"), row("chain"),
+                     row("tree", [5, 6, 1, 1, 1]),  # differs at 2, where ar's margin is 0.01: near-tie
+                     row("swiftspec", [5, 6, 7, 1, 1]),  # at 3, margin 3.0: real
+                     row("hf-ar", [5, 1, 1, 1, 1]))  # a peer in bf16: agreement length 1
+    found, summary = classes(frame)
+    assert found == [["tree", 1, 2, "near-tie"], ["swiftspec", 1, 3, "real"], ["hf-ar", 1, 1, "agreement"]]
+    assert lossless.check(frame)[0]["ref_margin"].tolist() == [0.01, 3.0, 2.0]
+    by_system = summary.set_index("system")
+    assert by_system.loc["chain", "identical"] == 1 and by_system.loc["swiftspec", "real"] == 1
+    assert by_system.loc["tree", "near-tie"] == 1 and by_system.loc["hf-ar", "agreement"] == 1
+    passed, line = lossless.verdict(lossless.check(frame)[0])
+    assert not passed and "1 real" in line
+    passed, line = lossless.verdict(lossless.check(frame[frame.system != "swiftspec"])[0])
+    assert passed and "1 near-tie" in line and "1 agreement" in line
+
+
+def test_fp32_has_no_near_ties_and_peers_can_fail():
+    frame = frame_of(row("ar", dtype="float32"), row("tree", [5, 6, 1, 1, 1], dtype="float32"),
+                     row("hf-ar", [5, 1, 1, 1, 1], dtype="float32"))
+    found, _ = classes(frame)
+    assert found == [["tree", 1, 2, "real"], ["hf-ar", 1, 1, "real"]]
+
+
+def test_majority_reference_without_ar_and_unknown_tokens_are_real():
+    frame = frame_of(row("chain"), row("tree"), row("swiftspec", [5, 6, 1, 1, 1]), row("hf-ar", [1, 1, 1, 1, 1]),
+                     row("hf-assisted", [1, 1, 1, 1, 1]))
+    found = lossless.check(frame)[0]
+    assert set(found["differs_from"]) == {"majority"}  # ours outvote the peers
+    assert found[["system", "class"]].values.tolist() == [["swiftspec", "near-tie"], ["hf-ar", "agreement"],
+                                                          ["hf-assisted", "agreement"]]
+    old = frame_of(make_row("ar"), make_row("tree", sha="b" * 64))  # rows from before output_tokens
+    assert classes(old)[0] == [["tree", 1, None, "real"]]
+
+
+def test_later_turns_follow_and_configs_stay_apart():
+    frame = frame_of(row("ar"), row("tree", [5, 6, 1, 1, 1]), row("ar", [2, 2], turn=2),
+                     row("tree", [3, 3], turn=2), row("ar", [5, 1, 1, 1, 1], draft="noisy"))
+    found, summary = classes(frame)
+    assert found == [["tree", 1, 2, "near-tie"], ["tree", 2, 0, "follows"]]
+    assert lossless.verdict(lossless.check(frame)[0])[0]
+    replayed = frame.assign(acceptance="replayed")
+    assert lossless.check(replayed)[0].empty
+
+
+def test_compare_cli_exit_code(tmp_path):
+    for name, rows, code, text in [("near", [row("ar"), row("tree", [5, 6, 1, 1, 1])], 0, "lossless: yes to rounding"),
+                                   ("real", [row("ar"), row("tree", [5, 6, 7, 1, 1])], 1, "lossless: NO (1 real"),
+                                   ("same", [row("ar"), row("tree")], 0, "lossless: yes")]:
+        table = results.ResultsTable(tmp_path / name)
+        for r in rows:
+            table.append(r)
+        res = CliRunner().invoke(app, ["compare", str(tmp_path / name)])
+        assert res.exit_code == code and text in res.stdout, res.stdout
+        if name != "same":
+            assert "near-tie" in res.stdout and "ref_margin" in res.stdout
+    diverged = lossless.shown(lossless.check(frame_of(row("ar"), row("tree", [5, 6, 7, 1, 1])))[0])
+    for fmt in compare.FORMATS:
+        assert "tree" in compare.render(diverged, fmt) and "3.0000" in compare.render(diverged, fmt)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_one_bound_per_dtype(dtype):
+    assert lossless.NEAR_TIE_MARGIN[dtype] == (0.0 if dtype == "float32" else lossless.NEAR_TIE_MARGIN_BF16)
