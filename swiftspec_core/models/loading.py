@@ -104,24 +104,21 @@ def _pretrained(spec: str, source, gguf_file: str | None, dtype, device: torch.d
 
 
 def _random_model(config, dtype, device: torch.device, seed: int):
-    """config's exact shape, seeded N(0, 0.02) weights and unit norms, built on `device` in `dtype`.
+    """config's exact shape with seeded random values (weights.init_random_, in the model's
+    parameter order), built on `device` in `dtype`.
 
-    Same scheme as weights.random_state. Built in place on the device so that a 70B model in bf16
-    never passes through host memory in fp32; transformers' own init is skipped (we overwrite it).
+    Built in place on the device so that a 70B model in bf16 never passes through host memory in
+    fp32; transformers' own init is skipped (we overwrite it).
     """
     from transformers import AutoModelForCausalLM
     from transformers.initialization import no_init_weights
 
+    from .weights import init_random_
+
     with torch.device(device), no_init_weights():
         hf = AutoModelForCausalLM.from_config(config, dtype=dtype)
     hf.tie_weights()
-    gen = torch.Generator(device=device).manual_seed(seed)
-    with torch.no_grad():
-        for name, p in hf.named_parameters():  # a tied matrix appears once
-            if name.endswith("norm.weight"):
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, 0.02, generator=gen)
+    init_random_(hf.named_parameters(), seed, device)  # a tied matrix appears once
     return hf
 
 
