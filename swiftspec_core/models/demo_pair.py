@@ -186,14 +186,18 @@ def ensure_converted(name: str) -> Path:
 
 
 def _convert_in_child(gguf: Path, folder: Path, sha256: str) -> None:
-    """_convert in a process of its own. Dequantizing holds the whole model in fp32 and more
+    """_convert in a Python process of its own. Dequantizing holds the whole model in fp32 and more
     (8.6 GB peak for the 1.5B), and the allocator keeps about 1 GB of that after the tensors are
-    freed; a child gives all of it back before the run loads the models beside it."""
-    import multiprocessing
+    freed; a child gives all of it back before the run loads the models beside it. (A subprocess,
+    not multiprocessing's spawn, which would re-run the caller's unguarded main script.)"""
+    import subprocess
+    import sys
 
-    child = multiprocessing.get_context("spawn").Process(target=_convert, args=(gguf, folder, sha256))
-    child.start()
-    child.join()
-    if child.exitcode != 0:
-        raise RuntimeError(f"converting {gguf.name} failed in its child process (exit code {child.exitcode}; "
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding swiftspec_core: the child imports this copy
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    code = ("import sys; from pathlib import Path; from swiftspec_core.models.demo_pair import _convert; "
+            "_convert(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])")
+    done = subprocess.run([sys.executable, "-c", code, str(gguf), str(folder), sha256], env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"converting {gguf.name} failed in its child process (exit code {done.returncode}; "
                            f"its traceback is above)")

@@ -6,7 +6,7 @@
     load_model("/path/to/folder"), load_model("m.gguf"), load_model("org/name")
 
 Every result holds a transformers *ForCausalLM in eval mode (the hf-ar / hf-assisted peers run it,
-and weights.state_from_hf turns it into our engine) and its tokenizer.
+and weights.engine_from_hf builds our engine on its tensors) and its tokenizer.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ..errors import UserError
 from . import demo_pair
 from .presets import PRESETS, Preset
 from .tiny_tokenizer import tiny_tokenizer
+from .weights import init_random_
 
 SUPPORTED_TYPES = ("llama", "qwen2")  # what our engine (transformer.py) implements
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name; "./x" and "../x" are paths
@@ -112,8 +113,6 @@ def _random_model(config, dtype, device: torch.device, seed: int):
     """
     from transformers import AutoModelForCausalLM
     from transformers.initialization import no_init_weights
-
-    from .weights import init_random_
 
     with torch.device(device), no_init_weights():
         hf = AutoModelForCausalLM.from_config(config, dtype=dtype)
