@@ -19,8 +19,8 @@ def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None
 
 def floors(pair, device: str) -> dict:
     """The HBM floor of one forward of each model on one GPU (all its weight bytes / measured copy
-    bandwidth; under TP N each GPU reads 1/N of them), so every row carries the number its times
-    are held against."""
+    bandwidth), so every row carries the number its times are held against. It is the one-GPU
+    floor on every row, TP rows too (where each GPU reads about 1/N of the weights)."""
     from swiftspec_core.models.args import ModelArgs
 
     if device != "cuda":

@@ -99,13 +99,12 @@ class LoadedPair:
         return self._engines
 
     def _build(self, loaded):
-        from swiftspec_core.models.weights import build_engine, state_from_hf
+        """The engine on the loaded model's own weights: the hf-* peers then compute on the same
+        storage (fuse_projections points the model's q/k/v and gate/up at views of the engine's
+        fused blocks), so each model's weights are in memory once."""
+        from swiftspec_core.models.weights import engine_from_hf
 
-        args, state = state_from_hf(loaded.hf)
-        engine = build_engine(args, state, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len)
-        del state
-        share_weights(loaded.hf, engine)
-        return engine
+        return engine_from_hf(loaded.hf, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len)
 
     def pool_for(self, system: System, settings: SpecSettings):
         """The workers of a multi-process system (started on first use: that is its warm-up)."""
@@ -126,27 +125,6 @@ class LoadedPair:
     def close(self) -> None:
         for name in list(self._pools):
             self._pools.pop(name).close()
-
-
-def share_weights(hf, engine) -> None:
-    """Point the transformers model's weights at views of the engine's (fused) tensors, so both
-    systems compute on one copy of the weights (the real pair would not fit twice on 24 GiB)."""
-    a, model = engine.args, hf.model
-    q, kv = a.n_heads * a.head_dim, a.n_kv_heads * a.head_dim
-    model.embed_tokens.weight.data = engine.embed.data
-    model.norm.weight.data = engine.norm.data
-    if engine.lm_head is not None:
-        hf.lm_head.weight.data = engine.lm_head.data
-    for layer, ours in zip(model.layers, engine.layers):
-        attn, mlp = layer.self_attn, layer.mlp
-        layer.input_layernorm.weight.data = ours.attn_norm.data
-        layer.post_attention_layernorm.weight.data = ours.mlp_norm.data
-        attn.q_proj.weight.data, attn.k_proj.weight.data, attn.v_proj.weight.data = ours.wqkv.data.split([q, kv, kv])
-        if ours.bqkv is not None:
-            attn.q_proj.bias.data, attn.k_proj.bias.data, attn.v_proj.bias.data = ours.bqkv.data.split([q, kv, kv])
-        attn.o_proj.weight.data = ours.wo.data
-        mlp.gate_proj.weight.data, mlp.up_proj.weight.data = ours.w_gate_up.data.chunk(2)
-        mlp.down_proj.weight.data = ours.w_down.data
 
 
 def run_query(system_name: str, pair: LoadedPair, prompt_ids: list[int], *, max_new_tokens: int,

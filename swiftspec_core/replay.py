@@ -1,7 +1,7 @@
 """Replayed acceptance, for random-weight runs at scales whose real weights are not at hand.
 
 Random weights accept almost nothing, so a `--weights random` run replays what a real-weight run
-of the same system and tree settings measured (design.md): each verification still runs its
+of the same system and tree settings measured (README, `--acceptance`): each verification still runs its
 full forward over the real tree, but how many tokens it emits is drawn from the recorded
 per-round distribution, taken along the draft's best path. Two more recorded quantities keep the
 tree's shape and reuse honest:

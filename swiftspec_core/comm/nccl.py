@@ -1,9 +1,10 @@
 """Group and Link on GPU through CuPy's NCCL binding, on torch tensors and torch's current stream.
 
 Why not torch.distributed's NCCL backend: its eager all-reduce costs ~39 us on 16 KB where a
-direct ncclAllReduce costs ~13 us (design.md), and calls made here are plain NCCL launches on
-the current stream, so a torch CUDA graph captures them. Communicators are bootstrapped over
-the gloo world group that the launcher always creates (ids travel as int64 tensors).
+direct ncclAllReduce costs ~13 us (2xH200; ../shared/design.md, outside the repo), and calls made
+here are plain NCCL launches on the current stream, so a torch CUDA graph captures them.
+Communicators are bootstrapped over the gloo world group that the launcher always creates (ids
+travel as int64 tensors).
 
 CuPy is imported only when a function here runs: this module imports on machines without it.
 """

@@ -14,7 +14,7 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
     while not out.done:
         with Stopwatch(draft.device) as d:
-            # A bs-node subtree is at most bs - 1 deep, so bs steps always close it.
+            # Each step expands the best unexpanded node and a child ranks below its parent: bs steps expand the bs best.
             for _ in range(bs):
                 if drafter.tree.subtree_closed(bs) or not drafter.step(w, w):
                     break

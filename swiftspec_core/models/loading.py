@@ -6,7 +6,7 @@
     load_model("/path/to/folder"), load_model("m.gguf"), load_model("org/name")
 
 Every result holds a transformers *ForCausalLM in eval mode (the hf-ar / hf-assisted peers run it,
-and weights.state_from_hf turns it into our engine) and its tokenizer.
+and weights.engine_from_hf builds our engine on its tensors) and its tokenizer.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ..errors import UserError
 from . import demo_pair
 from .presets import PRESETS, Preset
 from .tiny_tokenizer import tiny_tokenizer
+from .weights import init_random_
 
 SUPPORTED_TYPES = ("llama", "qwen2")  # what our engine (transformer.py) implements
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name; "./x" and "../x" are paths
@@ -106,10 +107,11 @@ def _pretrained(spec: str, source, gguf_file: str | None, dtype, device: torch.d
 
 
 def _random_model(config, dtype, device: torch.device, seed: int):
-    """config's exact shape, seeded N(0, 0.02) weights and unit norms, built on `device` in `dtype`.
+    """config's exact shape with seeded random values (weights.init_random_, in the model's
+    parameter order), built on `device` in `dtype`.
 
-    Same scheme as weights.random_state. Built in place on the device so that a 70B model in bf16
-    never passes through host memory in fp32; transformers' own init is skipped (we overwrite it).
+    Built in place on the device so that a 70B model in bf16 never passes through host memory in
+    fp32; transformers' own init is skipped (we overwrite it).
     """
     from transformers import AutoModelForCausalLM
     from transformers.initialization import no_init_weights
@@ -117,13 +119,7 @@ def _random_model(config, dtype, device: torch.device, seed: int):
     with torch.device(device), no_init_weights():
         hf = AutoModelForCausalLM.from_config(config, dtype=dtype)
     hf.tie_weights()
-    gen = torch.Generator(device=device).manual_seed(seed)
-    with torch.no_grad():
-        for name, p in hf.named_parameters():  # a tied matrix appears once
-            if name.endswith("norm.weight"):
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, 0.02, generator=gen)
+    init_random_(hf.named_parameters(), seed, device)  # a tied matrix appears once
     return hf
 
 

@@ -2,7 +2,8 @@
 
 A forward takes T tokens, writes their keys and values into the cache rows it is given and
 attends over the first L cache rows under an explicit [T, L] mask. That one signature serves a
-prefill (causal mask), a decode step, a draft expansion of w leaves and a tree verification.
+decode step, a draft expansion of w leaves and a tree verification. A prefill (a prompt from row
+0) passes no mask instead: its attention is causal SDPA over its own T rows (grouped_attention).
 
 Under tensor parallelism (`group.size > 1`) the weights a module holds are its rank's shard
 (see sharding.py): q/k/v and gate/up column-parallel, o and down row-parallel (one all-reduce

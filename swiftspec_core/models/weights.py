@@ -1,19 +1,27 @@
 """Weights for the engine: taken from a transformers model, or random at a preset's real shape.
 
 Both produce the full (unsharded) state in the engine's own names; `build_engine` shards it for
-a tensor-parallel rank (sharding.py) and loads it into a Transformer.
+a tensor-parallel rank (sharding.py) and loads it into a Transformer. On one process the engine
+holds the state's tensors themselves, not copies: an engine made by `engine_from_hf` computes on
+the very storage of the transformers model it was made from (one copy of the weights for both).
 """
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import torch
 
 from ..comm.group import Group, SingleGroup
 from .args import ModelArgs
+from .pages import release_file_pages
 from .transformer import Transformer
 
 
 def state_from_hf(hf_model) -> tuple[ModelArgs, dict[str, torch.Tensor]]:
-    """Engine-named full state from a LlamaForCausalLM / Qwen2ForCausalLM (fused qkv and gate/up)."""
+    """Engine-named full state from a LlamaForCausalLM / Qwen2ForCausalLM (fused qkv and gate/up).
+
+    Every entry is the model's own tensor, or a view over its q/k/v (gate/up) where
+    `fuse_projections` already stored them as one block; otherwise wqkv, bqkv and w_gate_up are new."""
     args = ModelArgs.from_hf_config(hf_model.config)
     sd = hf_model.state_dict()
     state = {"embed": sd["model.embed_tokens.weight"], "norm": sd["model.norm.weight"]}
@@ -23,26 +31,80 @@ def state_from_hf(hf_model) -> tuple[ModelArgs, dict[str, torch.Tensor]]:
         p = f"model.layers.{i}."
         state[f"layers.{i}.attn_norm"] = sd[p + "input_layernorm.weight"]
         state[f"layers.{i}.mlp_norm"] = sd[p + "post_attention_layernorm.weight"]
-        state[f"layers.{i}.wqkv"] = torch.cat([sd[p + f"self_attn.{n}_proj.weight"] for n in "qkv"])
+        state[f"layers.{i}.wqkv"] = _joined([sd[p + f"self_attn.{n}_proj.weight"] for n in "qkv"])
         if args.qkv_bias:
-            state[f"layers.{i}.bqkv"] = torch.cat([sd[p + f"self_attn.{n}_proj.bias"] for n in "qkv"])
+            state[f"layers.{i}.bqkv"] = _joined([sd[p + f"self_attn.{n}_proj.bias"] for n in "qkv"])
         state[f"layers.{i}.wo"] = sd[p + "self_attn.o_proj.weight"]
-        state[f"layers.{i}.w_gate_up"] = torch.cat([sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"]])
+        state[f"layers.{i}.w_gate_up"] = _joined([sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"]])
         state[f"layers.{i}.w_down"] = sd[p + "mlp.down_proj.weight"]
     return args, state
 
 
-def random_state(args: ModelArgs, dtype: torch.dtype, device="cpu", seed: int = 0) -> dict[str, torch.Tensor]:
-    """Random weights at the real shape, scaled like an initialised model so activations stay finite."""
+def fuse_projections(hf_model) -> None:
+    """Store each layer's q/k/v (weights, and biases where it has them) and gate/up as row blocks
+    of one tensor each, the engine's wqkv / bqkv / w_gate_up, and point the model's projections
+    at views of it: the model computes as before, and state_from_hf then takes the blocks whole.
+
+    Layer by layer, letting the unfused tensors go at once (and the pages a file-mapped one had
+    in memory), so that no more than one layer's projections ever exist twice."""
+    for layer in hf_model.model.layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        _fuse([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
+        if attn.q_proj.bias is not None:
+            _fuse([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])
+        _fuse([mlp.gate_proj.weight, mlp.up_proj.weight])
+
+
+def _fuse(params: list[torch.nn.Parameter]) -> None:
+    parts = [p.data for p in params]
+    if _adjacent(parts):
+        return
+    fused = torch.cat(parts)
+    for p, view in zip(params, fused.split([len(t) for t in parts])):
+        p.data = view
+    for t in parts:
+        release_file_pages(t)
+
+
+def _adjacent(parts: list[torch.Tensor]) -> bool:
+    """True when the tensors are contiguous row blocks, one right after the other, of one storage."""
+    first = parts[0]
+    end = first.storage_offset()
+    for t in parts:
+        if (not t.is_contiguous() or t.storage_offset() != end or t.shape[1:] != first.shape[1:]
+                or t.untyped_storage().data_ptr() != first.untyped_storage().data_ptr()):
+            return False
+        end += t.numel()
+    return True
+
+
+def _joined(parts: list[torch.Tensor]) -> torch.Tensor:
+    """The tensors stacked by rows: a view where they already lie so in one storage, else a new tensor."""
+    if not _adjacent(parts):
+        return torch.cat(parts)
+    first = parts[0]
+    rows = sum(len(t) for t in parts)
+    return first.as_strided((rows, *first.shape[1:]), first.stride(), first.storage_offset())
+
+
+def init_random_(named: Iterable[tuple[str, torch.Tensor]], seed: int, device) -> None:
+    """The one rule for random weights: norms 1, every other tensor N(0, 0.02) (scaled like an
+    initialised model, so activations stay finite), drawn in the order given from one generator
+    seeded with `seed`. The same seed and the same names in the same order give the same values."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    model = Transformer(args, dtype=dtype, device="meta")
-    state = {}
-    for name, p in model.state_dict().items():
-        if "norm" in name:
-            state[name] = torch.ones(p.shape, dtype=dtype, device=device)
-        else:
-            t = torch.empty(p.shape, dtype=dtype, device=device)
-            state[name] = t.normal_(0.0, 0.02, generator=gen)
+    with torch.no_grad():
+        for name, t in named:
+            if "norm" in name:
+                t.fill_(1.0)
+            else:
+                t.normal_(0.0, 0.02, generator=gen)
+
+
+def random_state(args: ModelArgs, dtype: torch.dtype, device="cpu", seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random weights at the real shape, in the engine's names and order (init_random_)."""
+    shapes = Transformer(args, dtype=dtype, device="meta").state_dict()
+    state = {name: torch.empty(p.shape, dtype=dtype, device=device) for name, p in shapes.items()}
+    init_random_(state.items(), seed, device)
     return state
 
 
@@ -50,6 +112,8 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
                  group: Group | None = None, max_seq_len: int = 4096, compile: bool | None = None) -> Transformer:
     """A Transformer holding this rank's shard of `state` (the whole of it on one process).
 
+    The engine holds the given tensors themselves where they already have `dtype` and sit on
+    `device` (one process), copies of them otherwise, and new shards under TP.
     compile: fuse the layers' elementwise work with torch.compile; by default on GPU only (on the
     CPU the eager ops are the reference the tests hold everything against)."""
     group = group or SingleGroup()
@@ -60,8 +124,8 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
         args, state, vocab_start = shard_state(args, state, group.rank, group.size)
     model = Transformer(args, dtype=dtype, device="meta", group=group, vocab_start=vocab_start,
                         full_vocab=full_vocab, max_seq_len=max_seq_len)
-    model.to_empty(device=device)
-    model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=True, assign=False)
+    model.load_state_dict({k: v.to(device=device, dtype=dtype) for k, v in state.items()}, strict=True, assign=True)
+    model.requires_grad_(False)
     # The rope tables were made on the meta device; make them for real now.
     from .rope import rope_tables
 
@@ -69,6 +133,16 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
     if compile if compile is not None else torch.device(device).type == "cuda":
         model.compile_blocks()
     return model
+
+
+def engine_from_hf(hf_model, *, dtype: torch.dtype, device="cpu", group: Group | None = None,
+                   max_seq_len: int = 4096) -> Transformer:
+    """Our engine on a transformers model's weights: on one process the two then share every
+    tensor (fuse_projections, then build_engine takes the state as it is); under TP the engine
+    holds its shard, and the model's weights are the caller's to drop."""
+    fuse_projections(hf_model)
+    args, state = state_from_hf(hf_model)
+    return build_engine(args, state, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)
 
 
 def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
@@ -82,5 +156,4 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
         from .noise import perturb
 
         perturb(loaded.hf, noise, seed)
-    args, state = state_from_hf(loaded.hf)
-    return build_engine(args, state, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)
+    return engine_from_hf(loaded.hf, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)
