@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from swiftspec_core.models.transformer import grouped_attention
-from swiftspec_core.runtime.graphs import capture
+from swiftspec_core.graphs import capture
 from timing import median_ms
 
 

@@ -20,7 +20,7 @@ from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.presets import PRESETS
 from swiftspec_core.models.weights import build_engine, random_state
 from swiftspec_core.runtime.floor import copy_bandwidth
-from swiftspec_core.runtime.graphs import PaddedForward
+from swiftspec_core.graphs import PaddedForward
 from timing import median_ms
 
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import torch
 
-from .models.args import ModelArgs
-
 
 class KVCache:
-    def __init__(self, args: ModelArgs, max_len: int, dtype: torch.dtype, device="cpu"):
+    def __init__(self, n_layers: int, n_kv_heads: int, head_dim: int, max_len: int, dtype: torch.dtype,
+                 device="cpu"):
         self.rows = max_len + 1
         self.scratch_row = max_len
-        shape = (args.n_layers, self.rows, args.n_kv_heads, args.head_dim)
+        shape = (n_layers, self.rows, n_kv_heads, head_dim)
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.max_len = max_len

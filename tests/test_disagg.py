@@ -6,7 +6,7 @@ import torch
 
 from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.errors import UserError
-from swiftspec_core.models.weights import load_engine
+from swiftspec_core.models.loading import load_engine
 from swiftspec_core.replay import Replay, ReplayProfile
 from swiftspec_core.runtime.launch import WorkerError
 from swiftspec_core.runtime.service import WorkerPlan, WorkerPool

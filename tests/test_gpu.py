@@ -8,8 +8,9 @@ import torch
 
 from engine_fixtures import perturbed, prompt, target_state, tiny_args
 from swiftspec_core.decoders import DECODERS, SpecSettings
-from swiftspec_core.models.weights import build_engine, load_engine
-from swiftspec_core.runtime.graphs import PaddedForward
+from swiftspec_core.models.loading import load_engine
+from swiftspec_core.models.weights import build_engine
+from swiftspec_core.graphs import PaddedForward
 from swiftspec_core.runtime.service import WorkerPlan, WorkerPool
 from swiftspec_core.tree import tree_mask
 from test_runtime import needs_2_gpus

@@ -16,7 +16,7 @@ from swiftspec_core.decoders.base import drafter_args, reuse
 from swiftspec_core.decoders.drafter import Drafter
 from swiftspec_core.decoders.verifier import Verifier
 from swiftspec_core.ngram import NgramIndex
-from swiftspec_core.runtime import graphs
+from swiftspec_core import graphs
 from test_tree_cache import fresh_kv
 
 MAX_NEW = 40
@@ -185,7 +185,7 @@ def test_padded_forward_takes_the_grafted_step(models, monkeypatch):
 
 
 def test_split_equals_lockstep_with_grafting():
-    from swiftspec_core.models.weights import load_engine
+    from swiftspec_core.models.loading import load_engine
     from swiftspec_core.replay import Replay, ReplayProfile
     from swiftspec_core.runtime.service import WorkerPlan, WorkerPool
 

@@ -7,7 +7,7 @@ import torch
 from engine_fixtures import engine, perturbed, prompt, target_state
 from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.replay import Replay, ReplayProfile
-from swiftspec_core.runtime import graphs
+from swiftspec_core import graphs
 
 
 @pytest.fixture(scope="module")

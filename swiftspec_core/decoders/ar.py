@@ -1,7 +1,8 @@
 """Autoregressive decoding with the target alone: a verification of a one-node tree per token."""
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, finish, start
+from ..stopwatch import Stopwatch
+from .base import DecodeResult, SpecSettings, finish, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass, field
 
-import torch
+from ..stopwatch import Stopwatch
+from .drafter import Drafter
+from .verifier import Verifier
 
 
 @dataclass(frozen=True)
@@ -46,25 +47,6 @@ class DecodeResult:
     def mean_accepted(self) -> float:
         """Tokens per target verification forward (the prefill's first token is not counted)."""
         return sum(self.accepted) / len(self.accepted) if self.accepted else 0.0
-
-
-class Stopwatch:
-    """Wall time of a block; synchronizes the device first so GPU work is counted where it ran."""
-
-    def __init__(self, device: torch.device):
-        self.cuda = torch.device(device).type == "cuda"
-        self.seconds = 0.0
-
-    def __enter__(self):
-        if self.cuda:
-            torch.cuda.synchronize()
-        self._t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc):
-        if self.cuda:
-            torch.cuda.synchronize()
-        self.seconds = time.perf_counter() - self._t0
 
 
 class Output:
@@ -143,9 +125,6 @@ def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[in
     """Prefill both sides for a request. Returns (verifier, drafter or None, output holding the
     first token). The sides (caches, CUDA graphs) are built once per model and width, then reused.
     graft: the decoder grafts chains when the settings ask for it (tree decoders)."""
-    from .drafter import Drafter
-    from .verifier import Verifier
-
     need = positions_needed(len(prompt), max_new_tokens, settings)
     if need > target.max_seq_len:
         raise ValueError(f"{len(prompt)} prompt tokens + {max_new_tokens} new ones (+ one tree) need "

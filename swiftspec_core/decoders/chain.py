@@ -2,7 +2,8 @@
 constant chain): the draft proposes k tokens one at a time, the target verifies all k + 1."""
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, finish, serial_round, start
+from ..stopwatch import Stopwatch
+from .base import DecodeResult, SpecSettings, finish, serial_round, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],

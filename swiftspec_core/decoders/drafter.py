@@ -11,7 +11,7 @@ import torch
 
 from ..models.transformer import Transformer
 from ..replay import Replay
-from ..runtime.graphs import make_forward
+from ..graphs import make_forward
 from ..tree import TokenTree
 from .graft import Grafter
 

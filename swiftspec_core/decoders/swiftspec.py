@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .base import (WARMUP_PROMPT, WARMUP_TOKENS, DecodeResult, SpecSettings, Stopwatch, finish,
+from ..stopwatch import Stopwatch
+from .base import (WARMUP_PROMPT, WARMUP_TOKENS, DecodeResult, SpecSettings, finish,
                    measure_draft_steps, start)
 
 

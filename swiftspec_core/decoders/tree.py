@@ -3,7 +3,8 @@ bs-node subtree is final (all of its nodes expanded), then the target verifies t
 both sides keep what it accepted; the draft keeps the KV of the surviving subtree."""
 from __future__ import annotations
 
-from .base import DecodeResult, SpecSettings, Stopwatch, finish, serial_round, start
+from ..stopwatch import Stopwatch
+from .base import DecodeResult, SpecSettings, finish, serial_round, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],

@@ -4,9 +4,9 @@ from __future__ import annotations
 import torch
 
 from ..models.transformer import Transformer
-from .base import Stopwatch
+from ..stopwatch import Stopwatch
 from ..replay import Replay
-from ..runtime.graphs import make_forward
+from ..graphs import make_forward
 
 
 class Verifier:

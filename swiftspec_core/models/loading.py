@@ -16,11 +16,13 @@ from pathlib import Path
 
 import torch
 
+from ..comm.group import Group
 from ..errors import UserError
 from . import demo_pair
 from .presets import PRESETS, Preset
 from .tiny_tokenizer import tiny_tokenizer
-from .weights import init_random_
+from .transformer import Transformer
+from .weights import engine_from_hf, init_random_
 
 SUPPORTED_TYPES = ("llama", "qwen2")  # what our engine (transformer.py) implements
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name; "./x" and "../x" are paths
@@ -177,3 +179,15 @@ def eos_ids(loaded: LoadedModel) -> set[int]:
     added = loaded.tokenizer.get_added_vocab()  # special tokens live here; cheap on 150k vocabularies
     ids.update(added[t] for t in _END_OF_TURN if t in added)
     return ids
+
+
+def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
+                group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0) -> Transformer:
+    """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`; its
+    weights plus relative noise where `noise` is given (noise.perturb)."""
+    loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed)
+    if noise:
+        from .noise import perturb
+
+        perturb(loaded.hf, noise, seed)
+    return engine_from_hf(loaded.hf, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)

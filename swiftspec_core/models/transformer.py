@@ -100,7 +100,8 @@ class Transformer(nn.Module):
         return self.embed.device
 
     def new_cache(self, max_len: int) -> KVCache:
-        return KVCache(self.args, max_len, self.dtype, self.device)
+        a = self.args
+        return KVCache(a.n_layers, a.n_kv_heads, a.head_dim, max_len, self.dtype, self.device)
 
     def embed_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
         if self.group.size == 1:

@@ -143,17 +143,3 @@ def engine_from_hf(hf_model, *, dtype: torch.dtype, device="cpu", group: Group |
     fuse_projections(hf_model)
     args, state = state_from_hf(hf_model)
     return build_engine(args, state, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)
-
-
-def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
-                group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0) -> Transformer:
-    """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`; its
-    weights plus relative noise where `noise` is given (noise.perturb)."""
-    from .loading import load_model
-
-    loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed)
-    if noise:
-        from .noise import perturb
-
-        perturb(loaded.hf, noise, seed)
-    return engine_from_hf(loaded.hf, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)

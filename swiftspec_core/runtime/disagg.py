@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..decoders.base import DecodeResult, Output, SpecSettings, Stopwatch, drafter_args, finish, reuse
+from ..decoders.base import DecodeResult, Output, SpecSettings, drafter_args, finish, reuse
 from ..decoders.drafter import Drafter
 from ..decoders.verifier import Verifier
+from ..stopwatch import Stopwatch
 
 COUNT, STOP, HINT, TARGET_US = range(4)
 SIZE, PARALLEL_US, CRITICAL_US, REUSED, N_TOPK = range(5)

@@ -54,7 +54,7 @@ class Request:
 
 
 def _engines(plan: WorkerPlan, ctx):
-    from ..models.weights import load_engine
+    from ..models.loading import load_engine
 
     dtype = getattr(torch, plan.dtype)
     load = lambda spec, noise=0.0: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device,  # noqa: E731

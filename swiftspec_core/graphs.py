@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import torch
 
-from ..cache import KVCache
-from ..models.transformer import Transformer
-from ..tree import tree_mask
+from .cache import KVCache
+from .models.transformer import Transformer
+from .tree import tree_mask
 
 SPAN_MIN = 512
 TOKEN, POSITION, ROW, PREFIX, VISIBLE = range(5)  # columns of the staged block; VISIBLE onwards
