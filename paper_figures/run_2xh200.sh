@@ -10,6 +10,10 @@
 #
 # Each quoted step is one `swiftspec-bench run` into RUN_DIR (which it resumes), in the order given;
 # a step stops, keeping its finished rows, when the deadline passes, so a later call carries on.
+# The step `lossless` runs the losslessness pass for the same shapes and systems with real
+# acceptance (lossless_gpu.sh: draft = target and a perturbed draft, bf16) into RUN_DIR-lossless:
+# replayed rows cannot show that the systems emit the target's tokens, so its folders are
+# committed beside them.
 # The calls made are in each results/*2xh200*/command.sh.
 set -uo pipefail
 RUN=${1:?run dir}
@@ -25,5 +29,13 @@ step() {  # step LIMIT ARGS...: one resumable invocation under what is left of t
   timeout "$left" python3 -m swiftspec_bench.cli run "${COMMON[@]}" --limit "$@"
   echo "== exit $?"
 }
+lossless() {  # the pass under what is left of the deadline
+  local left=$(( DEADLINE - $(date +%s) ))
+  echo "== $(date -u +%T) lossless_gpu.sh $RUN-lossless"
+  BUDGET_S=$(( left - 60 )) bash "$(dirname "$0")/lossless_gpu.sh" "$RUN-lossless"
+  echo "== exit $?"
+}
 shift 2
-for s in "$@"; do step $s; done
+for s in "$@"; do
+  if [ "$s" = lossless ]; then lossless; else step $s; fi
+done
