@@ -3,8 +3,12 @@
 For each query, a row's tokens are compared with the reference's: ar's where ar ran the query,
 else the tokens most systems emitted. Each divergence is placed (the first differing position)
 and classed by the reference's top-2 logit margin there:
-- near-tie: the margin is below the rounding bound of the run's dtype, so the two systems may
-  both be right to rounding (bf16 forwards of different widths round differently);
+- near-tie: the two systems split the same two candidates, nearly tied: the reference's margin
+  is below the rounding bound of the run's dtype, the row's token there is the reference's
+  runner-up and (where the row says) the row's own runner-up is the reference's token, so both
+  may be right to rounding (bf16 forwards of different widths round differently). A bug that
+  emits any other token is real however small the margin (random weights' margins are mostly
+  below the bound, so the margin alone could not fail a check);
 - real: anything else, or where the rows cannot say (older rows without tokens or margins);
   a real divergence fails the check;
 - agreement: transformers' peers (hf-*) in a 16-bit dtype run other kernels, so they are
@@ -55,6 +59,19 @@ def first_difference(tokens: list | None, reference: list | None) -> int | None:
     return min(len(tokens), len(reference)) if len(tokens) != len(reference) else None
 
 
+def _at(values: list | None, position: int | None):
+    return values[position] if values and position is not None and position < len(values) else None
+
+
+def _swapped(tokens, seconds, ref_tokens, ref_seconds, position) -> bool:
+    """At `position` the row emitted the reference's runner-up, and (where the row records its
+    own) its runner-up is the reference's token: the two chose differently between one pair."""
+    ours, theirs = _at(tokens, position), _at(ref_tokens, position)
+    if ours is None or theirs is None or _at(ref_seconds, position) != ours:
+        return False
+    return not seconds or _at(seconds, position) == theirs
+
+
 def _reference(rows: pd.DataFrame) -> tuple[pd.Series, str]:
     """ar's row where ar ran the query, else a row with the output most systems emitted (ours
     before transformers' peers, whose 16-bit kernels differ)."""
@@ -80,6 +97,7 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         query = dict(zip(QUERY, key[len(CONFIG):]))
         ref, ref_name = _reference(rows)
         ref_tokens, ref_margins = _values(ref, "output_tokens"), _values(ref, "margins")
+        ref_seconds = _values(ref, "runner_ups")
         for _, row in rows.iterrows():
             system, dtype = row["system"], row.get("dtype")
             earlier = (system, config, *[query[c] for c in QUERY[:-1]])
@@ -87,15 +105,16 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             if row["output_sha"] == ref["output_sha"]:
                 bucket["identical"] += 1
                 continue
-            position = first_difference(_values(row, "output_tokens"), ref_tokens)
-            margin = ref_margins[position] if ref_margins and position is not None and position < len(ref_margins) \
-                else None
+            tokens = _values(row, "output_tokens")
+            position = first_difference(tokens, ref_tokens)
+            margin = _at(ref_margins, position)
             bound = NEAR_TIE_MARGIN.get(dtype, 0.0)
             if earlier in diverged_turns and diverged_turns[earlier] < query["turn"]:
                 kind = "follows"
             elif _is_peer(system) and dtype in ("bfloat16", "float16"):
                 kind = "agreement"
-            elif margin is not None and margin < bound:
+            elif margin is not None and margin < bound and _swapped(tokens, _values(row, "runner_ups"), ref_tokens,
+                                                                    ref_seconds, position):
                 kind = "near-tie"
             else:
                 kind = "real"

@@ -50,6 +50,7 @@ ROW_SCHEMA = pa.schema([
     # Per generated token: the target's top-1 minus top-2 logit where it chose it (compare's
     # losslessness report; empty where the system cannot say, e.g. hf-assisted)
     ("margins", pa.list_(pa.float64())),
+    ("runner_ups", pa.list_(pa.int64())),  # per token: the target's second choice there (ours; peers: empty)
     ("device", pa.string()),
     ("gpus", pa.int64()),
     ("weights", pa.string()),  # real | random
@@ -110,6 +111,7 @@ def row_from_result(result, latency_s: float, *, output_text: str, **columns) ->
         "output_text": output_text,
         "output_tokens": [int(t) for t in result.tokens],
         "margins": [float(m) for m in result.margins],
+        "runner_ups": [int(t) for t in result.runner_ups],
     }
 
 

@@ -25,13 +25,14 @@ def pair():
     return engine(base), engine(perturbed(base, 0.3))
 
 
-def full_margins(target, p: list[int], tokens: list[int]) -> list[float]:
-    """Each emitted token's top-2 margin from one causal forward over the prompt and the answer."""
+def full_margins(target, p: list[int], tokens: list[int]) -> tuple[list[float], list[int]]:
+    """Each emitted token's top-2 margin and runner-up token from one causal forward over the
+    prompt and the answer."""
     n = len(p) + len(tokens)
     pos = torch.arange(n)
     logits = target(torch.tensor(p + tokens), pos, pos, None, target.new_cache(n), eager=True)
-    top = logits[len(p) - 1: n - 1].topk(2).values
-    return (top[:, 0] - top[:, 1]).tolist()
+    top = logits[len(p) - 1: n - 1].topk(2)
+    return (top.values[:, 0] - top.values[:, 1]).tolist(), top.indices[:, 1].tolist()
 
 
 @pytest.mark.parametrize("system", ["ar", "chain", "tree", "swiftspec"])
@@ -40,8 +41,10 @@ def test_margins_are_the_targets_at_each_emitted_token(pair, system):
     p = prompt()
     got = DECODERS[system](target, draft, p, max_new_tokens=MAX_NEW, eos_ids=set(),
                            settings=SpecSettings(tree_bs=6, tree_w=4, draft_steps=2))
-    assert len(got.margins) == len(got.tokens) == MAX_NEW
-    assert got.margins == pytest.approx(full_margins(target, p, got.tokens), abs=1e-4)  # fp32 logits
+    assert len(got.margins) == len(got.tokens) == len(got.runner_ups) == MAX_NEW
+    margins, runner_ups = full_margins(target, p, got.tokens)
+    assert got.margins == pytest.approx(margins, abs=1e-4)  # fp32 logits
+    assert got.runner_ups == runner_ups
     assert min(got.margins) >= 0
 
 

@@ -10,11 +10,14 @@ from test_bench_units import frame_of, make_row
 
 REF = [5, 6, 7, 8, 9]
 MARGINS = [1.0, 2.0, 0.01, 3.0, 0.5]
+RUNNER_UPS = [50, 60, 1, 80, 90]  # the reference's second choice at each position
 
 
-def row(system, tokens=REF, margins=MARGINS, dtype="bfloat16", turn=1, **over):
+def row(system, tokens=REF, margins=MARGINS, dtype="bfloat16", turn=1, runner_ups=None, **over):
+    """A row; one that emits REF records REF's runner-ups unless told otherwise, others none."""
+    runner_ups = (RUNNER_UPS if tokens is REF else []) if runner_ups is None else runner_ups
     return make_row(system, turn=turn, sha=results.output_sha(tokens), output_tokens=list(tokens),
-                    margins=list(margins), dtype=dtype, **over)
+                    margins=list(margins), runner_ups=list(runner_ups), dtype=dtype, **over)
 
 
 def classes(frame):
@@ -44,6 +47,16 @@ def test_divergences_are_placed_and_classed_against_ar():
     assert not passed and "1 real" in line
     passed, line = lossless.verdict(lossless.check(frame[frame.system != "swiftspec"])[0])
     assert passed and "1 near-tie" in line and "1 agreement" in line
+
+
+def test_a_near_tie_splits_the_same_two_tokens():
+    # At position 2 the reference's margin (0.01) is below the bound and its runner-up is token 1.
+    frame = frame_of(row("ar"),
+                     row("tree", [5, 6, 2, 1, 1]),  # a token that is not the runner-up: a bug, real
+                     row("chain", [5, 6, 1, 1, 1], runner_ups=[50, 60, 3, 0, 0]),  # its second is not ar's 7
+                     row("swiftspec", [5, 6, 1, 1, 1], runner_ups=[50, 60, 7, 0, 0]))  # 7 and 1 swapped
+    found, _ = classes(frame)
+    assert found == [["tree", 1, 2, "real"], ["chain", 1, 2, "real"], ["swiftspec", 1, 2, "near-tie"]]
 
 
 def test_fp32_has_no_near_ties_and_peers_can_fail():

@@ -25,6 +25,7 @@ class DecodeResult:
     tokens: list[int]  # generated token ids (the prompt excluded)
     # Per token: the target's top-1 minus top-2 logit where it chose that token (finish()).
     margins: list[float] = field(default_factory=list)
+    runner_ups: list[int] = field(default_factory=list)  # per token: the target's second choice there
     prefill_s: float | None = None  # the target's prompt forward (None where it is not timed)
     # One entry per target verification forward after the prefill (which emits the first token):
     accepted: list[int] = field(default_factory=list)  # tokens that forward emitted, bonus included
@@ -97,6 +98,7 @@ def measure_draft_steps(warmup: DecodeResult) -> int:
 def finish(result: DecodeResult, verifier) -> DecodeResult:
     """Attach the target's margins for the tokens the request kept."""
     result.margins = verifier.margins[: len(result.tokens)]
+    result.runner_ups = verifier.runner_ups[: len(result.tokens)]
     return result
 
 

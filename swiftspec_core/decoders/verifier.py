@@ -19,6 +19,7 @@ class Verifier:
         # margin (top-1 minus top-2 logit) of the logits that chose it: how near a tie it was.
         self.emitted: list[int] = []
         self.margins: list[float] = []
+        self.runner_ups: list[int] = []  # ... and the token that came second there
         self.cache = model.new_cache(model.max_seq_len)
         self.forward = make_forward(model, self.cache, width, max_visible=width)  # a path of the tree
 
@@ -31,9 +32,9 @@ class Verifier:
         """Start a request: run the prompt; return the target's first token (the first root)."""
         self.replay = replay
         with Stopwatch(self.model.device) as t:
-            (first,), (margin,) = greedy_with_margins(self.model.prefill(prompt, self.cache)[None])
+            (first,), (margin,), (second,) = greedy_with_margins(self.model.prefill(prompt, self.cache)[None])
         self.prefill_s = t.seconds
-        self.emitted, self.margins = [first], [margin]
+        self.emitted, self.margins, self.runner_ups = [first], [margin], [second]
         return first
 
     def verify(self, tokens: list[int], parents: list[int]) -> tuple[list[int], list[int]]:
@@ -54,7 +55,7 @@ class Verifier:
             depth[i] = depth[parents[i]] + 1
             visible.append(visible[parents[i]] + [n + i])
         logits = self.forward(tokens, [n + d for d in depth], list(range(n, n + size)), n, visible)
-        best, margins = greedy_with_margins(logits)
+        best, margins, seconds = greedy_with_margins(logits)
         if self.replay is not None:
             path = self.replay.accept(parents)
         else:
@@ -68,13 +69,17 @@ class Verifier:
         emitted = [tokens[i] for i in path[1:]] + [best[path[-1]]]
         self.emitted += emitted
         self.margins += [margins[i] for i in path]  # emitted[j] was chosen at node path[j], its parent
+        self.runner_ups += [seconds[i] for i in path]
         return emitted, path
 
 
-def greedy_with_margins(logits: torch.Tensor) -> tuple[list[int], list[float]]:
-    """logits [T, vocab] -> (argmax per row, top-1 minus top-2 logit per row), read back in one
-    transfer. argmax (not topk's first index) picks the token, so ties break as everywhere else."""
-    top2 = logits.topk(2, dim=-1).values  # [T, 2]
-    margin = top2[:, 0] - top2[:, 1]  # [T]
-    best, margin = torch.stack([logits.argmax(-1).to(margin.dtype), margin]).tolist()  # exact below 2**24
-    return [int(b) for b in best], margin
+def greedy_with_margins(logits: torch.Tensor) -> tuple[list[int], list[float], list[int]]:
+    """logits [T, vocab] -> (argmax per row, top-1 minus top-2 logit per row, the runner-up token
+    per row), read back in one transfer. argmax (not topk's first index) picks the token, so ties
+    break as everywhere else; the runner-up is the other of the top two."""
+    top2 = logits.topk(2, dim=-1)  # values, indices: [T, 2]
+    best = logits.argmax(-1)  # [T]
+    second = torch.where(top2.indices[:, 0] == best, top2.indices[:, 1], top2.indices[:, 0])
+    margin = top2.values[:, 0] - top2.values[:, 1]  # [T]
+    best, margin, second = torch.stack([best.to(margin.dtype), margin, second.to(margin.dtype)]).tolist()
+    return [int(b) for b in best], margin, [int(s) for s in second]  # token ids exact below 2**24
