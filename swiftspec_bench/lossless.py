@@ -3,12 +3,13 @@
 For each query, a row's tokens are compared with the reference's: ar's where ar ran the query,
 else the tokens most systems emitted. Each divergence is placed (the first differing position)
 and classed by the reference's top-2 logit margin there:
-- near-tie: the two systems split the same two candidates, nearly tied: the reference's margin
-  is below the rounding bound of the run's dtype, the row's token there is the reference's
-  runner-up and (where the row says) the row's own runner-up is the reference's token, so both
-  may be right to rounding (bf16 forwards of different widths round differently). A bug that
-  emits any other token is real however small the margin (random weights' margins are mostly
-  below the bound, so the margin alone could not fail a check);
+- near-tie: both systems saw a near-tie there and chose within it: the reference's margin and
+  (where the row records it) the row's own are below the rounding bound of the run's dtype, and
+  the row's token is the reference's runner-up or the row's runner-up is the reference's token
+  (three candidates can sit within rounding of each other: TP ranks sum in another order). Both
+  may then be right to rounding (bf16 forwards of different widths round differently). A token
+  that neither side ranked first or second is real however small the margin (random weights'
+  margins are mostly below the bound, so the margin alone could not fail a check);
 - real: anything else, or where the rows cannot say (older rows without tokens or margins);
   a real divergence fails the check;
 - agreement: transformers' peers (hf-*) in a 16-bit dtype run other kernels, so they are
@@ -63,13 +64,17 @@ def _at(values: list | None, position: int | None):
     return values[position] if values and position is not None and position < len(values) else None
 
 
-def _swapped(tokens, seconds, ref_tokens, ref_seconds, position) -> bool:
-    """At `position` the row emitted the reference's runner-up, and (where the row records its
-    own) its runner-up is the reference's token: the two chose differently between one pair."""
+def _within_tie(tokens, margins, seconds, ref_tokens, ref_seconds, position, bound) -> bool:
+    """At `position` the row's own margin (where recorded) is below `bound` too, and the two share
+    a candidate: the row emitted the reference's runner-up, or its runner-up is the reference's
+    token. Rows that record no runner-ups (peers, older rows) must have emitted the reference's."""
     ours, theirs = _at(tokens, position), _at(ref_tokens, position)
-    if ours is None or theirs is None or _at(ref_seconds, position) != ours:
+    if ours is None or theirs is None:
         return False
-    return not seconds or _at(seconds, position) == theirs
+    own_margin = _at(margins, position)
+    if own_margin is not None and own_margin >= bound:
+        return False
+    return _at(ref_seconds, position) == ours or (bool(seconds) and _at(seconds, position) == theirs)
 
 
 def _reference(rows: pd.DataFrame) -> tuple[pd.Series, str]:
@@ -113,8 +118,9 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 kind = "follows"
             elif _is_peer(system) and dtype in ("bfloat16", "float16"):
                 kind = "agreement"
-            elif margin is not None and margin < bound and _swapped(tokens, _values(row, "runner_ups"), ref_tokens,
-                                                                    ref_seconds, position):
+            elif margin is not None and margin < bound and _within_tie(tokens, _values(row, "margins"),
+                                                                       _values(row, "runner_ups"), ref_tokens,
+                                                                       ref_seconds, position, bound):
                 kind = "near-tie"
             else:
                 kind = "real"

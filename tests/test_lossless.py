@@ -49,14 +49,18 @@ def test_divergences_are_placed_and_classed_against_ar():
     assert passed and "1 near-tie" in line and "1 agreement" in line
 
 
-def test_a_near_tie_splits_the_same_two_tokens():
+def test_a_near_tie_is_a_choice_within_the_tie():
     # At position 2 the reference's margin (0.01) is below the bound and its runner-up is token 1.
+    low = [1.0, 2.0, 0.02, 3.0, 0.5]  # the rows' own margins: a near-tie at 2 as well
     frame = frame_of(row("ar"),
-                     row("tree", [5, 6, 2, 1, 1]),  # a token that is not the runner-up: a bug, real
-                     row("chain", [5, 6, 1, 1, 1], runner_ups=[50, 60, 3, 0, 0]),  # its second is not ar's 7
-                     row("swiftspec", [5, 6, 1, 1, 1], runner_ups=[50, 60, 7, 0, 0]))  # 7 and 1 swapped
+                     row("tree", [5, 6, 2, 1, 1], margins=low),  # ranked by neither: a bug, real
+                     row("chain", [5, 6, 3, 1, 1], margins=low, runner_ups=[50, 60, 4, 0, 0]),  # neither: real
+                     row("swiftspec", [5, 6, 1, 1, 1], margins=low, runner_ups=[50, 60, 4, 0, 0]),  # ar's 2nd
+                     row("ar@tp2", [5, 6, 4, 1, 1], margins=low, runner_ups=[50, 60, 7, 0, 0]),  # its 2nd is ar's
+                     row("tree@tp2", [5, 6, 1, 1, 1], margins=[1.0, 2.0, 0.5, 3.0, 0.5]))  # its own margin is wide
     found, _ = classes(frame)
-    assert found == [["tree", 1, 2, "real"], ["chain", 1, 2, "real"], ["swiftspec", 1, 2, "near-tie"]]
+    assert found == [["tree", 1, 2, "real"], ["chain", 1, 2, "real"], ["swiftspec", 1, 2, "near-tie"],
+                     ["ar@tp2", 1, 2, "near-tie"], ["tree@tp2", 1, 2, "real"]]
 
 
 def test_fp32_has_no_near_ties_and_peers_can_fail():
