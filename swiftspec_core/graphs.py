@@ -14,6 +14,8 @@ for reading a cache sized for the longest one. Padding tokens write the cache's 
 """
 from __future__ import annotations
 
+import gc
+
 import torch
 
 from .cache import KVCache
@@ -33,9 +35,18 @@ def capture(run, warmups: int = 2):
         for _ in range(warmups):
             run()
     torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = run()
+    # No garbage collection inside the capture: a collection there can free an older forward's
+    # graphs (models and their sides form reference cycles), and destroying a graph while a stream
+    # captures invalidates the capture (seen on 2xH200: the third engine built in one test process
+    # failed its first capture, "operation failed due to a previous error during capture").
+    gc.collect()
+    gc.disable()
+    try:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = run()
+    finally:
+        gc.enable()
     return graph, out
 
 
