@@ -108,6 +108,7 @@ for config in sys.argv[2:]:
         rows.append({"model": model, "draft": kind, "system": r["system"], "queries": r["queries"],
                      "identical": r["identical"], "near-tie": r["near-tie"], "real": r["real"],
                      "follows": r["follows"],  # later turns after a divergence (none in these datasets)
+                     "placement": r["placement"],  # ar@tpN against ar in 16 bits (lossless.py)
                      "hf agreement (tokens)": ",".join(str(p) for p in agree.position) or "-"})
 print(pd.DataFrame(rows).to_string(index=False))
 EOF

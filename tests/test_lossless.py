@@ -56,11 +56,24 @@ def test_a_near_tie_is_a_choice_within_the_tie():
                      row("tree", [5, 6, 2, 1, 1], margins=low),  # ranked by neither: a bug, real
                      row("chain", [5, 6, 3, 1, 1], margins=low, runner_ups=[50, 60, 4, 0, 0]),  # neither: real
                      row("swiftspec", [5, 6, 1, 1, 1], margins=low, runner_ups=[50, 60, 4, 0, 0]),  # ar's 2nd
-                     row("ar@tp2", [5, 6, 4, 1, 1], margins=low, runner_ups=[50, 60, 7, 0, 0]),  # its 2nd is ar's
-                     row("tree@tp2", [5, 6, 1, 1, 1], margins=[1.0, 2.0, 0.5, 3.0, 0.5]))  # its own margin is wide
+                     row("swiftspec:d2", [5, 6, 4, 1, 1], margins=low, runner_ups=[50, 60, 7, 0, 0]),  # its 2nd is ar's
+                     row("swiftspec:d3", [5, 6, 4, 1, 1], margins=low, runner_ups=[50, 60, 1, 0, 0]),  # both 2nds: 1
+                     row("tree:graft", [5, 6, 1, 1, 1], margins=[1.0, 2.0, 0.5, 3.0, 0.5]))  # its own margin is wide
     found, _ = classes(frame)
     assert found == [["tree", 1, 2, "real"], ["chain", 1, 2, "real"], ["swiftspec", 1, 2, "near-tie"],
-                     ["ar@tp2", 1, 2, "near-tie"], ["tree@tp2", 1, 2, "real"]]
+                     ["swiftspec:d2", 1, 2, "near-tie"], ["swiftspec:d3", 1, 2, "near-tie"], ["tree:graft", 1, 2, "real"]]
+
+
+def test_tp_systems_are_held_against_ar_at_their_placement():
+    frame = frame_of(row("ar"), row("ar@tp2", [5, 6, 7, 8, 1]),  # TP2 rounds apart at 4 (margin 0.5)
+                     row("chain@tp2", [5, 6, 7, 8, 1]), row("tree@tp2", [5, 6, 7, 2, 2]),  # from ar@tp2 at 3
+                     row("swiftspec@1+1"), row("swiftspec@2+1", [5, 6, 7, 8, 1]))
+    found, _ = classes(frame)
+    assert found == [["ar@tp2", 1, 4, "placement"], ["tree@tp2", 1, 3, "real"]]
+    assert lossless.check(frame)[0]["differs_from"].tolist() == ["ar", "ar@tp2"]
+    assert [lossless.target_tp(s) for s in ("ar", "chain@tp2:graft", "swiftspec@2+1:d3", "swiftspec:d2")] == [1, 2, 2, 1]
+    fp32 = frame_of(row("ar", dtype="float32"), row("ar@tp2", [5, 6, 7, 8, 1], dtype="float32"))
+    assert classes(fp32)[0] == [["ar@tp2", 1, 4, "real"]]  # in fp32 TP must equal one process
 
 
 def test_fp32_has_no_near_ties_and_peers_can_fail():
