@@ -14,16 +14,12 @@ import sys
 
 import pandas as pd
 
-from swiftspec_bench.compare import render
+from swiftspec_bench.compare import mean_accepted, render
 from swiftspec_bench.results import read_frame
 
 
 def per_dataset(frame: pd.DataFrame) -> pd.DataFrame:
     """Tokens per verification forward: all emitted tokens over all rounds, per dataset."""
-    def mean_accepted(rows):
-        rounds = rows["rounds"].sum()
-        return sum(sum(a) for a in rows["accepted_lengths"]) / rounds if rounds else float("nan")
-
     table = frame.groupby(["dataset", "system"]).apply(mean_accepted, include_groups=False).unstack()
     table.loc["overall"] = [mean_accepted(frame[frame.system == s]) for s in table.columns]
     return table
@@ -52,8 +48,7 @@ def main(run_dir: str) -> None:
     swift = frame[frame.system.str.startswith("swiftspec")]
     if len(swift):
         by_d = swift.groupby("draft_steps").apply(
-            lambda r: pd.Series({"queries": len(r), "mean_accepted": sum(sum(a) for a in r.accepted_lengths)
-                                 / r.rounds.sum(),
+            lambda r: pd.Series({"queries": len(r), "mean_accepted": mean_accepted(r),
                                  "bonus_in_tree": sum(sum(b) for b in r.bonus_in_tree)
                                  / max(1, sum(len(b) for b in r.bonus_in_tree))}), include_groups=False)
         print("\n## swiftspec by d (draft expansions per round)\n")

@@ -29,12 +29,19 @@ def pick_baseline(frame: pd.DataFrame, baseline: str | None) -> str:
     return systems[0]
 
 
+def mean_accepted(rows: pd.DataFrame) -> float:
+    """Tokens per target verification forward over the rows: every emitted token (bonus included,
+    the prefill's first token not) over every round; NaN where the rows have no rounds."""
+    rounds = rows["rounds"].sum()
+    accepted = sum(int(np.sum(a)) for a in rows["accepted_lengths"] if a is not None)
+    return accepted / rounds if rounds else float("nan")
+
+
 def _stats(rows: pd.DataFrame) -> dict:
     tps = rows["tokens_per_s"].astype(float)
     per_token = rows["latency_s"].astype(float) / rows["new_tokens"].clip(lower=1)
     rounds = rows["rounds"].sum()
     prefill = rows["prefill_s"].astype(float) if "prefill_s" in rows else pd.Series(np.nan, index=rows.index)
-    accepted = sum(int(np.sum(a)) for a in rows["accepted_lengths"] if a is not None)
 
     def per_round_ms(col: str) -> float:  # mean over every round of every query
         values = [v for lists in rows[col] if lists is not None for v in lists] if col in rows else []
@@ -46,7 +53,7 @@ def _stats(rows: pd.DataFrame) -> dict:
         "median_tok_s": tps.median(),
         "p5_tok_s": tps.quantile(0.05),  # the slow tail
         "p95_ms_per_token": per_token.quantile(0.95) * 1e3,
-        "mean_accepted": accepted / rounds if rounds else float("nan"),
+        "mean_accepted": mean_accepted(rows),
         # Where a round's time goes: the whole round (latency over rounds, less the prefill where
         # the rows time it), the target's verification, the draft on the critical path, and
         # (across processes) the target's wait on the link.

@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .compare import mean_accepted  # noqa: E402
+
 
 def provenance(rows: pd.DataFrame) -> str:
     """What a figure's numbers come from: device, weights, and how acceptance was obtained."""
@@ -22,11 +24,6 @@ def provenance(rows: pd.DataFrame) -> str:
     replayed = "acceptance" in rows and (rows["acceptance"] == "replayed").any()
     acceptance = "acceptance replayed" if replayed else f"acceptance {values('acceptance')}"
     return f"device {values('device')}, weights {values('weights')}, {acceptance}"
-
-
-def _accepted_mean(rows: pd.DataFrame) -> float:
-    rounds = rows["rounds"].sum()
-    return sum(int(np.sum(a)) for a in rows["accepted_lengths"]) / rounds if rounds else float("nan")
 
 
 def _grouped_bars(ax, table: pd.DataFrame, ylabel: str) -> None:
@@ -94,7 +91,7 @@ def accepted_length(frame: pd.DataFrame, out: Path) -> list[Path]:
     def draw(ax, rows):
         datasets = list(dict.fromkeys(rows["dataset"]))
         systems = list(dict.fromkeys(rows["system"]))
-        table = pd.DataFrame({s: [_accepted_mean(rows[(rows["dataset"] == d) & (rows["system"] == s)])
+        table = pd.DataFrame({s: [mean_accepted(rows[(rows["dataset"] == d) & (rows["system"] == s)])
                                   for d in datasets] for s in systems}, index=datasets)
         _grouped_bars(ax, table, "tokens per verification")
 
