@@ -15,7 +15,7 @@ import pandas as pd
 from swiftspec_core.errors import UserError
 from swiftspec_core.replay import ReplayProfile
 
-from .results import PARQUET, read_frame
+from .results import PARQUET, read_csv, read_frame
 from .systems import base_name, row_graft
 
 REPLAYED = {"chain", "tree", "swiftspec"}  # ar emits one token a round: nothing to replay
@@ -80,10 +80,8 @@ def _read(path: Path) -> pd.DataFrame:
     if path.is_dir() or path.name == PARQUET:
         return read_frame(path if path.is_dir() else path.parent)
     if path.suffix == ".csv":
-        import json
-
-        frame = pd.read_csv(path)
-        for col in ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs"):
-            frame[col] = [json.loads(v) if isinstance(v, str) else [] for v in frame[col]]
+        frame = read_csv(path)
+        for col in ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs"):  # empty where absent
+            frame[col] = [[] if v is None else v for v in frame[col]]
         return frame
     raise UserError(f"--acceptance replay:{path}: expected a run folder, results.parquet or results.csv")

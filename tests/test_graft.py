@@ -266,3 +266,6 @@ def test_replay_draws_from_recordings_with_the_same_grafting(tmp_path):
     grafted = ReplaySource(tmp_path, tree_bs=8, tree_w=8, chain_k=7, graft="ngram")
     assert plain.profile("tree", "gsm8k").emitted == (2,) and grafted.profile("tree", "gsm8k").emitted == (7,)
     assert grafted.profile("chain", "gsm8k").emitted == (3,)  # chain does not graft: its rows serve both
+    from_csv = ReplaySource(tmp_path / "results.csv", tree_bs=8, tree_w=8, chain_k=7, graft="ngram")
+    for system in ("tree", "chain"):  # the csv (results.read_csv) replays as the parquet does
+        assert from_csv.profile(system, "gsm8k") == grafted.profile(system, "gsm8k")
