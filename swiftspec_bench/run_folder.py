@@ -52,23 +52,28 @@ def locked(out: Path):
     made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     lock = out / LOCK
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
+    # The lock appears with its pid already in it (written beside it, then hard-linked into place,
+    # which fails if a lock exists): no other run ever reads an empty lock and takes it for stale.
+    mine = out / f"{LOCK}.{os.getpid()}"
+    mine.write_text(f"{os.getpid()}\n")
+    try:
+        for _ in range(2):
             try:
-                holder = int(lock.read_text().strip() or 0)
-            except (OSError, ValueError):
-                holder = 0
-            if holder and _alive(holder):
-                raise UserError(f"--out {out} is in use by another run (pid {holder}); wait for it or use "
-                                f"another --out") from None
-            lock.unlink(missing_ok=True)  # stale: its process is gone
-    else:
-        raise UserError(f"--out {out}: cannot take its lock {lock}")
-    with os.fdopen(fd, "w") as f:
-        f.write(f"{os.getpid()}\n")
+                os.link(mine, lock)
+                break
+            except FileExistsError:
+                try:
+                    holder = int(lock.read_text().strip() or 0)
+                except (OSError, ValueError):
+                    holder = 0
+                if holder and _alive(holder):
+                    raise UserError(f"--out {out} is in use by another run (pid {holder}); wait for it or use "
+                                    f"another --out") from None
+                lock.unlink(missing_ok=True)  # stale: its process is gone
+        else:
+            raise UserError(f"--out {out}: cannot take its lock {lock}")
+    finally:
+        mine.unlink()
     try:
         yield
     finally:
