@@ -7,5 +7,5 @@
 # each, through swiftspec-bench run) is still to do.
 PYTHONPATH=. python3 paper_figures/graft_probe.py --target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b \
     --datasets all --limit 1 --tokens 64 --draft-steps 3 --data-dir ../shared/datasets/eagle > probe-d3.md
-PYTHONPATH=. python3 paper_figures/graft_probe.py --target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b \\
+PYTHONPATH=. python3 paper_figures/graft_probe.py --target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b \
     --datasets all --limit 1 --tokens 64 --draft-steps 2 --data-dir ../shared/datasets/eagle > probe-d2.md
