@@ -17,6 +17,7 @@ from transformers import GenerationConfig
 from transformers.utils import logging as hf_logging
 
 from swiftspec_core.decoders.base import DecodeResult, SpecSettings
+from swiftspec_core.decoders.verifier import greedy_with_margins
 
 
 class ForwardRecorder:
@@ -127,8 +128,7 @@ def _generate(target, prompt_ids: list[int], max_new_tokens: int, eos_ids: set[i
     with torch.inference_mode(), ForwardRecorder(model) as rec:
         called_at = time.perf_counter()
         out = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config, **kwargs)
-        top2 = torch.cat(out.scores).float().topk(2, dim=-1).values  # [new tokens, 2]
-        margins = (top2[:, 0] - top2[:, 1]).tolist()
+        _, margins, _ = greedy_with_margins(torch.cat(out.scores).float())  # scores: [new tokens, vocab]
     tokens = out.sequences[0, len(prompt_ids):].tolist()
     return tokens, margins if len(margins) == len(tokens) else [], rec, called_at  # [] where they do not line up
 
