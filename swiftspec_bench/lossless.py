@@ -2,7 +2,8 @@
 
 For each query, a row's tokens are compared with the reference's: ar's at the row's target
 placement where that ran (chain@tp2 and tree@tp2 against ar@tp2, swiftspec@2+1 against ar@tp2),
-else ar's, else the tokens most systems emitted. Each divergence is placed (the first differing position)
+else ar's, else the tokens most systems emitted; rows of our fused kernels (labelled :fused) only
+against fused rows, which round differently from torch's. Each divergence is placed (the first differing position)
 and classed by the reference's top-2 logit margin there:
 - near-tie: both systems saw a near-tie there and chose within it: the reference's margin and
   (where the row records it) the row's own are below the rounding bound of the run's dtype, and
@@ -92,12 +93,13 @@ def _reference(rows: pd.DataFrame, system: str) -> tuple[pd.Series, str]:
     """ar's row at the system's target placement where it ran the query, else ar's, else a row
     with the output most systems emitted (ours before transformers' peers, whose 16-bit kernels
     differ)."""
-    tp = target_tp(system)
-    for name in ([f"ar@tp{tp}"] if tp > 1 and system != f"ar@tp{tp}" else []) + ["ar"]:
-        ar = rows[rows["system"] == name]
+    tp, fused = target_tp(system), ":fused" * system.endswith(":fused")
+    same_kernels = rows[rows["system"].str.endswith(":fused") == bool(fused)]  # torch and fused round apart
+    for name in ([f"ar@tp{tp}{fused}"] if tp > 1 and system != f"ar@tp{tp}{fused}" else []) + [f"ar{fused}"]:
+        ar = same_kernels[same_kernels["system"] == name]
         if len(ar):
             return ar.iloc[0], name
-    ours = rows[~rows["system"].map(_is_peer)]
+    ours = same_kernels[~same_kernels["system"].map(_is_peer)]
     voters = ours if len(ours) else rows
     sha = voters["output_sha"].value_counts().index[0]
     return voters[voters["output_sha"] == sha].iloc[0], "majority"
@@ -132,7 +134,7 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 kind = "follows"
             elif _is_peer(system) and dtype in ("bfloat16", "float16"):
                 kind = "agreement"
-            elif ref_name == "ar" and system.startswith("ar@tp") and dtype in ("bfloat16", "float16"):
+            elif ref_name in ("ar", "ar:fused") and system.startswith("ar@tp") and dtype in ("bfloat16", "float16"):
                 kind = "placement"
             elif margin is not None and margin < bound and _within_tie(tokens, _values(row, "margins"),
                                                                        _values(row, "runner_ups"), ref_tokens,

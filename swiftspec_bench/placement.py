@@ -41,5 +41,7 @@ def where(pair, system: str) -> dict:
     sys = SYSTEMS[system]
     processes = (sum(pair.split) if system == "swiftspec" else pair.tp) if pair.spans_processes(sys) else 1
     cuda = pair.device == "cuda"
+    if sys.on_engine and pair.kernels == "fused":
+        return dict(gpus=processes, kernels="fused")
     compiled = cuda and sys.on_engine  # on GPU our engines fuse their layers' ops with torch.compile
     return dict(gpus=processes if cuda else 0, kernels="torch-compile" if compiled else "torch")

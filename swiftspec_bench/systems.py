@@ -39,11 +39,13 @@ def parse_system_list(text: str) -> list[str]:
 
 
 def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | None = None,
-          graft: str = "off") -> str:
+          graft: str = "off", kernels: str = "torch") -> str:
     """A system's name in the rows, with its placement where it spans processes (ar@tp2,
-    swiftspec@1+1), swiftspec's d where it was fixed (swiftspec:d3) and grafting where the system
-    grafts (tree:graft), so runs that differ only there can share a folder."""
+    swiftspec@1+1), swiftspec's d where it was fixed (swiftspec:d3), grafting where the system
+    grafts (tree:graft) and our fused kernels where its engines run them (ar:fused), so runs that
+    differ only there can share a folder."""
     suffix = ":graft" if name in GRAFTING and graft != "off" else ""
+    suffix += ":fused" if SYSTEMS[name].on_engine and kernels == "fused" else ""
     if name == "swiftspec":
         where = f"@{split[0]}+{split[1]}" if split else ""
         return f"swiftspec{where}" + (f":d{draft_steps}" if draft_steps else "") + suffix
@@ -69,8 +71,9 @@ class LoadedPair:
 
     def __init__(self, target, draft, *, dtype: torch.dtype, device: str, seed: int = 0, max_seq_len: int = 4096,
                  tp: int = 1, split: tuple[int, int] | None = None, worker_timeout: float = DEFAULT_TIMEOUT_S,
-                 draft_noise: float = 0.0):
+                 draft_noise: float = 0.0, kernels: str = "torch"):
         self.target, self.draft, self.draft_noise = target, draft, draft_noise
+        self.kernels = kernels  # the engines' forwards: torch ops or our fused kernels
         self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
         self.tp, self.split = tp, split
         self.worker_timeout = worker_timeout  # seconds without a heartbeat before a pool worker counts as stalled
@@ -104,7 +107,8 @@ class LoadedPair:
         fused blocks), so each model's weights are in memory once."""
         from swiftspec_core.models.weights import engine_from_hf
 
-        return engine_from_hf(loaded.hf, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len)
+        return engine_from_hf(loaded.hf, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
+                              kernels=self.kernels)
 
     def pool_for(self, system: System, settings: SpecSettings):
         """The workers of a multi-process system (started on first use: that is its warm-up)."""
@@ -115,7 +119,7 @@ class LoadedPair:
                 self._pools.pop(other).close()
             plan = WorkerPlan(system.name, self.target.name, self.draft.name if self.draft else None,
                               self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,
-                              self.max_seq_len, settings, self.draft_noise)
+                              self.max_seq_len, settings, self.draft_noise, self.kernels)
             split = self.split if system.name == "swiftspec" else None
             world = sum(split) if split else self.tp
             self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split,

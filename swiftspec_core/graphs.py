@@ -105,6 +105,10 @@ class PaddedForward:
 
     def _run(self, span: int) -> torch.Tensor:
         x = self.inputs  # [width, 4 + max_visible]
+        if self.model.kernels == "fused":  # the kernels read the block itself, no mask
+            from .kernels.forward import fused_forward
+
+            return fused_forward(self.model, x, span, self.cache)
         mask = self.columns[None, :span] < x[:, PREFIX, None]  # [width, span]: the prefix
         mask.scatter_(1, x[:, VISIBLE:], True)  # and each token's listed rows
         return self.model(x[:, TOKEN], x[:, POSITION], x[:, ROW], mask, self.cache)

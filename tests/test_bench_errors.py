@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from swiftspec_bench.cli import app
+from swiftspec_core.errors import UserError
 
 DATA_DIR = Path(__file__).with_name("fixtures")
 
@@ -54,6 +55,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     ({"--dtype": "float8"}, "--dtype float8"),
     ({"--device": "tpu"}, "--device tpu"),
     ({"--weights": "fake"}, "--weights fake"),
+    ({"--kernels": "triton"}, "--kernels triton"),
+    ({"--kernels": "fused"}, "--kernels fused runs bfloat16 on a GPU"),
     ({"--data-dir": "/no/such/data/dir"}, "no such folder"),
     ({"--datasets": "gsm8k,/no/such/prompts.jsonl"}, "no such file"),
     ({"--datasets": f"gsm8k,{DATA_DIR / 'gsm8k.jsonl'}"}, "two datasets are named 'gsm8k'"),
@@ -194,3 +197,18 @@ def test_compare_and_plot_bad_input(tmp_path):
                   "turn": [1]}).to_parquet(tmp_path / "results.parquet")
     for command in ("compare", "plot"):
         assert_user_error([command, str(tmp_path)], contains="lacks the columns new_tokens")
+
+
+def test_fused_kernels_take_forwards_of_at_most_16_tokens():
+    from types import SimpleNamespace
+
+    from swiftspec_bench.runner import _check_kernels
+
+    ok = SimpleNamespace(kernels="fused", tree_bs=16, tree_w=8, graft="ngram", graft_len=7, chain_k=7)
+    _check_kernels(ok, "cuda", "bfloat16")
+    _check_kernels(SimpleNamespace(**{**vars(ok), "kernels": "torch", "tree_bs": 64}), "cpu", "float32")
+    for over, contains in (({"tree_bs": 17}, "--tree-bs is 17"), ({"graft_len": 8}, "a draft step"),
+                           ({"chain_k": 16}, "a chain verification")):
+        with pytest.raises(UserError, match=contains):
+            _check_kernels(SimpleNamespace(**{**vars(ok), **over}), "cuda", "bfloat16")
+    _check_kernels(SimpleNamespace(**{**vars(ok), "graft": "off", "graft_len": 8}), "cuda", "bfloat16")

@@ -76,6 +76,19 @@ def test_tp_systems_are_held_against_ar_at_their_placement():
     assert classes(fp32)[0] == [["ar@tp2", 1, 4, "real"]]  # in fp32 TP must equal one process
 
 
+def test_fused_rows_are_held_against_fused_ar_only():
+    # The fused kernels round apart from torch's: tree:fused must equal ar:fused, whatever ar emits.
+    frame = frame_of(row("ar", [5, 6, 7, 8, 1]), row("tree"), row("ar:fused"), row("tree:fused"),
+                     row("swiftspec:d3:graft:fused", [5, 6, 7, 1, 1]), row("ar@tp2:fused", [5, 6, 7, 8, 2]),
+                     row("tree@tp2:fused", [5, 6, 7, 8, 2]))
+    found, _ = classes(frame)
+    assert found == [["tree", 1, 4, "real"], ["swiftspec:d3:graft:fused", 1, 3, "real"],
+                     ["ar@tp2:fused", 1, 4, "placement"]]
+    assert lossless.check(frame)[0]["differs_from"].tolist() == ["ar", "ar:fused", "ar:fused"]
+    alone = frame_of(row("tree:fused"), row("chain:fused"), row("swiftspec:fused", [5, 1, 1, 1, 1]), row("ar"))
+    assert classes(alone)[0] == [["swiftspec:fused", 1, 1, "real"]]  # the fused majority, not torch's ar
+
+
 def test_fp32_has_no_near_ties_and_peers_can_fail():
     frame = frame_of(row("ar", dtype="float32"), row("tree", [5, 6, 1, 1, 1], dtype="float32"),
                      row("hf-ar", [5, 1, 1, 1, 1], dtype="float32"))

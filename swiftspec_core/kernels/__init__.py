@@ -4,3 +4,5 @@ A token's result never depends on how many tokens share the forward, where it si
 where its ancestors sit in the cache: every reduction runs in an order fixed by the data's own
 positions. That is what makes every decoder emit exactly ar's tokens in bf16 (issue 10).
 """
+
+MAX_ROWS = 16  # the most tokens one forward of these kernels takes (the GEMM's M)

@@ -182,7 +182,8 @@ def eos_ids(loaded: LoadedModel) -> set[int]:
 
 
 def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
-                group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0) -> Transformer:
+                group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0,
+                kernels: str = "torch") -> Transformer:
     """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`; its
     weights plus relative noise where `noise` is given (noise.perturb)."""
     loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed)
@@ -190,4 +191,5 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
         from .noise import perturb
 
         perturb(loaded.hf, noise, seed)
-    return engine_from_hf(loaded.hf, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)
+    return engine_from_hf(loaded.hf, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len,
+                          kernels=kernels)

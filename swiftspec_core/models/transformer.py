@@ -20,6 +20,8 @@ from ..comm.group import Group, SingleGroup
 from .args import ModelArgs
 from .rope import apply_rope, rope_tables
 
+KERNEL_SETS = ("torch", "fused")  # --kernels
+
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     # One fused op (it accumulates in fp32); transformers rounds to the input dtype before the
@@ -77,6 +79,7 @@ class Transformer(nn.Module):
         self.vocab_start = vocab_start
         self.max_seq_len = max_seq_len  # positions the rope tables cover; caches are this long
         self.compiled = False  # compile_blocks() fuses the layers' elementwise work (GPU)
+        self.kernels = "torch"  # use_kernels("fused"): fixed-width forwards run our cuda/ kernels
         self.full_vocab = full_vocab or args.vocab_size
         with torch.device(device):
             self.embed = nn.Parameter(torch.empty(args.vocab_size, args.dim, dtype=dtype))
@@ -121,6 +124,16 @@ class Transformer(nn.Module):
         for name in ("qkv_block", "attention_block", "mlp_block"):
             setattr(self, name, torch.compile(getattr(type(self), name), dynamic=False))
         self.compiled = True
+
+    def use_kernels(self, kernels: str) -> None:
+        """torch: the layers as torch ops (compiled blocks on GPU); fused: every fixed-width
+        forward (graphs.PaddedForward) runs our row-invariant kernels (kernels/forward.py), bf16
+        on GPU only. Prefills stay torch ops either way."""
+        if kernels not in KERNEL_SETS:
+            raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)}")
+        if kernels == "fused" and (self.device.type != "cuda" or self.dtype != torch.bfloat16):
+            raise ValueError(f"fused kernels run bfloat16 on a GPU, not {self.dtype} on {self.device}")
+        self.kernels = kernels
 
     # The three blocks of a layer. Between them, eagerly: the cache write and the all-reduces.
     @staticmethod

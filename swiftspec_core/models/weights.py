@@ -109,13 +109,15 @@ def random_state(args: ModelArgs, dtype: torch.dtype, device="cpu", seed: int = 
 
 
 def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torch.dtype, device="cpu",
-                 group: Group | None = None, max_seq_len: int = 4096, compile: bool | None = None) -> Transformer:
+                 group: Group | None = None, max_seq_len: int = 4096, compile: bool | None = None,
+                 kernels: str = "torch") -> Transformer:
     """A Transformer holding this rank's shard of `state` (the whole of it on one process).
 
     The engine holds the given tensors themselves where they already have `dtype` and sit on
     `device` (one process), copies of them otherwise, and new shards under TP.
     compile: fuse the layers' elementwise work with torch.compile; by default on GPU only (on the
-    CPU the eager ops are the reference the tests hold everything against)."""
+    CPU the eager ops are the reference the tests hold everything against), and never under
+    kernels="fused" (Transformer.use_kernels: our kernels replace the compiled blocks)."""
     group = group or SingleGroup()
     vocab_start, full_vocab = 0, args.vocab_size
     if group.size > 1:
@@ -130,16 +132,18 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
     from .rope import rope_tables
 
     model.cos, model.sin = rope_tables(args, max_seq_len, device=device)
-    if compile if compile is not None else torch.device(device).type == "cuda":
+    model.use_kernels(kernels)
+    if compile if compile is not None else (torch.device(device).type == "cuda" and kernels == "torch"):
         model.compile_blocks()
     return model
 
 
 def engine_from_hf(hf_model, *, dtype: torch.dtype, device="cpu", group: Group | None = None,
-                   max_seq_len: int = 4096) -> Transformer:
+                   max_seq_len: int = 4096, kernels: str = "torch") -> Transformer:
     """Our engine on a transformers model's weights: on one process the two then share every
     tensor (fuse_projections, then build_engine takes the state as it is); under TP the engine
     holds its shard, and the model's weights are the caller's to drop."""
     fuse_projections(hf_model)
     args, state = state_from_hf(hf_model)
-    return build_engine(args, state, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len)
+    return build_engine(args, state, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len,
+                        kernels=kernels)

@@ -42,6 +42,7 @@ class WorkerPlan:
     max_seq_len: int
     settings: SpecSettings
     draft_noise: float = 0.0  # the draft's relative weight noise (models/noise.py)
+    kernels: str = "torch"  # Transformer.use_kernels
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def _engines(plan: WorkerPlan, ctx):
     dtype = getattr(torch, plan.dtype)
     load = lambda spec, noise=0.0: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device,  # noqa: E731
                                                seed=plan.seed, group=ctx.group, max_seq_len=plan.max_seq_len,
-                                               noise=noise)
+                                               noise=noise, kernels=plan.kernels)
     split = bool(ctx.placement.draft_ranks)
     target = load(plan.target) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)

@@ -1,0 +1,41 @@
+"""A fixed-width forward made of our kernels (`--kernels fused`): one layer, top to bottom.
+
+It takes what graphs.PaddedForward stages for every forward, the block [T, 4 + V] of (token,
+position, cache row, prefix length, visible rows), instead of a [T, L] mask: tree_attention reads
+each query's keys by position from it. Every op here is row-invariant, so a token's logits do not
+depend on the forward's width, its row in it or where its ancestors sit in the cache, and every
+decoder emits exactly ar's tokens in bf16. Prefills stay on the torch path (every decoder prefills
+a prompt the same way, so they agree there too).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..cache import KVCache
+from .attention import append_kv, tree_attention
+from .gemm import gemm
+from .norm import add_rmsnorm, swiglu
+
+TOKEN, POSITION, ROW = range(3)  # graphs.py's block columns this module reads itself
+
+
+@torch.inference_mode()
+def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
+    """block: [T, 4 + V] int64 on the device; span: the cache rows attention may read.
+    -> [T, vocab] fp32 logits."""
+    a, group = model.args, model.group
+    positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
+    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream
+    m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
+    for i, layer in enumerate(model.layers):
+        x, y = add_rmsnorm(h, m, layer.attn_norm, a.norm_eps)
+        qkv = gemm(y, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
+        append_kv(qkv, positions, rows, model.cos, model.sin, cache.k[i], cache.v[i], a.n_heads, a.n_kv_heads)
+        attn = tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads, a.n_kv_heads)
+        o = group.all_reduce(gemm(attn, layer.wo))  # row-parallel under TP
+        h, y = add_rmsnorm(x, o, layer.mlp_norm, a.norm_eps)
+        m = group.all_reduce(gemm(swiglu(gemm(y, layer.w_gate_up)), layer.w_down))
+    _, y = add_rmsnorm(h, m, model.norm, a.norm_eps)
+    head = model.embed if model.lm_head is None else model.lm_head
+    logits = group.all_gather(gemm(y, head))
+    return logits[:, : model.full_vocab].float()
