@@ -1,6 +1,7 @@
 """Where does a split (1+1) SwiftSpec round spend its time? A diagnostic, not a result.
 
-    python3 paper_figures/profile_split.py --out DIR [--prompt-len 3400 --tokens 128 --draft-steps 2]
+    python3 paper_figures/profile_split.py --out DIR [--prompt-len 3400 --tokens 128 --draft-steps 2
+                                                      --graft off|ngram --kernels torch|fused]
 
 On two GPUs, target on rank 0 and draft on rank 1 (random bf16 weights, a made-up replay
 profile), each rank times:
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from swiftspec_core.decoders.base import SpecSettings, draft_tree_rows, reuse
+from swiftspec_core.decoders.base import SpecSettings, drafter_args, reuse
 from swiftspec_core.decoders.drafter import Drafter
 from swiftspec_core.decoders.verifier import Verifier
 from swiftspec_core.replay import Replay, ReplayProfile
@@ -53,7 +54,7 @@ def _own_forward(ctx, target, draft, settings, prompt):
         rows = list(range(n, n + bs))
         call = lambda: v.forward(list(range(bs)), rows, rows, n, visible).argmax(-1).tolist()
         return {"verify forward (call)": _timed(call), "verify forward (replay)": _timed(_graph(v.forward, n + bs))}
-    d = reuse(draft, Drafter, w, draft_tree_rows(settings))
+    d = reuse(draft, Drafter, *drafter_args(settings, w, graft=True))  # the split workers' drafter
     d.prefill(prompt, 5)
 
     def step():
@@ -113,11 +114,14 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=3400)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--draft-steps", type=int, default=2)
+    ap.add_argument("--graft", default="off", choices=("off", "ngram"))
+    ap.add_argument("--kernels", default="torch", choices=("torch", "fused"))
     ap.add_argument("--out", default=".")
     a = ap.parse_args()
     Path(a.out).mkdir(parents=True, exist_ok=True)
-    settings = SpecSettings(draft_steps=a.draft_steps)
-    plan = WorkerPlan("swiftspec", a.target, a.draft, "random", "bfloat16", 0, a.prompt_len + a.tokens + 64, settings)
+    settings = SpecSettings(draft_steps=a.draft_steps, graft=a.graft)
+    plan = WorkerPlan("swiftspec", a.target, a.draft, "random", "bfloat16", 0, a.prompt_len + a.tokens + 64, settings,
+                      kernels=a.kernels)
     run_workers(_worker, 2, (plan, a.prompt_len, a.tokens, os.path.abspath(a.out)), device="cuda", split=(1, 1))
     for r in (0, 1):
         print((Path(a.out) / f"rank{r}.txt").read_text())
