@@ -16,7 +16,9 @@
 #
 # Settings (environment): MODELS ("llama-3.2-1b llama-3-8b"), DEVICE (cuda), DTYPE (bfloat16 on
 # cuda, float32 on cpu), NOISE (0.01), LIMIT (2 prompts of gsm8k, qa, humaneval), MAX_NEW (64),
-# DATA_DIR (.data/eagle), BUDGET_S (450: each step gets what is left, then stops keeping its rows).
+# DATA_DIR (.data/eagle), BUDGET_S (450: each step gets what is left, then stops keeping its rows),
+# KERNELS (torch; fused: our cuda/ kernels, rows labelled :fused and held against ar:fused), GRAFTS
+# ("off"; "off ngram": tree and swiftspec also with grafting, in the same folders).
 # The CPU check of the script's logic: DEVICE=cpu MODELS=tiny-llama MAX_NEW=16 LIMIT=1.
 set -uo pipefail
 OUT=${1:?usage: lossless_gpu.sh OUT_ROOT}
@@ -43,7 +45,8 @@ run() {  # run FOLDER GPU ARGS...: one swiftspec-bench run into FOLDER under wha
   local model=${dir##*/}; model=${model%-*}
   CUDA_VISIBLE_DEVICES=$gpu timeout "$left" python3 -m swiftspec_bench.cli run --target "$model" --draft "$model" \
       --weights random --device "$DEVICE" --dtype "$DTYPE" --datasets gsm8k,qa,humaneval --limit "${LIMIT:-2}" \
-      --max-new-tokens "${MAX_NEW:-64}" --data-dir "${DATA_DIR:-.data/eagle}" --out "$dir" "$@" >> "$dir.log" 2>&1
+      --max-new-tokens "${MAX_NEW:-64}" --data-dir "${DATA_DIR:-.data/eagle}" --kernels "${KERNELS:-torch}" \
+      --out "$dir" "$@" >> "$dir.log" 2>&1
   echo "== exit $?" >> "$dir.log"
 }
 
@@ -57,10 +60,16 @@ for c in "${configs[@]}"; do
   set -- $c
   systems=ar,chain,tree,swiftspec$([ "$2" = same ] && echo ,hf-ar)
   gpu=$(( GPUS ? i % GPUS : 0 ))
+  one_process() {  # every system, then the grafting ones again for each further graft setting
+    run "$OUT/$1-$2" "$3" --systems "$systems" $(draft_args "$2")
+    for g in ${GRAFTS:-off}; do
+      [ "$g" = off ] || run "$OUT/$1-$2" "$3" --systems tree,swiftspec --graft "$g" $(draft_args "$2")
+    done
+  }
   if [ "$DEVICE" = cuda ]; then
-    run "$OUT/$1-$2" "$gpu" --systems "$systems" $(draft_args "$2") &
+    one_process "$1" "$2" "$gpu" &
   else
-    run "$OUT/$1-$2" "" --systems "$systems" $(draft_args "$2")
+    one_process "$1" "$2" ""
   fi
   i=$(( i + 1 ))
 done
@@ -71,7 +80,14 @@ if (( TWO )); then
   i=0
   for c in "${configs[@]}"; do
     set -- $c
-    run "$OUT/$1-$2" "$([ "$DEVICE" = cuda ] && echo 0,1)" --systems ar,chain,tree,swiftspec --tp 2 --split 1+1 $(draft_args "$2") &
+    two_processes() {
+      local gpus=$([ "$DEVICE" = cuda ] && echo 0,1)
+      run "$OUT/$1-$2" "$gpus" --systems ar,chain,tree,swiftspec --tp 2 --split 1+1 $(draft_args "$2")
+      for g in ${GRAFTS:-off}; do
+        [ "$g" = off ] || run "$OUT/$1-$2" "$gpus" --systems tree,swiftspec --tp 2 --split 1+1 --graft "$g" $(draft_args "$2")
+      done
+    }
+    two_processes "$1" "$2" &
     i=$(( i + 1 ))
     if (( i % 2 == 0 )) || [ "$DEVICE" != cuda ]; then wait; fi
   done
