@@ -20,7 +20,7 @@ RUN=${1:?run dir}
 DEADLINE=$(( $(date +%s) + ${2:-560} ))
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 COMMON=(--target llama-3-8b --draft llama-3.2-1b --weights random --device cuda --dtype bfloat16
-        --acceptance replay:paper_figures/results/cpu-qwen-pair --datasets all --max-new-tokens 256
+        --acceptance "replay:${REPLAY:-paper_figures/results/cpu-qwen-pair}" --datasets all --max-new-tokens 256
         --tree-bs 8 --tree-w 8 --chain-k 7 --data-dir "${DATA_DIR:-.data/eagle}" --out "$RUN")
 step() {  # step LIMIT ARGS...: one resumable invocation under what is left of the deadline
   local left=$(( DEADLINE - $(date +%s) ))
