@@ -1,0 +1,57 @@
+"""Every cuda/*.cu compiles for sm_90 with nvcc, as build.py hands it to NVRTC (our headers inlined,
+the same options), and no kernel spills registers to local memory. Runs wherever nvcc is on PATH,
+GPU or not (CI has nvcc 13.0), so a compile error shows before a GPU machine is lent; skips otherwise.
+One nvcc call per file; the files are globbed when the tests are collected.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from swiftspec_core.kernels import build
+
+NVCC = shutil.which("nvcc")
+SOURCES = sorted(path.stem for path in build.CUDA_DIR.glob("*.cu"))
+# ptxas -v, per function: "Function properties for NAME\n    S bytes stack frame, N bytes spill stores, N bytes spill loads"
+_PROPERTIES = re.compile(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                         r"(\d+) bytes spill loads")
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+
+
+def spills(ptxas_report: str) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """-> (entry functions compiled, {function: (spill store bytes, spill load bytes)})."""
+    found = {name: (int(stores), int(loads)) for name, _stack, stores, loads in _PROPERTIES.findall(ptxas_report)}
+    return _ENTRY.findall(ptxas_report), found
+
+
+def test_spill_report_is_parsed():
+    report = """ptxas info    : Compiling entry function 'a' for 'sm_90'
+ptxas info    : Function properties for a
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 26 registers, used 0 barriers
+ptxas info    : Compiling entry function 'b_c4' for 'sm_90'
+ptxas info    : Function properties for b_c4
+    48 bytes stack frame, 44 bytes spill stores, 40 bytes spill loads
+"""
+    assert spills(report) == (["a", "b_c4"], {"a": (0, 0), "b_c4": (44, 40)})
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("name", SOURCES)
+def test_kernel_source_compiles_without_spills(name, tmp_path):
+    src = tmp_path / f"{name}.cu"
+    src.write_text(build.source(name))
+    cmd = [NVCC, *build.OPTIONS, *build.cuda_include(), "-arch=sm_90", "-cubin", "-Xptxas", "-v",
+           "-o", str(tmp_path / f"{name}.cubin"), str(src)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, f"nvcc failed on cuda/{name}.cu (inlined source: {src}):\n{report}"
+    entries, found = spills(report)
+    print(f"cuda/{name}.cu:\n{report}")
+    assert entries, f"cuda/{name}.cu: ptxas reported no entry function (no extern \"C\" __global__?):\n{report}"
+    assert set(entries) <= set(found), f"cuda/{name}.cu: no properties line for {set(entries) - set(found)}:\n{report}"
+    spilling = {f: s for f, s in found.items() if s != (0, 0)}
+    assert not spilling, f"cuda/{name}.cu spills (function: (store bytes, load bytes)) {spilling}:\n{report}"
