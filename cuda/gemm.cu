@@ -10,7 +10,7 @@
 // Layout of the work:
 //   block   = S warps on one column tile of NT * 8 output columns; the S warps split K;
 //   warp w  = K chunks of 32 elements c = w, w + S, w + 2S, ... (interleaved, so a block's warps
-//             read neighbouring bytes of each weight row), U chunks loaded before their mma's;
+//             read neighbouring bytes of each weight row), loaded U chunks at a time;
 //   lane    = (g, t) = (lane / 4, lane % 4): loads 16 bytes (8 k) of weight row n0 + j*8 + g and of
 //             x rows g and g + 8 at k = c*32 + t*8;
 //   combine = each warp's fp32 accumulators to shared memory, summed over warps 0..S-1 in order.
@@ -62,10 +62,10 @@ struct Operands {
   uint4 w[U][NT], lo[U], hi[U];
 };
 
-// NT: 8-column tiles per warp (one x load serves NT weight loads); U: chunks per group. The loop
-// loads group i + 1 before the mma's of group i, so U * NT weight loads per lane stay in flight
-// while the tensor cores work (loads and their mma's in one loop body: ptxas sinks each load to
-// its mma and keeps one in flight).
+// NT: 8-column tiles per warp (one x load serves NT weight loads); U: chunks per group. Each loop
+// iteration loads the next group and runs the current one's mma's, so a group's U * NT weight
+// loads per lane are issued together and are in flight at once (with a group's loads and its own
+// mma's in one iteration, ptxas sank each load down to its mma: one load in flight at a time).
 template <int NT, int U>
 __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                           const bf16* __restrict__ bias, bf16* __restrict__ out,
