@@ -31,28 +31,23 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], unsigned a0, unsigned a
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// 16-byte loads, zeros where `ok` is false. One predicated instruction, no branch: with a branch
-// around each load, ptxas sank every load to its mma and kept only one in flight.
-// Weights are read once: kept out of L1 so that x (read by every block) stays there.
-__device__ __forceinline__ uint4 load_weights(const bf16* p, bool ok) {
-  uint4 v;
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
-      " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
-      " @p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}\n"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p), "r"((int)ok));
-  return v;
-}
+// A 16-byte load, zeros where `ok` is false: one predicated instruction, no branch (with a branch
+// around each load, ptxas sank every load down to its mma and kept only one in flight).
+#define LOAD16_OR_ZERO(LD)                                                                   \
+  "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"                                            \
+  " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"                   \
+  " @p " LD " {%0, %1, %2, %3}, [%4];\n}\n"
 
-__device__ __forceinline__ uint4 load_x(const bf16* p, bool ok) {
+// Weights are read once: kept out of L1 (kWeights) so that x, read by every block, stays there.
+template <bool kWeights>
+__device__ __forceinline__ uint4 load16(const bf16* p, bool ok) {
   uint4 v;
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
-      " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
-      " @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}\n"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p), "r"((int)ok));
+  if constexpr (kWeights)
+    asm volatile(LOAD16_OR_ZERO("ld.global.nc.L1::no_allocate.v4.u32")
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "r"((int)ok));
+  else
+    asm volatile(LOAD16_OR_ZERO("ld.global.nc.v4.u32")
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "r"((int)ok));
   return v;
 }
 
@@ -98,9 +93,9 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
       const bool in_k = c < chunks && c * 32 + t * 8 < K;  // K % 8 == 0: a lane's 8 are all in or out
       const int k = in_k ? c * 32 : 0;
 #pragma unroll
-      for (int j = 0; j < NT; ++j) o.w[u][j] = load_weights(w_row[j] + k, in_k && w_ok[j]);
-      o.lo[u] = load_x(x_lo + k, in_k && lo_ok);
-      o.hi[u] = load_x(x_hi + k, in_k && hi_ok);
+      for (int j = 0; j < NT; ++j) o.w[u][j] = load16<true>(w_row[j] + k, in_k && w_ok[j]);
+      o.lo[u] = load16<false>(x_lo + k, in_k && lo_ok);
+      o.hi[u] = load16<false>(x_hi + k, in_k && hi_ok);
     }
   };
 
