@@ -29,7 +29,8 @@ LAYERS = {
 }
 BIASED = {"qwen1.5b-qkv"}
 # N not a multiple of any tile (8, 16, 32 columns), K not a multiple of the 32-wide chunk, tiny ones.
-ODD = {"odd-1": (1000, 40), "odd-2": (4099, 1544), "odd-3": (77, 8), "odd-4": (9, 4104), "odd-5": (2053, 2056)}
+ODD = {"odd-1": (1000, 40), "odd-2": (4099, 1544), "odd-3": (77, 8), "odd-4": (9, 4104),
+       "odd-5": (2053, 2056)}
 
 
 def operands(n: int, k: int, m: int, bias: bool, device: str, seed: int):
@@ -129,8 +130,10 @@ def mismatch_report(got: torch.Tensor, ref: torch.Tensor) -> str:
     bad = (got != ref).nonzero()
     first = tuple(bad[0].tolist()) if len(bad) else None
     worst = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-    return (f"max |err| {diff.max().item():.4g} at {worst} (got {got[worst].item():.6g}, ref {ref[worst].item():.6g}), "
-            f"max |ref| {ref.float().abs().max().item():.4g}, {len(bad)}/{ref.numel()} differ, first at {first}"
+    return (f"max |err| {diff.max().item():.4g} at {worst} "
+            f"(got {got[worst].item():.6g}, ref {ref[worst].item():.6g}), "
+            f"max |ref| {ref.float().abs().max().item():.4g}, {len(bad)}/{ref.numel()} differ, "
+            f"first at {first}"
             + (f" (got {got[first].item():.6g}, ref {ref[first].item():.6g})" if first else "")
             + f", NaN in got: {int(got.isnan().sum())}")
 
@@ -182,7 +185,8 @@ def test_gemm_matches_reference_on_layers(name):
     nt, splits = plan(*w.shape, torch.cuda.get_device_properties(0).multi_processor_count)
     for m in (1, 8, 16):
         x, _, _ = operands(1, w.shape[1], m, False, "cuda", seed=100 + m)
-        check_close(run_poisoned(x, w, b), gemm_reference(x, w, b), f"{name} {tuple(w.shape)} M={m} nt={nt} S={splits}")
+        label = f"{name} {tuple(w.shape)} M={m} nt={nt} S={splits}"
+        check_close(run_poisoned(x, w, b), gemm_reference(x, w, b), label)
 
 
 @needs_gpu

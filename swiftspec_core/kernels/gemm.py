@@ -19,7 +19,7 @@ MAX_ROWS = 16
 # instantiated at the bottom of cuda/gemm.cu.
 UNROLL = {1: 4, 2: 4, 4: 2}
 MAX_SPLITS = 16  # warps splitting K in one block: the kernels' __launch_bounds__(512)
-WARPS_PER_SM = 16  # the occupancy the split aims at: 16 warps x 8 loads of 16 B in flight per SM
+WARPS_PER_SM = 16  # the occupancy the split aims at (each lane keeps NT * UNROLL 16-byte loads in flight)
 
 
 def gemm_reference(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
