@@ -15,8 +15,8 @@ import torch
 from swiftspec_core.kernels.build import launch, ptr
 
 MAX_ROWS = 16
-# K chunks a warp loads at once, per 8-column tiles a warp computes (NT): as gemm_nt{NT} is
-# instantiated at the bottom of cuda/gemm.cu.
+# UNROLL[NT]: the 32-wide K chunks a warp loads at once when it computes NT 8-column tiles, as
+# gemm_nt{NT} is instantiated at the bottom of cuda/gemm.cu.
 UNROLL = {1: 4, 2: 4, 4: 2}
 MAX_SPLITS = 16  # warps splitting K in one block: the kernels' __launch_bounds__(512)
 WARPS_PER_SM = 16  # the occupancy the split aims at (each lane keeps NT * UNROLL 16-byte loads in flight)
@@ -44,8 +44,8 @@ class _no_tf32:
 @functools.cache
 def plan(n: int, k: int, sms: int) -> tuple[int, int]:
     """(NT, S) for an [n, k] weight on a GPU of `sms` SMs: NT 8-column tiles per warp, S warps
-    splitting K in a block of one column tile. Decided by (n, k) only, never by M: that is what
-    keeps a row's reduction order, so its bits, the same at every M."""
+    splitting K in a block of one column tile. Decided by (n, k) and the GPU, never by M: that is
+    what keeps a row's reduction order, so its bits, the same at every M."""
     # The widest tile that still gives about one block per SM (a wider tile reads x fewer times).
     nt = next((t for t in (4, 2) if -(-n // (8 * t)) * 10 >= sms * 9), 1)
     blocks = -(-n // (8 * nt))
