@@ -1,0 +1,119 @@
+"""Row-invariant GEMM for M <= 16 rows (cuda/gemm.cu): out = x @ w.T + bias, bf16 in and out.
+
+At M <= 16 a layer's GEMM is bound by reading its weights once; the kernel computes every call
+as 16 rows on the tensor cores (rows M..15 zeros, never loaded), and its launch shape (columns per
+warp, warps splitting K) comes from (N, K) alone, so a row's bits do not depend on M, on the row's
+index, or on the other rows: the property issue 10 asks for, checked bitwise by the GPU tests.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+
+from swiftspec_core.kernels.build import launch, ptr
+
+MAX_ROWS = 16
+# UNROLL[NT]: the 32-wide K chunks a warp loads at once when it computes NT 8-column tiles, as
+# gemm_nt{NT} is instantiated at the bottom of cuda/gemm.cu.
+UNROLL = {1: 4, 2: 4, 4: 2}
+MAX_SPLITS = 16  # warps splitting K in one block: the kernels' __launch_bounds__(512)
+WARPS_PER_SM = 16  # the occupancy the split aims at (each lane keeps NT * UNROLL 16-byte loads in flight)
+
+
+def gemm_reference(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x [M, K] @ w [N, K].T (+ bias [N]) accumulated in fp32 and rounded once to x's dtype; any
+    device (fp32 matmul: no TF32, whatever torch's global setting)."""
+    with _no_tf32():
+        y = x.float() @ w.float().T
+    if bias is not None:
+        y = y + bias.float()
+    return y.to(x.dtype)
+
+
+class _no_tf32:
+    def __enter__(self):
+        self.saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    def __exit__(self, *exc):
+        torch.backends.cuda.matmul.allow_tf32 = self.saved
+
+
+@functools.cache
+def plan(n: int, k: int, sms: int) -> tuple[int, int]:
+    """(NT, S) for an [n, k] weight on a GPU of `sms` SMs: NT 8-column tiles per warp, S warps
+    splitting K in a block of one column tile. Decided by (n, k) and the GPU, never by M: that is
+    what keeps a row's reduction order, so its bits, the same at every M."""
+    # The widest tile that still gives about one block per SM (a wider tile reads x fewer times).
+    nt = next((t for t in (4, 2) if -(-n // (8 * t)) * 10 >= sms * 9), 1)
+    blocks = -(-n // (8 * nt))
+    chunks = -(-k // 32)
+    splits = 1
+    # Split K over more warps until about WARPS_PER_SM warps per SM, keeping at least one full
+    # group of loads (UNROLL chunks) per warp.
+    while (splits * 2 <= MAX_SPLITS and blocks * splits * 2 <= WARPS_PER_SM * sms
+           and chunks >= splits * 2 * UNROLL[nt]):
+        splits *= 2
+    return nt, splits
+
+
+def check_operands(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+                   out: torch.Tensor | None) -> None:
+    """ValueError unless the operands are what the kernel reads and writes (shapes and dtypes first,
+    then alignment, then device)."""
+    if x.dim() != 2 or w.dim() != 2:
+        raise ValueError(f"gemm: x and w must be 2-D, got {tuple(x.shape)} and {tuple(w.shape)}")
+    (m, k), (n, k_w) = x.shape, w.shape
+    if not 1 <= m <= MAX_ROWS:
+        raise ValueError(f"gemm: x has {m} rows; the kernel takes 1..{MAX_ROWS}")
+    if k != k_w or k == 0 or n == 0:
+        raise ValueError(f"gemm: x {tuple(x.shape)} and w {tuple(w.shape)} (w is [N, K]) do not match")
+    if k % 8:
+        raise ValueError(f"gemm: K = {k} is not a multiple of 8 (16-byte loads)")
+    tensors = {"x": x, "w": w}
+    if bias is not None:
+        if tuple(bias.shape) != (n,):
+            raise ValueError(f"gemm: bias must be [{n}], got {tuple(bias.shape)}")
+        tensors["bias"] = bias
+    if out is not None:
+        if tuple(out.shape) != (m, n):
+            raise ValueError(f"gemm: out must be [{m}, {n}], got {tuple(out.shape)}")
+        tensors["out"] = out
+    for name, t in tensors.items():
+        if t.dtype != torch.bfloat16:
+            raise ValueError(f"gemm: {name} must be bfloat16, got {t.dtype}")
+        if not t.is_contiguous():
+            raise ValueError(f"gemm: {name} must be contiguous")
+    for name in ("x", "w"):
+        if tensors[name].data_ptr() % 16:
+            raise ValueError(f"gemm: {name} is not 16-byte aligned (the kernel loads 16 bytes at a time)")
+    for name, t in tensors.items():
+        if t.device.type != "cuda" or t.device != x.device:
+            raise ValueError(f"gemm: {name} is on {t.device}; every operand must be on x's CUDA device")
+    if max(n, k) >= 2**31 - 32:
+        raise ValueError(f"gemm: [{n}, {k}] does not fit the kernel's int32 sizes")
+
+
+def gemm(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
+         out: torch.Tensor | None = None) -> torch.Tensor:
+    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: [N, K] bf16 contiguous (nn.Linear layout);
+    bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated). -> out = x @ w.T + bias,
+    fp32 accumulation, rounded once to bf16."""
+    check_operands(x, w, bias, out)
+    (m, k), n = x.shape, w.shape[0]
+    if out is None:
+        out = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    with torch.cuda.device(x.device):
+        nt, splits = plan(n, k, _sm_count(x.device.index))
+        launch("gemm", f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
+               (ptr(x), ptr(w), np.uint64(0) if bias is None else ptr(bias), ptr(out),
+                np.int32(m), np.int32(n), np.int32(k)),
+               shared_mem=splits * nt * 4 * 32 * 4)  # [S][NT * 4][32] floats
+    return out
+
+
+@functools.cache
+def _sm_count(device: int) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
