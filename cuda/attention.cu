@@ -11,6 +11,7 @@
 
 #define CHUNK 64     // positions a block reduces; kernels/attention.py's CHUNK says the same
 #define NWARPS 8     // warps a block (256 threads)
+#define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
 #define KPAD 8       // bf16 padding a K tile row: lanes reading 32 rows hit distinct banks
 
 // Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
@@ -58,17 +59,19 @@ extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long lo
   }
 }
 
-// One block: chunk blockIdx.x (positions [c0, c0 + CHUNK)) of kv head blockIdx.y for every query
-// row (t, g) of that kv head (Q = T * G of them), one warp a query row at a time. Partials go to
-// part_ml [KV, nchunks, Q, 2] (running max in log2 units, sum) and part_acc [KV, nchunks, Q, HD];
-// the last block of the kv head combines them into out [T, H * HD] and resets its counter.
+// One block: chunk blockIdx.x (positions [c0, c0 + CHUNK)) of kv head blockIdx.y for the query
+// rows (t, g) of that kv head with t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)), one
+// warp a query row at a time; the group's queries share the chunk's K/V tile. Partials go to
+// part_ml [KV, nchunks, Q, 2] (running max in log2 units, sum) and part_acc [KV, nchunks, Q, HD]
+// (Q = T * G query rows, row t * G + g); the last block of the (kv head, group) to finish
+// combines them into out [T, H * HD] and resets its counter.
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
                                     const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
                                     float *__restrict__ part_ml, float *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
-                                    int V, int span, int R, float scale_log2) {
+                                    int V, int span, int R, int TQ, float scale_log2) {
   constexpr int HALF = HD / 2, D8 = HD / 8, DL = HD / 32;  // DL: output dims a lane owns
   static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
   __shared__ __align__(16) bf16 k_tile[CHUNK][HD + KPAD];
@@ -77,14 +80,16 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __shared__ int is_last;
 
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
+  const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
   const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int cols = COL_VISIBLE + V;
   const long long stride = (long long)(H + 2 * KV) * HD;
 
   // The chunk's cache rows c0.. that some query reads as prefix rows (below its PREFIX), staged.
   int nmax = 0;
-  for (int t = 0; t < T; ++t) nmax = max(nmax, (int)blk[t * cols + COL_PREFIX]);
+  for (int t = t0; t < t1; ++t) nmax = max(nmax, (int)blk[t * cols + COL_PREFIX]);
   const int tile_rows = max(0, min(min(nmax, span), c0 + CHUNK) - c0);
+#pragma unroll 4
   for (int e = threadIdx.x; e < tile_rows * D8; e += blockDim.x) {
     const int r = e / D8, d = (e % D8) * 8;
     const long long g = ((long long)(c0 + r) * KV + kh) * HD + d;
@@ -94,7 +99,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __syncthreads();
 
   float *qw = q_buf[warp];
-  for (int qr = warp; qr < Q; qr += NWARPS) {
+  for (int qr = t0 * G + warp; qr < t1 * G; qr += NWARPS) {
     const int t = qr / G, h = kh * G + qr % G;
     const long long *row_t = blk + t * cols;
     const int p = (int)row_t[COL_POSITION], n = (int)row_t[COL_PREFIX];
@@ -113,14 +118,14 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     }
     __syncwarp();
 
-    float m_run = -INFINITY, l_run = 0.f, acc[DL];
+    float m_run = NEG_INF, l_run = 0.f, acc[DL];
 #pragma unroll
     for (int k = 0; k < DL; ++k) acc[k] = 0.f;
     const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk
     for (int base = c0; base < end; base += 32) {
       const int j = base + lane;
       const bool valid = j < end;
-      float s = -INFINITY;
+      float s = NEG_INF;
       if (valid) {
         const bf16 *kp = j < n ? &k_tile[j - c0][0]
                                : k_cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
@@ -174,25 +179,27 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     __syncwarp();  // q_buf is rewritten by the next query row
   }
 
-  // The last block of this kv head to finish combines every chunk's partials.
+  // The last block of this (kv head, group) to finish combines every chunk's partials.
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
-    const int done = atomicAdd(&counters[kh], 1);
+    int *counter = counters + kh * gridDim.z + blockIdx.z;
+    const int done = atomicAdd(counter, 1);
     is_last = done == nchunks - 1;
-    if (is_last) counters[kh] = 0;  // every block has counted: ready for the next call / replay
+    if (is_last) *counter = 0;  // every block has counted: ready for the next call / replay
   }
   __syncthreads();
   if (!is_last) return;
   __threadfence();
 
   // One item: a query row and DL consecutive dims of it (partials read past L1: __ldcg).
-  for (int item = threadIdx.x; item < Q * 32; item += blockDim.x) {
-    const int qr = item / 32, d = (item % 32) * DL, t = qr / G, h = kh * G + qr % G;
+  for (int item = threadIdx.x; item < (t1 - t0) * G * 32; item += blockDim.x) {
+    const int qr = t0 * G + item / 32, d = (item % 32) * DL, t = qr / G, h = kh * G + qr % G;
     const int p = (int)blk[t * cols + COL_POSITION];
     const int last = min(max(p, 0) / CHUNK, nchunks - 1);
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
-    float m = -INFINITY;
+    float m = NEG_INF;
+#pragma unroll 4
     for (int cc = 0; cc <= last; ++cc) m = fmaxf(m, __ldcg(part_ml + (first + (long long)cc * Q) * 2));
     float l = 0.f, o[DL];
 #pragma unroll
@@ -216,9 +223,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   extern "C" __global__ void __launch_bounds__(NWARPS * 32, 2) tree_attention_hd##HD(                          \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
       const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
-      int V, int span, int R, float scale_log2) {                                                          \
+      int V, int span, int R, int TQ, float scale_log2) {                                                          \
     tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T, \
-                            H, KV, V, span, R, scale_log2);                                                \
+                            H, KV, V, span, R, TQ, scale_log2);                                                \
   }
 TREE_ATTENTION(64)
 TREE_ATTENTION(128)

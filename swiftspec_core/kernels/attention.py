@@ -12,17 +12,26 @@ tree keys sit in the cache, or the span). The references below compute the same 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import torch
 
 from ..graphs import POSITION, PREFIX, VISIBLE
 from ..models.rope import apply_rope
-from .build import launch, ptr
+from .build import CUDA_DIR, launch, ptr
 
-CHUNK = 64  # positions one block reduces (#define CHUNK in cuda/attention.cu)
-THREADS = 256  # NWARPS * 32 in cuda/attention.cu
+
+def _define(name: str) -> int:
+    """A #define of cuda/attention.cu: the launch shape follows the source, written once there."""
+    return int(re.search(rf"^#define {name} (\d+)", (CUDA_DIR / "attention.cu").read_text(), re.MULTILINE)[1])
+
+
+CHUNK = _define("CHUNK")  # positions one block reduces
+NWARPS = _define("NWARPS")
+THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
+COUNTERS = 1024  # combine counters per (device, stream): one a (kv head, query group)
 _counters: dict[tuple[int, int], torch.Tensor] = {}
 
 
@@ -89,23 +98,25 @@ def append_kv(qkv, positions, rows, cos, sin, k_cache, v_cache, n_heads: int, n_
     int64 on device; cos, sin: [P, hd] fp32 rope tables (rope.py, half-split rotate_half layout);
     k_cache, v_cache: [R, KV, hd] bf16 (one layer of the KVCache). Writes k (RoPE at its position,
     fp32 math, rounded once) and v to row rows[t] of the caches. Rows outside [0, R) are skipped."""
-    _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv)
-    hd = k_cache.shape[-1]
-    T = qkv.shape[0]
+    hd, T = _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv), qkv.shape[0]
     if any(t.dtype != torch.int64 or t.shape != (T,) for t in (positions, rows)):
         raise ValueError(f"positions, rows: want int64 [{T}] each")
-    positions, rows = positions.contiguous(), rows.contiguous()
+    if T == 0:
+        return  # a grid of no blocks is a launch error
+    positions, rows = positions.contiguous(), rows.contiguous()  # e.g. columns of the staged block
     launch("attention", "append_kv", (T,), (THREADS,),
            (ptr(qkv), ptr(positions), ptr(rows), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache),
             np.int32(n_heads), np.int32(n_kv), np.int32(hd), np.int32(k_cache.shape[0])))
 
 
 def _counter_block(device: torch.device) -> torch.Tensor:
-    """Per (device, stream): one int32 counter a kv head, zero between calls (the kernel's last
-    block resets it). Per stream, so forwards on two streams of one GPU never share one."""
+    """Per (device, stream): one int32 counter a (kv head, query group), zero between calls (the
+    kernel's last block resets it). Per stream: forwards on two streams of one GPU never share one
+    (graphs captured with torch.cuda.graph's default capture stream share theirs, so replays of
+    two of them must not overlap)."""
     key = (device.index, torch.cuda.current_stream(device).cuda_stream)
     if key not in _counters:
-        _counters[key] = torch.zeros(1024, dtype=torch.int32, device=device)
+        _counters[key] = torch.zeros(COUNTERS, dtype=torch.int32, device=device)
     return _counters[key]
 
 
@@ -124,20 +135,25 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
         raise ValueError(f"block: want int64 [{T}, {VISIBLE} + V], got {block.dtype} {tuple(block.shape)}")
     if not 0 < span <= R:
         raise ValueError(f"span {span} outside the cache's {R} rows")
-    if n_kv > 1024:
-        raise ValueError(f"{n_kv} kv heads: the combine counters hold 1024")
     if out is None:
         out = torch.empty(T, n_heads * hd, dtype=qkv.dtype, device=qkv.device)
     elif out.shape != (T, n_heads * hd) or out.dtype != qkv.dtype or not out.is_contiguous():
         raise ValueError(f"out: want contiguous {qkv.dtype} [{T}, {n_heads * hd}]")
-    nchunks, Q = -(-span // CHUNK), T * (n_heads // n_kv)
+    if T == 0:
+        return out
+    # Grid: chunks x kv heads x query groups of TQ queries, about a warp a query row of a group.
+    G = n_heads // n_kv
+    nchunks, Q, TQ = -(-span // CHUNK), T * G, max(1, NWARPS // G)
+    groups = -(-T // TQ)
+    if n_kv * groups > COUNTERS:
+        raise ValueError(f"{n_kv} kv heads x {groups} query groups: the combine counters hold {COUNTERS}")
     # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output.
     part_ml = torch.empty(n_kv * nchunks * Q * 2, dtype=torch.float32, device=qkv.device)
     part_acc = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.float32, device=qkv.device)
     block = block.contiguous()
-    launch("attention", f"tree_attention_hd{hd}", (nchunks, n_kv), (THREADS,),
+    launch("attention", f"tree_attention_hd{hd}", (nchunks, n_kv, groups), (THREADS,),
            (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml),
             ptr(part_acc), ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads),
             np.int32(n_kv), np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R),
-            np.float32(hd ** -0.5 * math.log2(math.e))))
+            np.int32(TQ), np.float32(hd ** -0.5 * math.log2(math.e))))
     return out
