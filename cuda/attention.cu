@@ -36,6 +36,21 @@ __device__ __forceinline__ long long key_row(const long long *vis, int V, int n,
   return r < 0 ? 0 : (r >= R ? R - 1 : r);  // out-of-range rows: wrong but never a fault
 }
 
+// acc[0..DL) += w * v[lane * DL ..]: a lane's DL dims of one value row (DL = HD / 32).
+template <int DL>
+__device__ __forceinline__ void add_value(float (&acc)[DL], float w, const bf16 *v, int lane) {
+  if constexpr (DL == 4) {
+    const bf16x4 v4 = *reinterpret_cast<const bf16x4 *>(v + lane * 4);
+    const float2 a = __bfloat1622float2(v4.h[0]), b = __bfloat1622float2(v4.h[1]);
+    acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
+    acc[2] = fmaf(w, b.x, acc[2]); acc[3] = fmaf(w, b.y, acc[3]);
+  } else {
+    static_assert(DL == 2, "head_dim 64 or 128");
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(v + lane * 2));
+    acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
+  }
+}
+
 // grid (T), block 256: k with RoPE at positions[t] and v into row rows[t] of the caches.
 extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long long *__restrict__ positions,
                                      const long long *__restrict__ rows, const float *__restrict__ cos_t,
@@ -153,19 +168,16 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 #pragma unroll
       for (int k = 0; k < DL; ++k) acc[k] *= alpha;
       const int count = end - base < 32 ? end - base : 32;
-      for (int jj = 0; jj < count; ++jj) {  // values in position order
-        const float w = __shfl_sync(0xffffffffu, pj, jj);
-        const int jp = base + jj;
-        const bf16 *vp = jp < n ? &v_tile[jp - c0][0]
-                                : v_cache + (key_row(vis, V, n, jp, R) * KV + kh) * HD;
-        if constexpr (DL == 4) {
-          const bf16x4 v4 = *reinterpret_cast<const bf16x4 *>(vp + lane * 4);
-          const float2 a = __bfloat1622float2(v4.h[0]), b = __bfloat1622float2(v4.h[1]);
-          acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
-          acc[2] = fmaf(w, b.x, acc[2]); acc[3] = fmaf(w, b.y, acc[3]);
-        } else {
-          const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(vp + lane * 2));
-          acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
+      if (base + count <= n) {  // all prefix rows, staged: the common case, no per-position row lookup
+        const bf16 *vt = &v_tile[base - c0][0];
+#pragma unroll 8
+        for (int jj = 0; jj < count; ++jj)  // values in position order
+          add_value<DL>(acc, __shfl_sync(0xffffffffu, pj, jj), vt + jj * HD, lane);
+      } else {
+        for (int jj = 0; jj < count; ++jj) {  // the same sum, tree rows looked up
+          const int jp = base + jj;
+          const bf16 *vp = jp < n ? &v_tile[jp - c0][0] : v_cache + (key_row(vis, V, n, jp, R) * KV + kh) * HD;
+          add_value<DL>(acc, __shfl_sync(0xffffffffu, pj, jj), vp, lane);
         }
       }
     }
