@@ -100,10 +100,11 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   const int cols = COL_VISIBLE + V;
   const long long stride = (long long)(H + 2 * KV) * HD;
 
-  // The chunk's cache rows c0.. that some query reads as prefix rows (below its PREFIX), staged.
-  int nmax = 0;
-  for (int t = t0; t < t1; ++t) nmax = max(nmax, (int)blk[t * cols + COL_PREFIX]);
-  const int tile_rows = max(0, min(min(nmax, span), c0 + CHUNK) - c0);
+  // The chunk's cache rows c0.. that some query reads as prefix rows (j < PREFIX, j <= POSITION).
+  int staged_end = 0;
+  for (int t = t0; t < t1; ++t)
+    staged_end = max(staged_end, min((int)blk[t * cols + COL_PREFIX], (int)blk[t * cols + COL_POSITION] + 1));
+  const int tile_rows = max(0, min(min(staged_end, span), c0 + CHUNK) - c0);
 #pragma unroll 4
   for (int e = threadIdx.x; e < tile_rows * D8; e += blockDim.x) {
     const int r = e / D8, d = (e % D8) * 8;
