@@ -179,8 +179,9 @@ def test_kernels_match_references(H, KV, hd, T, context):
     k_ref, v_ref = k_cache.clone(), v_cache.clone()
     attn.append_kv_reference(qkv, positions, rows, cos, sin, k_ref, v_ref, H, KV)
     attn.append_kv(qkv, positions, rows, cos, sin, k_cache, v_cache, H, KV)
-    assert report(f"append_kv k H{H} KV{KV} hd{hd} T{T}", k_cache, k_ref, 0, 0)  # same fp32 math: bitwise
-    assert report(f"append_kv v H{H} KV{KV} hd{hd} T{T}", v_cache, v_ref, 0, 0)
+    # Same fp32 math: bitwise. Not the scratch row (the last), which both padding tokens write.
+    assert report(f"append_kv k H{H} KV{KV} hd{hd} T{T}", k_cache[:-1], k_ref[:-1], 0, 0)
+    assert report(f"append_kv v H{H} KV{KV} hd{hd} T{T}", v_cache[:-1], v_ref[:-1], 0, 0)
     want = attn.tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
     out = torch.full_like(want, float("nan"))
     got = attn.tree_attention(qkv, block, cos, sin, k_cache, v_cache, span, H, KV, out=out)
