@@ -1,0 +1,244 @@
+// Tree attention with RoPE inside and an in-kernel split-KV combine; and the cache append.
+// Python side and torch references: swiftspec_core/kernels/attention.py.
+//
+// Row invariance: a query's bits depend only on its q, its position p and the keys/values at
+// positions 0..p. Keys are reduced in position order: positions split into chunks of CHUNK at
+// fixed boundaries (one block per chunk and kv head), each chunk walked in sub-tiles of 32
+// positions (one lane a position) with an online softmax, and the chunks' partials combined in
+// chunk order by the last block of the kv head to finish. Nothing depends on T, the query's
+// index, the cache rows its tree keys sit at, or the span (the grid size).
+#include "common.cuh"
+
+#define CHUNK 64     // positions a block reduces; kernels/attention.py's CHUNK says the same
+#define NWARPS 8     // warps a block (256 threads)
+#define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
+#define KPAD 8       // bf16 padding a K tile row: lanes reading 32 rows hit distinct banks
+
+// Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
+#define COL_POSITION 1
+#define COL_ROW 2
+#define COL_PREFIX 3
+#define COL_VISIBLE 4
+
+struct __align__(8) bf16x4 { __nv_bfloat162 h[2]; };
+
+// fp32 RoPE of one pair (i, i + half) in rotate_half's layout, each product and sum rounded as
+// torch does (no fused multiply-add), so the cache append matches its reference bitwise.
+__device__ __forceinline__ void rope_pair(float x1, float x2, float c1, float s1, float c2, float s2,
+                                          float &y1, float &y2) {
+  y1 = __fadd_rn(__fmul_rn(x1, c1), -__fmul_rn(x2, s1));
+  y2 = __fadd_rn(__fmul_rn(x2, c2), __fmul_rn(x1, s2));
+}
+
+// Cache row holding position j of a query with prefix n and visible rows vis[0..V).
+__device__ __forceinline__ long long key_row(const long long *vis, int V, int n, int j, int R) {
+  long long r = j < n ? (long long)j : vis[min(j - n, V - 1)];
+  return r < 0 ? 0 : (r >= R ? R - 1 : r);  // out-of-range rows: wrong but never a fault
+}
+
+// acc[0..DL) += w * v[lane * DL ..]: a lane's DL dims of one value row (DL = HD / 32).
+template <int DL>
+__device__ __forceinline__ void add_value(float (&acc)[DL], float w, const bf16 *v, int lane) {
+  if constexpr (DL == 4) {
+    const bf16x4 v4 = *reinterpret_cast<const bf16x4 *>(v + lane * 4);
+    const float2 a = __bfloat1622float2(v4.h[0]), b = __bfloat1622float2(v4.h[1]);
+    acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
+    acc[2] = fmaf(w, b.x, acc[2]); acc[3] = fmaf(w, b.y, acc[3]);
+  } else {
+    static_assert(DL == 2, "head_dim 64 or 128");
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(v + lane * 2));
+    acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
+  }
+}
+
+// grid (T), block 256: k with RoPE at positions[t] and v into row rows[t] of the caches.
+extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long long *__restrict__ positions,
+                                     const long long *__restrict__ rows, const float *__restrict__ cos_t,
+                                     const float *__restrict__ sin_t, bf16 *__restrict__ k_cache,
+                                     bf16 *__restrict__ v_cache, int H, int KV, int hd, int R) {
+  const int t = blockIdx.x, half = hd / 2;
+  const long long stride = (long long)(H + 2 * KV) * hd;
+  const bf16 *k = qkv + t * stride + (long long)H * hd, *v = k + (long long)KV * hd;
+  long long row = rows[t];
+  if (row < 0 || row >= R) return;  // never a fault; the Python side states the contract
+  const float *c = cos_t + positions[t] * hd, *s = sin_t + positions[t] * hd;
+  bf16 *kd = k_cache + row * KV * hd, *vd = v_cache + row * KV * hd;
+  for (int e = threadIdx.x; e < KV * half; e += blockDim.x) {
+    const int head = e / half, i = e % half, a = head * hd + i, b = a + half;
+    float y1, y2;
+    rope_pair(__bfloat162float(k[a]), __bfloat162float(k[b]), c[i], s[i], c[i + half], s[i + half], y1, y2);
+    kd[a] = __float2bfloat16_rn(y1);
+    kd[b] = __float2bfloat16_rn(y2);
+    vd[a] = v[a];
+    vd[b] = v[b];
+  }
+}
+
+// One block: chunk blockIdx.x (positions [c0, c0 + CHUNK)) of kv head blockIdx.y for the query
+// rows (t, g) of that kv head with t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)), one
+// warp a query row at a time; the group's queries share the chunk's K/V tile. Partials go to
+// part_ml [KV, nchunks, Q, 2] (running max in log2 units, sum) and part_acc [KV, nchunks, Q, HD]
+// (Q = T * G query rows, row t * G + g); the last block of the (kv head, group) to finish
+// combines them into out [T, H * HD] and resets its counter.
+template <int HD>
+__device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
+                                    const float *__restrict__ cos_t, const float *__restrict__ sin_t,
+                                    const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
+                                    float *__restrict__ part_ml, float *__restrict__ part_acc,
+                                    int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
+                                    int V, int span, int R, int TQ, float scale_log2) {
+  constexpr int HALF = HD / 2, D8 = HD / 8, DL = HD / 32;  // DL: output dims a lane owns
+  static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
+  __shared__ __align__(16) bf16 k_tile[CHUNK][HD + KPAD];
+  __shared__ __align__(16) bf16 v_tile[CHUNK][HD];
+  __shared__ __align__(16) float q_buf[NWARPS][HD];
+  __shared__ int is_last;
+
+  const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
+  const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
+  const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int cols = COL_VISIBLE + V;
+  const long long stride = (long long)(H + 2 * KV) * HD;
+
+  // The chunk's cache rows c0.. that some query reads as prefix rows (j < PREFIX, j <= POSITION).
+  int staged_end = 0;
+  for (int t = t0; t < t1; ++t)
+    staged_end = max(staged_end, min((int)blk[t * cols + COL_PREFIX], (int)blk[t * cols + COL_POSITION] + 1));
+  const int tile_rows = max(0, min(min(staged_end, span), c0 + CHUNK) - c0);
+#pragma unroll 4
+  for (int e = threadIdx.x; e < tile_rows * D8; e += blockDim.x) {
+    const int r = e / D8, d = (e % D8) * 8;
+    const long long g = ((long long)(c0 + r) * KV + kh) * HD + d;
+    *reinterpret_cast<bf16x8 *>(&k_tile[r][d]) = *reinterpret_cast<const bf16x8 *>(k_cache + g);
+    *reinterpret_cast<bf16x8 *>(&v_tile[r][d]) = *reinterpret_cast<const bf16x8 *>(v_cache + g);
+  }
+  __syncthreads();
+
+  float *qw = q_buf[warp];
+  for (int qr = t0 * G + warp; qr < t1 * G; qr += NWARPS) {
+    const int t = qr / G, h = kh * G + qr % G;
+    const long long *row_t = blk + t * cols;
+    const int p = (int)row_t[COL_POSITION], n = (int)row_t[COL_PREFIX];
+    if (p < c0) continue;  // the chunk lies past the query: it contributes nothing (never read)
+    const long long *vis = row_t + COL_VISIBLE;
+
+    // q with RoPE at p in fp32, scaled by hd^-0.5 * log2(e) (softmax in base 2).
+    const bf16 *q = qkv + t * stride + (long long)h * HD;
+    const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
+    for (int i = lane; i < HALF; i += 32) {
+      float y1, y2;
+      rope_pair(__bfloat162float(q[i]), __bfloat162float(q[i + HALF]), cs[i], sn[i], cs[i + HALF], sn[i + HALF],
+                y1, y2);
+      qw[i] = y1 * scale_log2;
+      qw[i + HALF] = y2 * scale_log2;
+    }
+    __syncwarp();
+
+    float m_run = NEG_INF, l_run = 0.f, acc[DL];
+#pragma unroll
+    for (int k = 0; k < DL; ++k) acc[k] = 0.f;
+    const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk
+    for (int base = c0; base < end; base += 32) {
+      const int j = base + lane;
+      const bool valid = j < end;
+      float s = NEG_INF;
+      if (valid) {
+        const bf16 *kp = j < n ? &k_tile[j - c0][0]
+                               : k_cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
+        float dot = 0.f;
+#pragma unroll
+        for (int d8 = 0; d8 < D8; ++d8) {  // dims in order: one fixed sum per (q, key)
+          const bf16x8 kv8 = *reinterpret_cast<const bf16x8 *>(kp + d8 * 8);
+          const float4 qa = *reinterpret_cast<const float4 *>(qw + d8 * 8);
+          const float4 qb = *reinterpret_cast<const float4 *>(qw + d8 * 8 + 4);
+          const float2 k0 = __bfloat1622float2(kv8.h[0]), k1 = __bfloat1622float2(kv8.h[1]);
+          const float2 k2 = __bfloat1622float2(kv8.h[2]), k3 = __bfloat1622float2(kv8.h[3]);
+          dot = fmaf(qa.x, k0.x, dot); dot = fmaf(qa.y, k0.y, dot);
+          dot = fmaf(qa.z, k1.x, dot); dot = fmaf(qa.w, k1.y, dot);
+          dot = fmaf(qb.x, k2.x, dot); dot = fmaf(qb.y, k2.y, dot);
+          dot = fmaf(qb.z, k3.x, dot); dot = fmaf(qb.w, k3.y, dot);
+        }
+        s = dot;
+      }
+      // Online softmax over the sub-tile: lane 0 (position base <= p) is always valid.
+      const float m_new = fmaxf(m_run, warp_max(s));
+      const float alpha = exp2f(m_run - m_new);  // 0 on the first sub-tile
+      const float pj = valid ? exp2f(s - m_new) : 0.f;
+      l_run = l_run * alpha + warp_sum(pj);
+      m_run = m_new;
+#pragma unroll
+      for (int k = 0; k < DL; ++k) acc[k] *= alpha;
+      const int count = end - base < 32 ? end - base : 32;
+      if (base + count <= n) {  // all prefix rows, staged: the common case, no per-position row lookup
+        const bf16 *vt = &v_tile[base - c0][0];
+#pragma unroll 8
+        for (int jj = 0; jj < count; ++jj)  // values in position order
+          add_value<DL>(acc, __shfl_sync(0xffffffffu, pj, jj), vt + jj * HD, lane);
+      } else {
+        for (int jj = 0; jj < count; ++jj) {  // the same sum, tree rows looked up
+          const int jp = base + jj;
+          const bf16 *vp = jp < n ? &v_tile[jp - c0][0] : v_cache + (key_row(vis, V, n, jp, R) * KV + kh) * HD;
+          add_value<DL>(acc, __shfl_sync(0xffffffffu, pj, jj), vp, lane);
+        }
+      }
+    }
+    const long long slot = ((long long)kh * nchunks + c) * Q + qr;
+    if (lane == 0) {
+      part_ml[slot * 2] = m_run;
+      part_ml[slot * 2 + 1] = l_run;
+    }
+#pragma unroll
+    for (int k = 0; k < DL; ++k) part_acc[slot * HD + lane * DL + k] = acc[k];
+    __syncwarp();  // q_buf is rewritten by the next query row
+  }
+
+  // The last block of this (kv head, group) to finish combines every chunk's partials.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int *counter = counters + kh * gridDim.z + blockIdx.z;
+    const int done = atomicAdd(counter, 1);
+    is_last = done == nchunks - 1;
+    if (is_last) *counter = 0;  // every block has counted: ready for the next call / replay
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+
+  // One item: a query row and DL consecutive dims of it (partials read past L1: __ldcg).
+  for (int item = threadIdx.x; item < (t1 - t0) * G * 32; item += blockDim.x) {
+    const int qr = t0 * G + item / 32, d = (item % 32) * DL, t = qr / G, h = kh * G + qr % G;
+    const int p = (int)blk[t * cols + COL_POSITION];
+    const int last = min(max(p, 0) / CHUNK, nchunks - 1);
+    const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
+    float m = NEG_INF;
+#pragma unroll 4
+    for (int cc = 0; cc <= last; ++cc) m = fmaxf(m, __ldcg(part_ml + (first + (long long)cc * Q) * 2));
+    float l = 0.f, o[DL];
+#pragma unroll
+    for (int k = 0; k < DL; ++k) o[k] = 0.f;
+#pragma unroll 4
+    for (int cc = 0; cc <= last; ++cc) {  // chunks in order
+      const long long slot = first + (long long)cc * Q;
+      const float w = exp2f(__ldcg(part_ml + slot * 2) - m);
+      l = fmaf(w, __ldcg(part_ml + slot * 2 + 1), l);
+#pragma unroll
+      for (int k = 0; k < DL; ++k) o[k] = fmaf(w, __ldcg(part_acc + slot * HD + d + k), o[k]);
+    }
+    bf16 *dst = out + (long long)t * H * HD + (long long)h * HD + d;
+#pragma unroll
+    for (int k = 0; k < DL; ++k) dst[k] = __float2bfloat16_rn(o[k] / l);
+  }
+}
+
+// At least two blocks an SM (about 95 registers): left free, ptxas capped them at 48 and spilled.
+#define TREE_ATTENTION(HD)                                                                                 \
+  extern "C" __global__ void __launch_bounds__(NWARPS * 32, 2) tree_attention_hd##HD(                          \
+      const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
+      const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
+      int V, int span, int R, int TQ, float scale_log2) {                                                          \
+    tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T, \
+                            H, KV, V, span, R, TQ, scale_log2);                                                \
+  }
+TREE_ATTENTION(64)
+TREE_ATTENTION(128)

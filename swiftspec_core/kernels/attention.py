@@ -1,0 +1,159 @@
+"""Tree attention over the KV cache with RoPE inside, and the cache append (cuda/attention.cu).
+
+`tree_attention` serves every forward of the decoders: ar's width-1 step and a verification's
+tree. It reads graphs.py's staged block: query t sits at position p = block[t, POSITION] and
+attends the keys at positions 0..p, where position j < n = block[t, PREFIX] is cache row j and
+position j >= n is cache row block[t, VISIBLE + j - n] (its ancestors in position order, then
+itself). The kernel reduces keys in position order in chunks of CHUNK positions at fixed
+boundaries and combines the chunks in order inside the kernel, so a query's bits depend only on
+its q, p and the keys and values at positions 0..p (not on T, its index, other queries, where its
+tree keys sit in the cache, or the span). The references below compute the same in fp32 torch.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import torch
+
+from ..graphs import POSITION, PREFIX, VISIBLE
+from ..models.rope import apply_rope
+from .build import CUDA_DIR, launch, ptr
+
+
+def _define(name: str) -> int:
+    """A #define of cuda/attention.cu: the launch shape follows the source, written once there."""
+    return int(re.search(rf"^#define {name} (\d+)", (CUDA_DIR / "attention.cu").read_text(), re.MULTILINE)[1])
+
+
+CHUNK = _define("CHUNK")  # positions one block reduces
+NWARPS = _define("NWARPS")
+THREADS = NWARPS * 32
+HEAD_DIMS = (64, 128)
+COUNTERS = 1024  # combine counters per (device, stream): one a (kv head, query group)
+_counters: dict[tuple[int, int], torch.Tensor] = {}
+
+
+def _split(qkv: torch.Tensor, n_heads: int, n_kv: int, hd: int):
+    """qkv [T, (H + 2 KV) * hd] -> q [T, H, hd], k [T, KV, hd], v [T, KV, hd] (views)."""
+    q, k, v = qkv.split([n_heads * hd, n_kv * hd, n_kv * hd], dim=-1)
+    T = qkv.shape[0]
+    return q.view(T, n_heads, hd), k.view(T, n_kv, hd), v.view(T, n_kv, hd)
+
+
+def _rope_fp32(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """x [T, heads, hd] -> fp32 with RoPE at `positions` (fp32 math, not rounded)."""
+    return apply_rope(x.float(), cos[positions], sin[positions])
+
+
+def append_kv_reference(qkv, positions, rows, cos, sin, k_cache, v_cache, n_heads: int, n_kv: int) -> None:
+    """As append_kv, in torch on any device."""
+    hd = k_cache.shape[-1]
+    _, k, v = _split(qkv, n_heads, n_kv, hd)
+    k_cache.index_copy_(0, rows, _rope_fp32(k, cos, sin, positions).to(k_cache.dtype))
+    v_cache.index_copy_(0, rows, v)
+
+
+def tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
+                             out=None) -> torch.Tensor:
+    """As tree_attention, in torch on any device (fp32 scores and softmax)."""
+    T, hd = qkv.shape[0], k_cache.shape[-1]
+    G, V = n_heads // n_kv, block.shape[1] - VISIBLE
+    q, _, _ = _split(qkv, n_heads, n_kv, hd)
+    p, n = block[:, POSITION], block[:, PREFIX]
+    j = torch.arange(span, device=block.device)[None, :]  # [1, span]: positions
+    tree = block[:, VISIBLE:].gather(1, (j - n[:, None]).clamp(0, V - 1))  # [T, span]
+    rows = torch.where(j < n[:, None], j, tree)  # [T, span]: the cache row of each position
+    keys, values = k_cache[rows].float(), v_cache[rows].float()  # [T, span, KV, hd]
+    qg = _rope_fp32(q, cos, sin, p).view(T, n_kv, G, hd)
+    scores = torch.einsum("tkgd,tjkd->tkgj", qg, keys) * hd ** -0.5  # [T, KV, G, span]
+    scores = scores.masked_fill((j > p[:, None])[:, None, None, :], float("-inf"))
+    o = torch.einsum("tkgj,tjkd->tkgd", torch.softmax(scores, dim=-1), values)  # [T, KV, G, hd]
+    o = o.reshape(T, n_heads * hd).to(qkv.dtype)
+    return o if out is None else out.copy_(o)
+
+
+def _check(qkv, k_cache, v_cache, cos, sin, n_heads: int, n_kv: int) -> int:
+    """The layout the kernels assume (16-byte loads); -> head_dim."""
+    if k_cache.dim() != 3 or k_cache.shape != v_cache.shape:
+        raise ValueError(f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)}: want [R, KV, hd] each")
+    hd = k_cache.shape[-1]
+    if hd not in HEAD_DIMS or n_heads % n_kv or k_cache.shape[1] != n_kv:
+        raise ValueError(f"head_dim {hd} (want one of {HEAD_DIMS}), {n_heads} heads over {n_kv} kv heads, "
+                         f"cache kv heads {k_cache.shape[1]}")
+    if qkv.dim() != 2 or qkv.shape[1] != (n_heads + 2 * n_kv) * hd:
+        raise ValueError(f"qkv {tuple(qkv.shape)}: want [T, {(n_heads + 2 * n_kv) * hd}]")
+    for name, t in (("qkv", qkv), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dtype != torch.bfloat16 or not t.is_contiguous() or t.data_ptr() % 16:
+            raise ValueError(f"{name} must be contiguous bf16 at a 16-byte aligned address")
+    for t in (cos, sin):
+        if t.dtype != torch.float32 or not t.is_contiguous() or t.dim() != 2 or t.shape[1] != hd:
+            raise ValueError(f"rope tables: want contiguous fp32 [P, {hd}], got {t.dtype} {tuple(t.shape)}")
+    return hd
+
+
+def append_kv(qkv, positions, rows, cos, sin, k_cache, v_cache, n_heads: int, n_kv: int) -> None:
+    """qkv: [T, (H + 2 KV) * hd] bf16 (q heads, then k heads, then v heads); positions, rows: [T]
+    int64 on device; cos, sin: [P, hd] fp32 rope tables (rope.py, half-split rotate_half layout);
+    k_cache, v_cache: [R, KV, hd] bf16 (one layer of the KVCache). Writes k (RoPE at its position,
+    fp32 math, rounded once) and v to row rows[t] of the caches. Rows outside [0, R) are skipped."""
+    hd, T = _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv), qkv.shape[0]
+    if any(t.dtype != torch.int64 or t.shape != (T,) for t in (positions, rows)):
+        raise ValueError(f"positions, rows: want int64 [{T}] each")
+    if T == 0:
+        return  # a grid of no blocks is a launch error
+    positions, rows = positions.contiguous(), rows.contiguous()  # e.g. columns of the staged block
+    launch("attention", "append_kv", (T,), (THREADS,),
+           (ptr(qkv), ptr(positions), ptr(rows), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache),
+            np.int32(n_heads), np.int32(n_kv), np.int32(hd), np.int32(k_cache.shape[0])))
+
+
+def _counter_block(device: torch.device) -> torch.Tensor:
+    """Per (device, stream): one int32 counter a (kv head, query group), zero between calls (the
+    kernel's last block resets it). Per stream: forwards on two streams of one GPU never share one
+    (graphs captured with torch.cuda.graph's default capture stream share theirs, so replays of
+    two of them must not overlap)."""
+    key = (device.index, torch.cuda.current_stream(device).cuda_stream)
+    if key not in _counters:
+        _counters[key] = torch.zeros(COUNTERS, dtype=torch.int32, device=device)
+    return _counters[key]
+
+
+def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
+                   out=None) -> torch.Tensor:
+    """block: [T, 4 + V] int64 on device, graphs.py's staged block: columns TOKEN, POSITION, ROW,
+    PREFIX, then V visible rows. Query t (its q heads from qkv, RoPE at p = block[t, POSITION]
+    applied inside this kernel) attends the keys at positions 0..p: position j < n = block[t, PREFIX]
+    is cache row j, position j >= n is cache row block[t, 4 + j - n] (its ancestors, then itself;
+    contiguous in position). GQA: q head h uses kv head h // (H / KV). span: cache rows [0, span)
+    are the most any query reads (fixed per captured graph, so the grid is fixed by it): p < span.
+    -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax."""
+    hd = _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv)
+    T, R = qkv.shape[0], k_cache.shape[0]
+    if block.dtype != torch.int64 or block.dim() != 2 or block.shape[0] != T or block.shape[1] <= VISIBLE:
+        raise ValueError(f"block: want int64 [{T}, {VISIBLE} + V], got {block.dtype} {tuple(block.shape)}")
+    if not 0 < span <= R:
+        raise ValueError(f"span {span} outside the cache's {R} rows")
+    if out is None:
+        out = torch.empty(T, n_heads * hd, dtype=qkv.dtype, device=qkv.device)
+    elif out.shape != (T, n_heads * hd) or out.dtype != qkv.dtype or not out.is_contiguous():
+        raise ValueError(f"out: want contiguous {qkv.dtype} [{T}, {n_heads * hd}]")
+    if T == 0:
+        return out
+    # Grid: chunks x kv heads x query groups of TQ queries, about a warp a query row of a group.
+    G = n_heads // n_kv
+    nchunks, Q, TQ = -(-span // CHUNK), T * G, max(1, NWARPS // G)
+    groups = -(-T // TQ)
+    if n_kv * groups > COUNTERS:
+        raise ValueError(f"{n_kv} kv heads x {groups} query groups: the combine counters hold {COUNTERS}")
+    # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output.
+    part_ml = torch.empty(n_kv * nchunks * Q * 2, dtype=torch.float32, device=qkv.device)
+    part_acc = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.float32, device=qkv.device)
+    block = block.contiguous()
+    launch("attention", f"tree_attention_hd{hd}", (nchunks, n_kv, groups), (THREADS,),
+           (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml),
+            ptr(part_acc), ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads),
+            np.int32(n_kv), np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R),
+            np.int32(TQ), np.float32(hd ** -0.5 * math.log2(math.e))))
+    return out
