@@ -1,6 +1,7 @@
 """The LL all-reduce (cuda/allreduce.cu): its reference on CPU; on 2 GPUs the kernel bitwise against
-the reference, eager and in a replayed CUDA graph, the NcclGroup hook, gemm_allreduce, and a
-clean exit after close(). Timings are printed (run with -s to see them), never asserted."""
+the reference, eager and in a replayed CUDA graph, and a clean exit after close() (own processes,
+no NCCL); then under the launcher the NcclGroup hook and gemm_allreduce. Timings are printed (run
+with -s to see them), never asserted."""
 from __future__ import annotations
 
 import datetime
@@ -14,9 +15,9 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+from swiftspec_core.comm.nccl import SAFE_ENV
 from swiftspec_core.kernels.allreduce import LLAllReduce, all_reduce_reference
 
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 WORLD = 2
 BF16_BYTES = [2, 4, 6, 8, 10, 14, 16, 18, 30, 1022, 2048, 4096, 4098, 16384, 16386, 65536, 65542, 262144,
               524286, 524288]  # odd element counts among them (2, 6, 10, ... bytes of bf16)
@@ -97,12 +98,17 @@ def _inputs(rank: int, seed: int, nbytes: int, dtype: torch.dtype) -> torch.Tens
     return x.to(dtype)
 
 
-def _gather(x: torch.Tensor) -> list[torch.Tensor]:
+def _all_gather(obj) -> list:
+    """Every rank's obj, rank order, over the gloo world group."""
     import torch.distributed as dist
 
     out: list = [None] * WORLD
-    dist.all_gather_object(out, x.cpu())
+    dist.all_gather_object(out, obj)
     return out
+
+
+def _gather(x: torch.Tensor) -> list[torch.Tensor]:
+    return _all_gather(x.cpu())
 
 
 def _graph_us(fn, calls: int = 100, replays: int = 10) -> float:
@@ -166,28 +172,22 @@ def _graph_cases(rank, ar, failures, log):
             b.copy_(x)
         graph.replay()
         torch.cuda.synchronize()
-        wants = [all_reduce_reference(parts) for parts in zip(*_gather_list(xs))]
+        wants = [all_reduce_reference(parts) for parts in zip(*_all_gather(xs))]
         for i, (b, want) in enumerate(zip(bufs, wants)):
             failures.append(_compare(f"graph replay {replay} call {i} {calls[i]}", b, want))
     log.append(f"rank {rank}: graph of 100 calls replayed 3 times")
 
 
-def _gather_list(xs: list[torch.Tensor]) -> list[list[torch.Tensor]]:
-    import torch.distributed as dist
+def _hook_worker(rank, world_size, ctx):
+    """Under the launcher (NCCL group, gloo world): the NcclGroup opt-in, gemm_allreduce, and NCCL's
+    own timings beside LL's. Every rank's failures and log come back through rank 0."""
+    from swiftspec_core.comm.nccl import NCCL_SUM, nccl_dtype
+    from swiftspec_core.kernels.allreduce import exchange_over
 
-    out: list = [None] * WORLD
-    dist.all_gather_object(out, [x.cpu() for x in xs])
-    return out
-
-
-def _hook_and_gemm_cases(rank, failures, log):
-    import torch.distributed as dist
-
-    from swiftspec_core.comm.nccl import NCCL_SUM, NcclGroup, create_comms, nccl_dtype
-    from swiftspec_core.kernels.allreduce import exchange_over, gemm_allreduce
-
-    group = NcclGroup(create_comms([[0, 1]], rank, dist.group.WORLD)[0])
-    group.use_low_latency(exchange_over(dist.group.WORLD, [0, 1]), max_bytes=64 * 1024)
+    failures: list = []
+    log: list[str] = []
+    group = ctx.group
+    group.use_low_latency(exchange_over(ctx.world.pg, [0, 1]), max_bytes=64 * 1024)
     try:
         x = _inputs(rank, 7, 64 * 1024, torch.bfloat16)
         want = all_reduce_reference(_gather(x))
@@ -204,27 +204,32 @@ def _hook_and_gemm_cases(rank, failures, log):
             nccl_all_reduce()
             us = _graph_us(nccl_all_reduce)
             log.append(f"rank {rank}: nccl all-reduce bf16 {nbytes:>6} B: {us:6.2f} us/call (graph of 100)")
-
-        if importlib.util.find_spec("swiftspec_core.kernels.gemm") is None:
-            log.append(f"rank {rank}: gemm_allreduce skipped: kernels/gemm.py not in this tree")
-            return
-        from swiftspec_core.kernels.gemm import gemm
-
-        # Llama-3-8B at TP2, M = 8: o_proj [4096, 4096 / 2], down_proj [4096, 14336 / 2].
-        for name, k in (("o_proj", 2048), ("down_proj", 7168)):
-            gen = torch.Generator().manual_seed(rank + 31 * k)
-            xk = (torch.randn(8, k, generator=gen)).to(torch.bfloat16).cuda()
-            wk = (torch.randn(4096, k, generator=gen) / k ** 0.5).to(torch.bfloat16).cuda()
-            partial = gemm(xk, wk)
-            want = all_reduce_reference(_gather(partial))
-            out = torch.full((8, 4096), float("nan"), dtype=torch.bfloat16, device="cuda")
-            got = gemm_allreduce(xk, wk, group.low_latency, out=out)
-            failures.append(_compare(f"gemm_allreduce {name}", got, want))
-            us = _graph_us(lambda: gemm_allreduce(xk, wk, group.low_latency, out=out))
-            alone = _graph_us(lambda: gemm(xk, wk, out=out))
-            log.append(f"rank {rank}: gemm_allreduce {name} M=8 TP2: {us:6.2f} us/call, gemm alone {alone:6.2f}")
+        _gemm_cases(rank, group.low_latency, failures, log)
     finally:
         group.close()
+    torch.cuda.synchronize()
+    return _all_gather(([f for f in failures if f], log))
+
+
+def _gemm_cases(rank, ar, failures, log):
+    if importlib.util.find_spec("swiftspec_core.kernels.gemm") is None:
+        log.append(f"rank {rank}: gemm_allreduce skipped: kernels/gemm.py not in this tree")
+        return
+    from swiftspec_core.kernels.allreduce import gemm_allreduce
+    from swiftspec_core.kernels.gemm import gemm
+
+    # Llama-3-8B at TP2, M = 8: o_proj [4096, 4096 / 2], down_proj [4096, 14336 / 2]; out poisoned.
+    for name, k in (("o_proj", 2048), ("down_proj", 7168)):
+        gen = torch.Generator().manual_seed(rank + 31 * k)
+        xk = torch.randn(8, k, generator=gen).to(torch.bfloat16).cuda()
+        wk = (torch.randn(4096, k, generator=gen) / k ** 0.5).to(torch.bfloat16).cuda()
+        want = all_reduce_reference(_gather(gemm(xk, wk)))
+        out = torch.full((8, 4096), float("nan"), dtype=torch.bfloat16, device="cuda")
+        got = gemm_allreduce(xk, wk, ar, out=out)
+        failures.append(_compare(f"gemm_allreduce {name}", got, want))
+        both = _graph_us(lambda: gemm_allreduce(xk, wk, ar, out=out))
+        alone = _graph_us(lambda: gemm(xk, wk, out=out))
+        log.append(f"rank {rank}: gemm_allreduce {name} M=8 TP2: {both:6.2f} us/call, gemm alone {alone:6.2f}")
 
 
 def _worker(rank: int, init_file: str, results) -> None:
@@ -239,7 +244,7 @@ def _worker(rank: int, init_file: str, results) -> None:
                                 timeout=datetime.timedelta(seconds=180))
         from swiftspec_core.kernels.allreduce import exchange_over
 
-        ar = LLAllReduce(rank, WORLD, exchange_over(dist.group.WORLD, [0, 1]))
+        ar = LLAllReduce(rank, WORLD, exchange_over(dist.group.WORLD, [0, 1]), timeout_s=30.0)
         log.append(f"rank {rank}: inbox of {ar.blocks} blocks x {ar.chunk} lines, capacity {ar.capacity}")
         _eager_cases(rank, ar, failures, log)
         _graph_cases(rank, ar, failures, log)
@@ -249,7 +254,6 @@ def _worker(rank: int, init_file: str, results) -> None:
             log.append(f"rank {rank}: ll all-reduce bf16 {nbytes:>6} B: {us:6.2f} us/call (graph of 100)")
         ar.close()
         ar.close()  # idempotent
-        _hook_and_gemm_cases(rank, failures, log)
         torch.cuda.synchronize()
         dist.barrier()
         results.put((rank, [f for f in failures if f], log, None))
@@ -257,7 +261,8 @@ def _worker(rank: int, init_file: str, results) -> None:
     except BaseException:
         results.put((rank, [f for f in failures if f], log, traceback.format_exc()))
         raise
-    # Returning here runs the interpreter's normal exit: a hang there is what the parent times out on.
+    # Returning here runs the interpreter's normal exit (no NCCL in this process, whose teardown
+    # is known to hang: the launcher skips it): a hang here is what the parent times out on.
 
 
 @needs_2_gpus
@@ -274,9 +279,9 @@ def test_ll_allreduce_two_gpus(monkeypatch):
         try:
             while len(reports) < WORLD:
                 try:
-                    rank, failures, log, error = results.get(timeout=420)
+                    rank, failures, log, error = results.get(timeout=300)
                 except queue.Empty:
-                    pytest.fail(f"no report within 420 s from ranks {sorted(set(range(WORLD)) - set(reports))}")
+                    pytest.fail(f"no report within 300 s from ranks {sorted(set(range(WORLD)) - set(reports))}")
                 reports[rank] = (failures, log, error)
             for p in procs:
                 p.join(60)
@@ -296,3 +301,15 @@ def test_ll_allreduce_two_gpus(monkeypatch):
     assert all(not reports[r][2] for r in reports), "a rank raised (traceback above)"
     assert all(not reports[r][0] for r in reports), f"{sum(len(reports[r][0]) for r in reports)} mismatches"
     assert exits == [0] * WORLD, f"exit codes {exits} (None: hung at exit after close())"
+
+
+@needs_2_gpus
+def test_nccl_group_low_latency_hook_and_gemm_allreduce():
+    from swiftspec_core.runtime.launch import run_workers
+
+    reports = run_workers(_hook_worker, WORLD, device="cuda", timeout=300)
+    for failures, log in reports:
+        print("\n".join(log))
+        for f in failures[:20]:
+            print("FAIL", f)
+    assert all(not failures for failures, _ in reports)

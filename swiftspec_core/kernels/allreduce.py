@@ -21,7 +21,6 @@ LINE_BYTES = 16
 THREADS = 128
 CHUNK = 256  # lines a block owns: 2 KB of message, 2 lines a thread
 MAX_BLOCKS = 1024  # above this a block owns more lines (fixed per instance) rather than more blocks
-TIMEOUT_NS = 120 * 10**9  # a peer this late is gone: the kernel traps instead of hanging the stream
 IPC_LAZY_PEER_ACCESS = 1  # cudaIpcMemLazyEnablePeerAccess
 
 Exchange = Callable[[bytes], list]
@@ -63,12 +62,16 @@ class LLAllReduce:
     the inbox has two halves by epoch parity (so a fast rank's next call never overwrites data a
     slow peer has not read).
 
+    timeout_s: a peer this late is gone (dead, or called with another size): the kernel traps, so
+    the process sees a CUDA error instead of a stream hung forever.
+
     Collective: every rank constructs it together (the exchange is an all-gather) and calls it with
     the same sizes and dtypes in the same order; the launch shape depends only on the size, so the
     ranks' blocks pair up. Runs on torch's current stream; capturable in CUDA graphs.
     """
 
-    def __init__(self, rank: int, world: int, exchange: Exchange, max_bytes: int = 512 * 1024):
+    def __init__(self, rank: int, world: int, exchange: Exchange, max_bytes: int = 512 * 1024,
+                 timeout_s: float = 120.0):
         if not 2 <= world <= MAX_WORLD or not 0 <= rank < world:
             raise ValueError(f"LLAllReduce needs 2..{MAX_WORLD} ranks and 0 <= rank < world, "
                              f"got rank {rank} of {world}")
@@ -77,6 +80,7 @@ class LLAllReduce:
         import cupy
 
         self.rank, self.world, self.max_bytes = rank, world, max_bytes
+        self.timeout_ns = int(timeout_s * 1e9)
         lines = -(-max_bytes // LINE_DATA)
         # Fixed for the instance: which block owns a line never changes with the message size.
         self.chunk = max(CHUNK, -(-lines // MAX_BLOCKS))
@@ -147,7 +151,7 @@ class LLAllReduce:
         blocks = -(-nbytes // (LINE_DATA * self.chunk))
         launch("allreduce", KERNELS[x.dtype], (blocks,), (THREADS,),
                (ptr(x), np.int64(nbytes), ptr(self.peers), ptr(self.epochs), np.int32(self.rank),
-                np.int32(self.world), np.int64(self.capacity), np.int32(self.chunk), np.uint64(TIMEOUT_NS)))
+                np.int32(self.world), np.int64(self.capacity), np.int32(self.chunk), np.uint64(self.timeout_ns)))
 
     def close(self) -> None:
         """Close the peers' IPC handles and free the inbox; idempotent. Call it on every rank after
