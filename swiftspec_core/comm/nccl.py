@@ -15,6 +15,7 @@ import os
 import torch
 import torch.distributed as dist
 
+from ..kernels.allreduce import LLAllReduce, supports
 from .gloo import check_message
 
 # NVLink SHARP multicast (NVLS) stays off on the lent machines; NCCL reads these at its first
@@ -99,8 +100,26 @@ class NcclGroup:
         self.comm = comm
         self.rank = comm.rank_id()
         self.size = comm.size()
+        self.low_latency: LLAllReduce | None = None  # set by use_low_latency
+
+    def use_low_latency(self, exchange, max_bytes: int = 512 * 1024) -> None:
+        """From now on all-reduce bf16 / fp32 messages of at most max_bytes with the one-shot LL
+        kernel over peer memory, larger or other ones with NCCL. Collective like the constructor of
+        LLAllReduce: exchange all-gathers the group's IPC handles (kernels.allreduce.exchange_over)."""
+        self.close()
+        self.low_latency = LLAllReduce(self.rank, self.size, exchange, max_bytes)
+
+    def close(self) -> None:
+        """Release the LL inboxes (IPC handles closed before any teardown); NCCL stays usable."""
+        if self.low_latency is not None:
+            self.low_latency.close()
+            self.low_latency = None
 
     def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
+        # Size and dtype alone choose the path: they are the same on every rank, so all agree.
+        ll = self.low_latency
+        if ll is not None and supports(x) and x.numel() * x.element_size() <= ll.max_bytes:
+            return ll(x)
         _check_cuda(x)
         ptr = x.data_ptr()
         self.comm.allReduce(ptr, ptr, x.numel(), nccl_dtype(x.dtype), NCCL_SUM, _stream())
