@@ -206,7 +206,7 @@ def kernels(
     and kernels.md (the paper's Table 8 layout), median us of CUDA-graph replays beside the floor."""
     from . import kernel_bench, kernel_shapes
 
-    with user_errors():
+    with user_errors(log=Path(out) / "kernels.log"):  # a worker's fault: every rank's traceback
         opts = kernel_shapes.validate(models, tp, m, context, ops, impl, tree_w, out)
         path, written, notes = kernel_bench.run(opts, kernel_shapes.plan(opts))
     for note in notes:

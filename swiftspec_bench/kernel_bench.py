@@ -1,10 +1,9 @@
 """`swiftspec-bench kernels`: time every case of the matrix (kernel_shapes.py) on the GPU.
 
-Timing: a case's call is warmed up, CALLS calls are captured in one torch CUDA graph, and the
+Timing: a case's calls (kernel_ops.py) are warmed up, captured in one torch CUDA graph, and the
 graph is replayed REPLAYS times, each replay timed with CUDA events; a row is the median per call.
 A whole forward is one graph already (graphs.make_forward, as the decoders run it): its replays
-are timed one by one. Weights and caches are rotated over enough copies that the calls of one
-replay read more than twice the L2 cache, as a forward's layers do (each reads its own).
+are timed one by one.
 
 Cases that need a process group (the all-reduces, a forward at tp >= 2) run in tp spawned
 processes (runtime/launch.run_workers: gloo file-store rendezvous, CuPy NCCL, multicast off),
@@ -12,31 +11,45 @@ when the machine has the GPUs; everything else runs here on one GPU at its shard
 """
 from __future__ import annotations
 
+import contextlib
 import gc
-import importlib
-import math
 import statistics
+import traceback
 from collections import defaultdict
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from swiftspec_core.errors import UserError
-from swiftspec_core.graphs import POSITION, PREFIX, ROW, VISIBLE, capture, make_forward, spans
+from swiftspec_core.graphs import capture, make_forward
 
 from . import kernel_table
-from .kernel_shapes import BF16, NEEDS_GROUP, Case, Options, gemm_shape, kv_bytes, message_bytes, shard_args
+from .kernel_ops import CALLS, LOCAL_OPS, Skipped, group_call, ours
+from .kernel_shapes import BF16, NEEDS_GROUP, Case, Options, message_bytes, shard_args
 
-CALLS = 20  # calls captured in one graph (more where the rotation needs more copies)
 REPLAYS = 10
 WARMUPS = 2  # eager rounds of the calls before the capture (graphs.capture)
-MAX_COPIES = 128
 SEED = 0
 
 
-class Skipped(Exception):
-    """A case that cannot run here; str() says why (it goes to kernels.md's notes)."""
+def failed(exc: Exception) -> str:
+    """A case whose implementation raised: the traceback to stderr, one line for the notes (the
+    other cases still run; a fault that leaves the GPU unusable fails every later case too)."""
+    traceback.print_exc()
+    return f"failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+
+
+@contextlib.contextmanager
+def cheap_collections():
+    """graphs.capture collects garbage before every capture; with transformers loaded a full
+    collection takes ~0.6 s, times hundreds of cases. Freezing what exists now (modules, configs:
+    never garbage) leaves collections only the objects made since."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def median_us(graph, calls: int, replays: int = REPLAYS) -> float:
@@ -64,117 +77,6 @@ def time_calls(call, calls: int, before_timing=None) -> float:
         return median_us(graph, calls)
     finally:
         del graph
-
-
-def _copies(nbytes: int) -> int:
-    """Copies of an input of `nbytes` whose reads in a row exceed twice the L2 cache."""
-    l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 50 << 20
-    return max(1, min(MAX_COPIES, math.ceil(2 * l2 / nbytes)))
-
-
-def _ours(module: str, name: str):
-    """Our kernel entry `name` of swiftspec_core.kernels.<module>, or Skipped if it is not there."""
-    try:
-        return getattr(importlib.import_module(f"swiftspec_core.kernels.{module}"), name)
-    except (ImportError, AttributeError) as exc:
-        raise Skipped(f"swiftspec_core.kernels.{module}.{name} is not available ({exc})") from None
-
-
-def _randn(*shape, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16) * scale
-
-
-# ---- ops on one GPU: each returns (call(i), calls) ----
-
-def _gemm(case: Case):
-    n, k, has_bias = gemm_shape(shard_args(case.model, case.tp), case.projection)
-    copies = _copies(BF16 * n * k)
-    ws = [_randn(n, k, scale=0.02) for _ in range(copies)]
-    bias = _randn(n, scale=0.02) if has_bias else None
-    x = _randn(case.m, k)
-    if case.impl == "ours":
-        gemm, out = _ours("gemm", "gemm"), torch.empty(case.m, n, device="cuda", dtype=torch.bfloat16)
-        return (lambda i: gemm(x, ws[i % copies], bias, out=out)), max(CALLS, copies)
-    return (lambda i: F.linear(x, ws[i % copies], bias)), max(CALLS, copies)
-
-
-def chain_block(context: int, m: int, device="cuda") -> torch.Tensor:
-    """graphs.py's staged block [m, 4 + m] of a chain of m tree tokens after `context` verified
-    ones at cache rows context.. (each sees its ancestors: the densest tree mask of m tokens).
-    Unused visible slots repeat the token's own row, as PaddedForward fills them."""
-    block = torch.zeros(m, VISIBLE + m, dtype=torch.long)
-    for j in range(m):
-        block[j, POSITION] = block[j, ROW] = context + j
-        block[j, PREFIX] = context
-        block[j, VISIBLE:] = context + j
-        block[j, VISIBLE:VISIBLE + j + 1] = torch.arange(context, context + j + 1)
-    return block.to(device)
-
-
-def sdpa_masked(q, k, v, mask, n_kv: int) -> torch.Tensor:
-    """SDPA under a boolean mask in grouped_attention's layout (the G query heads of a kv head as
-    G*T rows of one batch entry, no key copies). q [T, H, hd]; k, v [L, KV, hd]; mask [T, L]."""
-    T, H, hd = q.shape
-    G = H // n_kv
-    qg = q.view(T, n_kv, G, hd).permute(1, 2, 0, 3).reshape(n_kv, G * T, hd)  # [KV, G*T, hd]
-    o = F.scaled_dot_product_attention(qg, k.transpose(0, 1), v.transpose(0, 1), attn_mask=mask.repeat(G, 1))
-    return o.view(n_kv, G, T, hd).permute(2, 0, 1, 3).reshape(T, H * hd)
-
-
-def _attention(case: Case):
-    from swiftspec_core.models.rope import apply_rope, rope_tables
-    from swiftspec_core.models.transformer import grouped_attention
-    from swiftspec_core.tree import tree_mask
-
-    a, m, ctx = shard_args(case.model, case.tp), case.m, case.context
-    H, KV, hd = a.n_heads, a.n_kv_heads, a.head_dim
-    rows = ctx + m + 1  # the prefix, the tree, a padding row: one layer of the cache
-    span = next(s for s in spans(rows) if s >= ctx + m)  # the span the forward's graph reads
-    copies = _copies(kv_bytes(a, ctx + m))
-    caches = [(_randn(rows, KV, hd), _randn(rows, KV, hd)) for _ in range(copies)]
-    qkv = _randn(m, (H + 2 * KV) * hd)
-    cos, sin = rope_tables(a, ctx + m, device="cuda")
-    block = chain_block(ctx, m)
-    if case.impl == "ours":
-        tree_attention, out = _ours("attention", "tree_attention"), torch.empty(m, H * hd, device="cuda",
-                                                                             dtype=torch.bfloat16)
-        return (lambda i: tree_attention(qkv, block, cos, sin, *caches[i % copies], span, H, KV, out=out)), \
-            max(CALLS, copies)
-    attend = sdpa_masked if case.impl == "sdpa" else grouped_attention
-    mask = tree_mask(ctx, span, [list(range(ctx, ctx + j + 1)) for j in range(m)], "cuda")  # once per forward
-    q, pos = qkv[:, :H * hd].view(m, H, hd), block[:, POSITION]
-
-    def call(i):  # q's RoPE too: our kernel applies it inside
-        k, v = caches[i % copies]
-        return attend(apply_rope(q, cos[pos], sin[pos]), k[:span], v[:span], mask, KV)
-    return call, max(CALLS, copies)
-
-
-def _rmsnorm(case: Case):
-    from swiftspec_core.models.transformer import rms_norm
-
-    a = shard_args(case.model, case.tp)
-    h, m, w = _randn(case.m, a.dim), _randn(case.m, a.dim), _randn(a.dim)
-    if case.impl == "ours":
-        add_rmsnorm, x, y = _ours("norm", "add_rmsnorm"), torch.empty_like(h), torch.empty_like(h)
-        return (lambda i: add_rmsnorm(h, m, w, a.norm_eps, x_out=x, y_out=y)), CALLS
-    return (lambda i: rms_norm(h + m, w, a.norm_eps)), CALLS
-
-
-def _swiglu(case: Case):
-    a = shard_args(case.model, case.tp)
-    gate_up = _randn(case.m, 2 * a.ffn_dim)
-    if case.impl == "ours":
-        swiglu, out = _ours("norm", "swiglu"), torch.empty(case.m, a.ffn_dim, device="cuda", dtype=torch.bfloat16)
-        return (lambda i: swiglu(gate_up, out=out)), CALLS
-
-    def call(i):
-        gate, up = gate_up.chunk(2, dim=-1)
-        return F.silu(gate) * up
-    return call, CALLS
-
-
-LOCAL_OPS = {"gemm": _gemm, "attention": _attention, "rmsnorm": _rmsnorm, "swiglu": _swiglu}
 
 
 def measure_local(case: Case) -> float:
@@ -245,8 +147,16 @@ def measure_forwards(cases: list[Case], group=None, before_timing=None) -> list[
                                 for c in todo if c.impl == impl]
                 except Skipped as why:
                     results += [(c, str(why)) for c in todo if c.impl == impl]
-        except Skipped as why:
-            results += [(c, str(why)) for c in todo]  # the engine could not be built
+                except Exception as exc:  # noqa: BLE001 -- one broken kernel set must not end the table
+                    if group is not None:
+                        raise  # the other ranks may wait in a collective: the run must end
+                    results += [(c, failed(exc)) for c in todo if c.impl == impl]
+        except Skipped as why:  # the engine could not be built
+            results += [(c, str(why)) for c in todo]
+        except Exception as exc:  # noqa: BLE001 -- as above
+            if group is not None:
+                raise
+            results += [(c, failed(exc)) for c in todo]
         finally:
             del engine
             _release()
@@ -254,6 +164,9 @@ def measure_forwards(cases: list[Case], group=None, before_timing=None) -> list[
 
 
 def _release() -> None:
+    """Free an engine's memory (its graphs and modules hold reference cycles). Not after every
+    case: a collection takes ~0.6 s with transformers loaded, and a case's inputs go with its
+    closure anyway."""
     gc.collect()
     torch.cuda.empty_cache()
 
@@ -276,45 +189,27 @@ def _group_worker(rank: int, world: int, ctx) -> list[tuple[Case, float | str]]:
                 got = [None] * world
                 dist.all_gather_object(got, payload, group=ctx.world.pg)
                 return got
-            LLAllReduce = _ours("allreduce", "LLAllReduce")
+            LLAllReduce = ours("allreduce", "LLAllReduce")
             ll = LLAllReduce(rank, world, exchange, max_bytes=max(message_bytes(c) for c in cases
                                                                   if c.group in NEEDS_GROUP))
         return ll
 
     torch.manual_seed(SEED + rank)
     results = []
+    gc.freeze()  # see cheap_collections; this process ends after the cases
     try:
         for case in [c for c in cases if c.group in NEEDS_GROUP]:
             try:
-                call, calls = _group_call(case, ctx.group, low_latency)
+                call, calls = group_call(case, ctx.group, low_latency)
                 results.append((case, time_calls(call, calls, before_timing=line_up)))
             except Skipped as why:
                 results.append((case, str(why)))
-            _release()
         results += measure_forwards([c for c in cases if c.group in ("forward", "draft_step")], ctx.group,
                                     before_timing=line_up)
     finally:
         if ll is not None:
             ll.close()  # before the process group goes (the design notes: a hang at exit otherwise)
     return results
-
-
-def _group_call(case: Case, group, low_latency):
-    """(call(i), calls) of an all-reduce or a GEMM + all-reduce on this rank."""
-    a = shard_args(case.model, case.tp)
-    if case.op == "allreduce":
-        # Zeros: a sum of zeros in place stays zero over any number of replays (random values
-        # would double each call and overflow); its time does not depend on the values.
-        x = torch.zeros(case.m, a.dim, device="cuda", dtype=torch.bfloat16)
-        reduce = low_latency() if case.impl == "ours" else group.all_reduce
-        return (lambda i: reduce(x)), CALLS
-    n, k, _ = gemm_shape(a, case.projection)
-    copies = _copies(BF16 * n * k)
-    ws, x = [_randn(n, k, scale=0.02) for _ in range(copies)], _randn(case.m, k)
-    if case.impl == "ours":
-        gemm_allreduce, ar = _ours("allreduce", "gemm_allreduce"), low_latency()
-        return (lambda i: gemm_allreduce(x, ws[i % copies], ar)), max(CALLS, copies)
-    return (lambda i: group.all_reduce(F.linear(x, ws[i % copies]))), max(CALLS, copies)
 
 
 def measure_group(cases: list[Case], tp: int) -> list[tuple[Case, float | str]]:
@@ -355,20 +250,25 @@ def run(opts: Options, cases: list[Case]) -> tuple[Path, int, list[str]]:
     def record(case: Case, outcome: float | str) -> None:
         if isinstance(outcome, str):
             skipped.append((case, outcome))
+            print(f"{case.op} {case.model} tp{case.tp} m{case.m} {case.impl}: not measured: {outcome}", flush=True)
         else:
             rows.append(kernel_table.make_row(case, outcome, bandwidth, device, meta["commit"]))
+            print(f"{case.op} {case.model} tp{case.tp} m{case.m} ctx{case.context or '-'} {case.impl}: "
+                  f"{outcome:.2f} us (floor {rows[-1]['floor_us']})", flush=True)
         kernel_table.write(opts.out, rows, notes(skipped), meta)
 
     torch.manual_seed(SEED)
     local = [c for c in todo if c.processes == 1 and c.group in LOCAL_OPS]
-    for case in local:
-        try:
-            record(case, measure_local(case))
-        except Skipped as why:
-            record(case, str(why))
-        _release()
-    for case, outcome in measure_forwards([c for c in todo if c.processes == 1 and c not in local]):
-        record(case, outcome)
+    with cheap_collections():
+        for case in local:
+            try:
+                record(case, measure_local(case))
+            except Skipped as why:
+                record(case, str(why))
+            except Exception as exc:  # noqa: BLE001 -- one broken kernel must not end the table
+                record(case, failed(exc))
+        for case, outcome in measure_forwards([c for c in todo if c.processes == 1 and c not in local]):
+            record(case, outcome)
     for tp in sorted({c.tp for c in todo if c.processes > 1}):
         for case, outcome in measure_group([c for c in todo if c.processes > 1 and c.tp == tp], tp):
             record(case, outcome)

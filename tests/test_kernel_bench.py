@@ -9,7 +9,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from swiftspec_bench import kernel_bench, kernel_shapes, kernel_table
+from swiftspec_bench import kernel_bench, kernel_ops, kernel_shapes, kernel_table
 from swiftspec_bench.cli import app
 from swiftspec_bench.kernel_shapes import PROJECTIONS, Case, floor_bytes, gemm_shape, shard_args
 from swiftspec_core.models.args import ModelArgs
@@ -153,14 +153,14 @@ def test_chain_block_and_sdpa_baseline_match_the_engine():
     from swiftspec_core.models.transformer import grouped_attention
     from swiftspec_core.tree import tree_mask
 
-    block = kernel_bench.chain_block(5, 3, device="cpu")
+    block = kernel_ops.chain_block(5, 3, device="cpu")
     assert block[:, POSITION].tolist() == block[:, ROW].tolist() == [5, 6, 7]
     assert block[:, PREFIX].tolist() == [5, 5, 5]
     assert block[:, VISIBLE:].tolist() == [[5, 5, 5], [5, 6, 6], [5, 6, 7]]
     torch.manual_seed(0)
     q, k, v = torch.randn(3, 8, 16), torch.randn(12, 2, 16), torch.randn(12, 2, 16)
     mask = tree_mask(5, 12, [[5], [5, 6], [5, 6, 7]])
-    torch.testing.assert_close(kernel_bench.sdpa_masked(q, k, v, mask, 2), grouped_attention(q, k, v, mask, 2),
+    torch.testing.assert_close(kernel_ops.sdpa_masked(q, k, v, mask, 2), grouped_attention(q, k, v, mask, 2),
                                rtol=1e-5, atol=1e-5)
 
 
