@@ -70,7 +70,11 @@ def median_us(graph, calls: int, replays: int = REPLAYS) -> float:
 def time_calls(call, calls: int, before_timing=None) -> float:
     """call(i) runs the i-th call (its inputs: copy i mod the copies). before_timing: run once
     between capture and timing (ranks of a group line up there)."""
-    graph, _ = capture(lambda: [call(i) for i in range(calls)], warmups=WARMUPS)
+    def calls_in_a_row() -> None:
+        for i in range(calls):
+            call(i)  # its output is dropped: the graph's pool reuses the memory
+
+    graph, _ = capture(calls_in_a_row, warmups=WARMUPS)
     if before_timing is not None:
         before_timing()
     try:

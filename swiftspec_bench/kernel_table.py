@@ -83,7 +83,10 @@ def markdown(rows: list[dict], notes: list[str], meta: dict) -> str:
         "A cell is the median us per call and, in parentheses, the GB/s achieved (bytes the op must "
         "move / time; an all-reduce: its message). Floor: those bytes over the copy bandwidth "
         "(weights + activations + the keys and values attended; none for an all-reduce, which is "
-        "latency-bound). Shapes are one rank's shard at that tp.", "",
+        "latency-bound). Shapes are one rank's shard at that tp. ours: our kernels (the fused set); "
+        "cublas+nccl: F.linear and comm/nccl.py's all-reduce; sdpa: F.scaled_dot_product_attention "
+        "under the tree mask; torch: the engine's torch functions, eager, in the same CUDA graph "
+        "(forward and draft_step: the engine as the decoders run it, compiled blocks).", "",
     ]
     by_group: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
