@@ -193,6 +193,31 @@ def plot(
         typer.echo(str(path))
 
 
+@app.command()
+def kernels(
+    models: str = typer.Option("llama-3.2-1b,llama-3.2-3b,llama-3-8b,llama-3-70b", help="Comma list of presets."),
+    tp: str = typer.Option("1,2", help="Tensor-parallel sizes: each op at one rank's shard of that size."),
+    m: str = typer.Option("1,8,16", help="Rows (tokens) per call, 1..16; the forward's widths."),
+    context: str = typer.Option("500,1000", help="Cached tokens the attention reads (the forward: the largest)."),
+    ops: str = typer.Option("all", help="Comma list of gemm, allreduce, gemm_allreduce, attention, rmsnorm, "
+                                        "swiglu, forward, draft_step, or all."),
+    impl: str = typer.Option("ours,cublas+nccl,sdpa,torch", help="Comma list of implementations."),
+    tree_w: int = typer.Option(DEFAULT_TREE_W, help="draft_step times the draft forward at width tree_w + 1."),
+    out: str = typer.Option("runs/kernels", help="Folder of kernels.csv and kernels.md; rows already there "
+                                                 "(same device) are kept, not measured again."),
+) -> None:
+    """Time our kernels against cuBLAS + NCCL, SDPA and torch per op and shape (GPU): kernels.csv
+    and kernels.md (the paper's Table 8 layout), median us of CUDA-graph replays beside the floor."""
+    from . import kernel_bench, kernel_shapes
+
+    with user_errors(log=Path(out) / "kernels.log"):  # a worker's fault: every rank's traceback
+        opts = kernel_shapes.validate(models, tp, m, context, ops, impl, tree_w, out)
+        path, written, notes = kernel_bench.run(opts, kernel_shapes.plan(opts))
+    for note in notes:
+        typer.echo(f"not measured: {note}")
+    typer.echo(f"wrote {written} rows to {path} and {path.with_name('kernels.md')}")
+
+
 def main() -> None:
     # On the CPU torch's OpenMP threads spin while they wait for each other. On a machine whose
     # cores other work shares (2 cores, tiny presets), queries came out 10-100x slower at random

@@ -1,0 +1,215 @@
+"""What `swiftspec-bench kernels` times: the cases of its matrix, their shapes and their floors.
+
+A case is one op of one layer's shard of a preset at TP t (the shapes a rank computes: q/k/v and
+gate/up rows and o/down columns split, heads as sharding.head_layout places them), at M rows, for
+one implementation. Its floor is the bytes it must move (weights once, activations in and out,
+the keys and values it attends) over the device's measured copy bandwidth. Nothing here touches a
+GPU: the options are checked and the matrix is planned before any GPU work.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from swiftspec_core.errors import UserError
+from swiftspec_core.models.args import ModelArgs
+from swiftspec_core.models.presets import PRESETS
+from swiftspec_core.models.sharding import shard_state
+
+from .names import parse_names
+
+BF16 = 2  # bytes per element: every op is timed in bfloat16
+MAX_M = 16  # our kernels' most rows (the GEMM's and the attention's)
+PROJECTIONS = ("qkv", "o", "gate_up", "down", "lm_head")
+ROW_PARALLEL = ("o", "down")  # the projections an all-reduce follows under TP
+# Op groups as --ops names them; the rows name gemm and gemm_allreduce per projection.
+OPS = ("gemm", "allreduce", "gemm_allreduce", "attention", "rmsnorm", "swiglu", "forward", "draft_step")
+# ours: our kernels (the fused kernel set); cublas+nccl: F.linear (cuBLAS) and comm/nccl.py's
+# all-reduce; sdpa: F.scaled_dot_product_attention under the tree mask; torch: the engine's own
+# torch path (transformer.py: grouped_attention, rms_norm, silu * up; the forward's torch set).
+IMPLS = ("ours", "cublas+nccl", "sdpa", "torch")
+IMPLS_OF = {
+    "gemm": ("ours", "cublas+nccl"), "allreduce": ("ours", "cublas+nccl"),
+    "gemm_allreduce": ("ours", "cublas+nccl"), "attention": ("ours", "sdpa", "torch"),
+    "rmsnorm": ("ours", "torch"), "swiglu": ("ours", "torch"), "forward": ("ours", "torch"),
+    "draft_step": ("ours", "torch"),
+}
+NEEDS_GROUP = ("allreduce", "gemm_allreduce")  # ops that exist only across tp >= 2 processes
+WITH_CONTEXT = ("attention", "forward", "draft_step")  # ops that read a KV cache
+
+
+def op_group(op: str) -> str:
+    """A row's op under its --ops name: gemm_qkv -> gemm, gemm_allreduce_o -> gemm_allreduce."""
+    for name in ("gemm_allreduce", "gemm"):
+        if op.startswith(name + "_"):
+            return name
+    return op
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str  # a row's op: gemm_qkv, allreduce, gemm_allreduce_o, attention, ...
+    model: str
+    tp: int
+    m: int  # rows (tokens) of the call; the forward's width
+    context: int | None  # verified tokens in the cache (ops in WITH_CONTEXT), else None
+    impl: str
+
+    @property
+    def group(self) -> str:
+        return op_group(self.op)
+
+    @property
+    def projection(self) -> str | None:
+        return self.op[len(self.group) + 1:] or None
+
+    @property
+    def key(self) -> tuple:
+        return (self.op, self.model, self.tp, self.m, self.context, self.impl)
+
+    @property
+    def processes(self) -> int:
+        """Processes (GPUs) it runs on: a whole shard's forward and communication need the group."""
+        return self.tp if self.group in NEEDS_GROUP + ("forward", "draft_step") else 1
+
+
+@dataclass(frozen=True)
+class Options:
+    models: list[str]
+    tps: list[int]
+    ms: list[int]
+    contexts: list[int]
+    ops: list[str]  # group names (OPS)
+    impls: list[str]
+    tree_w: int  # draft_step runs the draft forward at width tree_w + 1
+    out: Path
+
+
+@functools.cache
+def shard_args(model: str, tp: int) -> ModelArgs:
+    """One rank's shapes of `model` at TP tp (sharding.shard_state's rule, on no weights)."""
+    args = ModelArgs.from_hf_config(PRESETS[model].hf_config())
+    return shard_state(args, {}, 0, tp)[0] if tp > 1 else args
+
+
+def gemm_shape(args: ModelArgs, projection: str) -> tuple[int, int, bool]:
+    """(N, K, has bias) of a projection's weight [N, K] in a shard with these args."""
+    q, kv = args.n_heads * args.head_dim, args.n_kv_heads * args.head_dim
+    return {
+        "qkv": (q + 2 * kv, args.dim, args.qkv_bias),
+        "o": (args.dim, q, False),
+        "gate_up": (2 * args.ffn_dim, args.dim, False),
+        "down": (args.dim, args.ffn_dim, False),
+        "lm_head": (args.vocab_size, args.dim, False),
+    }[projection]
+
+
+def kv_bytes(args: ModelArgs, tokens: int, layers: int = 1) -> int:
+    """The keys and values of `tokens` positions in `layers` layers."""
+    return layers * 2 * tokens * args.n_kv_heads * args.head_dim * BF16
+
+
+def floor_bytes(case: Case) -> int | None:
+    """Bytes the case must move at least; None for the all-reduce (latency-bound: the bytes it
+    moves over NVLink take nanoseconds, so no bandwidth floor says anything about it)."""
+    a, m = shard_args(case.model, case.tp), case.m
+    if case.group in ("gemm", "gemm_allreduce"):
+        n, k, bias = gemm_shape(a, case.projection)
+        return BF16 * (n * k + m * k + m * n + (n if bias else 0))  # the all-reduce not counted
+    if case.op == "allreduce":
+        return None
+    if case.op == "attention":  # q in, out written, and the keys/values of its positions
+        return BF16 * 2 * m * a.n_heads * a.head_dim + kv_bytes(a, case.context + m)
+    if case.op == "rmsnorm":  # h and m in, x = h + m and the normed y out, the weight
+        return BF16 * (4 * m * a.dim + a.dim)
+    if case.op == "swiglu":  # gate and up in, their product out
+        return BF16 * 3 * m * a.ffn_dim
+    if case.op in ("forward", "draft_step"):  # every weight once, and every layer's cache
+        return a.weight_bytes(BF16) + kv_bytes(a, case.context + m, a.n_layers)
+    raise ValueError(f"no floor rule for op {case.op!r}")
+
+
+def message_bytes(case: Case) -> int:
+    """The all-reduced tensor [m, dim] of allreduce and gemm_allreduce."""
+    return BF16 * case.m * shard_args(case.model, case.tp).dim
+
+
+def moved_bytes(case: Case) -> int:
+    """Bytes the achieved GB/s is counted from: the floor's, or the message of an all-reduce."""
+    floor = floor_bytes(case)
+    return message_bytes(case) if floor is None else floor
+
+
+def parse_ints(text: str, flag: str, low: int, high: int | None = None) -> list[int]:
+    """A comma list of integers in [low, high], in the order given, without repeats."""
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise UserError(f"{flag} is empty")
+    values = []
+    for t in items:
+        try:
+            v = int(t)
+        except ValueError:
+            raise UserError(f"{flag} {text}: {t!r} is not a whole number") from None
+        if v < low or (high is not None and v > high):
+            raise UserError(f"{flag} {text}: {v} is outside {low}..{high if high is not None else ''}")
+        values.append(v)
+    return list(dict.fromkeys(values))
+
+
+def validate(models: str, tp: str, m: str, context: str, ops: str, impl: str, tree_w: int,
+             out: str) -> Options:
+    """Every option checked against the presets and the kernels' limits: a UserError otherwise."""
+    from .run_folder import check_out_dir
+
+    names = parse_names(models, "--models", "preset", PRESETS)
+    opts = Options(models=names, tps=parse_ints(tp, "--tp", 1, 8), ms=parse_ints(m, "--m", 1, MAX_M),
+                   contexts=parse_ints(context, "--context", 1),
+                   ops=list(OPS) if ops.strip() == "all" else parse_names(ops, "--ops", "op", OPS), impls=parse_names(impl, "--impl", "impl", IMPLS),
+                   tree_w=tree_w, out=Path(out))
+    if not 1 <= tree_w < MAX_M:
+        raise UserError(f"--tree-w {tree_w}: the draft step's width tree_w + 1 must be 2..{MAX_M}")
+    widest = max(opts.ms + [tree_w + 1])
+    for name in names:
+        args = shard_args(name, 1)
+        if max(opts.contexts) + widest > args.max_position:
+            raise UserError(f"--context {max(opts.contexts)}: {name} holds {args.max_position} positions, "
+                            f"fewer than the context plus {widest} tree tokens")
+        for t in opts.tps:
+            for proj in PROJECTIONS:
+                n, k, _ = gemm_shape(shard_args(name, t), proj)
+                if k % 8:  # 16-byte loads of the weight rows
+                    raise UserError(f"{name} at --tp {t}: {proj}'s K = {k} is not a multiple of 8")
+    check_out_dir(opts.out)
+    return opts
+
+
+def plan(opts: Options) -> list[Case]:
+    """The matrix, model by model and tp by tp. The forward and the draft step run at the largest
+    context only (each width is a compiled, captured forward of the whole model)."""
+    cases = []
+    deepest = max(opts.contexts)
+    for model in opts.models:
+        for t in opts.tps:
+            for group in opts.ops:
+                if group in NEEDS_GROUP and t < 2:
+                    continue
+                for op, m, ctx in _shapes(group, opts, deepest):
+                    cases += [Case(op, model, t, m, ctx, impl) for impl in IMPLS_OF[group] if impl in opts.impls]
+    return cases
+
+
+def _shapes(group: str, opts: Options, deepest: int) -> list[tuple[str, int, int | None]]:
+    """(op, m, context) of one op group."""
+    if group == "gemm":
+        return [(f"gemm_{p}", m, None) for p in PROJECTIONS for m in opts.ms]
+    if group == "gemm_allreduce":
+        return [(f"gemm_allreduce_{p}", m, None) for p in ROW_PARALLEL for m in opts.ms]
+    if group == "attention":
+        return [(group, m, c) for m in opts.ms for c in opts.contexts]
+    if group == "forward":
+        return [(group, m, deepest) for m in opts.ms]
+    if group == "draft_step":
+        return [(group, opts.tree_w + 1, deepest)]
+    return [(group, m, None) for m in opts.ms]
