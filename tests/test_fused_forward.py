@@ -1,0 +1,50 @@
+"""The fused forward's wiring on CPU: kernels/forward.py with every kernel replaced by its torch
+reference must compute what the model's own forward computes (fp32), through graphs.PaddedForward
+as the decoders call it: tree masks from the staged block, RoPE at each position, the cache rows."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine_fixtures import VOCAB, prompt, target_state
+from swiftspec_core.graphs import ExactForward, PaddedForward
+from swiftspec_core.kernels import attention, forward, gemm, norm
+from swiftspec_core.models.args import ModelArgs
+from swiftspec_core.models.weights import build_engine
+
+
+def args(qkv_bias: bool) -> ModelArgs:
+    return ModelArgs(dim=128, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=64, ffn_dim=192, vocab_size=VOCAB,
+                     norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None, qkv_bias=qkv_bias,
+                     tie_embeddings=False, max_position=2048)
+
+
+@pytest.fixture
+def references(monkeypatch):
+    for name, ref in (("gemm", gemm.gemm_reference), ("append_kv", attention.append_kv_reference),
+                      ("tree_attention", attention.tree_attention_reference),
+                      ("add_rmsnorm", norm.add_rmsnorm_reference), ("swiglu", norm.swiglu_reference)):
+        monkeypatch.setattr(forward, name, ref)
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_fused_forward_with_references_equals_the_model(references, qkv_bias):
+    a = args(qkv_bias)
+    model = build_engine(a, target_state(args=a), dtype=torch.float32, max_seq_len=256)
+    model.kernels = "fused"  # use_kernels refuses the CPU: the references stand in for the kernels
+    n, gen = 20, torch.Generator().manual_seed(0)
+    caches = [model.new_cache(128), model.new_cache(128)]
+    for cache in caches:
+        model.prefill(prompt(n), cache)
+    fused, exact = PaddedForward(model, caches[0], 8, 8, graph=False), ExactForward(model, caches[1])
+    for size in (1, 6, 8):
+        parents = [-1] + [int(torch.randint(0, i, (), generator=gen)) for i in range(1, size)]
+        visible = [[n]]
+        for i in range(1, size):
+            visible.append(visible[parents[i]] + [n + i])
+        tokens = torch.randint(0, VOCAB, (size,), generator=gen).tolist()
+        positions, rows = [n + len(v) - 1 for v in visible], list(range(n, n + size))
+        got, ref = fused(tokens, positions, rows, n, visible), exact(tokens, positions, rows, n, visible)
+        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(caches[0].k[:, : n + size], caches[1].k[:, : n + size], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(caches[0].v[:, : n + size], caches[1].v[:, : n + size], rtol=1e-5, atol=1e-5)
