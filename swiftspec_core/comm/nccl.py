@@ -96,8 +96,9 @@ def create_comms(member_lists: list[list[int]], world_rank: int, world: dist.Pro
 class NcclGroup:
     """A tensor-parallel Group on one NCCL communicator. Ops run on torch's current stream."""
 
-    def __init__(self, comm):
+    def __init__(self, comm, host_pg=None):
         self.comm = comm
+        self.host_pg = host_pg  # a gloo group of the same ranks (use_low_latency's exchange)
         self.rank = comm.rank_id()
         self.size = comm.size()
         self.low_latency: LLAllReduce | None = None  # set by use_low_latency

@@ -184,7 +184,10 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
         lists = [g for g in groups if len(g) > 1] + ([list(range(world_size))] if split else [])
         comms = create_comms(lists, rank, world.pg) if lists else []  # one GPU alone needs no CuPy
         mine = [c for c, g in zip(comms, lists) if g == tp]
-        group = NcclGroup(mine[0]) if mine else SingleGroup()
+        # Each TP group's gloo twin (new_group is collective: every rank creates each, in order),
+        # over which the LL all-reduce of --kernels fused exchanges its IPC handles.
+        hosts = [dist.new_group(g) if len(g) > 1 else None for g in groups]
+        group = NcclGroup(mine[0], host_pg=hosts[groups.index(tp)]) if mine else SingleGroup()
         if split:
             link = NcclLink(comms[-1], *placement.link_peers(rank))
             link.connect()
@@ -203,6 +206,8 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
 def _teardown(ctx: WorkerContext) -> None:
     if ctx.link is not None:
         ctx.link.close()
+    if hasattr(ctx.group, "close"):  # the LL all-reduce's peer mappings go before any peer exits
+        ctx.group.close()
     if ctx.device.type == "cuda":
         torch.cuda.synchronize()
     ctx.world.barrier()  # no rank leaves while a peer may still be using a communicator
