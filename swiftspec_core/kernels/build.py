@@ -30,7 +30,8 @@ def source(name: str) -> str:
         if header in seen:
             return ""
         seen.add(header)
-        return _INCLUDE.sub(inline, (CUDA_DIR / header).read_text())
+        text = (CUDA_DIR / header).read_text().replace("#pragma once\n", "")  # inlined once already
+        return _INCLUDE.sub(inline, text)
 
     return _INCLUDE.sub(inline, (CUDA_DIR / f"{name}.cu").read_text())
 
