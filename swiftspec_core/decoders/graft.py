@@ -31,6 +31,7 @@ class Grafter:
         self.index.extend(verified)
         # This request's draft steps, the steps whose best leaf matched, chain tokens proposed and kept.
         self.steps = self.fired = self.proposed = self.kept = 0
+        self.kept_lengths: list[int] = []  # per firing: the chain nodes kept (0 where its first was cut)
 
     def extend(self, emitted: list[int]) -> None:
         """Tokens the target emitted (accepted, then the bonus) join the text."""
@@ -64,4 +65,5 @@ class Grafter:
             tree.expand([child], [values], [toks], scores)
             node, kept = child, kept + 1
         self.kept += kept
+        self.kept_lengths.append(kept)
         return kept
