@@ -6,8 +6,12 @@ from __future__ import annotations
 import pytest
 
 from engine_fixtures import engine, target_state
+from swiftspec_bench.replay_source import ReplaySource
 from swiftspec_bench.results import COLUMNS, ResultsTable, read_rows, row_from_result
 from swiftspec_core.decoders import DECODERS, SpecSettings
+from swiftspec_core.decoders.drafter import Drafter
+from swiftspec_core.replay import Replay, ReplayProfile
+from test_graft import check_tree
 
 MAX_NEW = 40
 GRAFT = dict(graft="ngram", graft_len=6, graft_ngram=(3, 2))
@@ -42,3 +46,63 @@ def test_rows_record_the_grafts(pair, tmp_path, system, settings):
     assert back[0]["graft_steps"] == got.graft_steps and back[0]["graft_kept"] == got.graft_kept
     assert back[1]["graft_steps"] is None and back[1]["graft_kept"] == []
 
+
+
+def test_a_replay_profile_pools_the_grafts(tmp_path):
+    table = ResultsTable(tmp_path)
+    recorded = [("tree:graft", "ngram", 10, [3, 0]), ("tree:graft", "ngram", 6, [5]), ("tree:graft", "ngram", None, []),
+                ("tree", "off", None, [])]
+    for i, (system, graft, steps, kept) in enumerate(recorded):
+        table.append(dict.fromkeys(COLUMNS) | dict(system=system, target="t", draft="d", dataset="gsm8k",
+                                                   question_id=str(i), turn=1, acceptance="real", tree_bs=8, tree_w=8,
+                                                   chain_k=7, graft=graft, accepted_lengths=[4], bonus_in_tree=[],
+                                                   draft_topk_logprobs=[], graft_steps=steps, graft_kept=kept))
+    grafted = ReplaySource(tmp_path, tree_bs=8, tree_w=8, chain_k=7, graft="ngram").profile("tree", "gsm8k")
+    assert grafted.graft_fire == pytest.approx(3 / 16) and sorted(grafted.graft_kept) == [0, 3, 5]
+    assert ReplaySource(tmp_path / "results.csv", tree_bs=8, tree_w=8, chain_k=7, graft="ngram").profile(
+        "tree", "gsm8k") == grafted
+    plain = ReplaySource(tmp_path, tree_bs=8, tree_w=8, chain_k=7).profile("tree", "gsm8k")
+    assert plain.graft_fire is None and plain.graft_kept == ()  # a replay that does not graft draws none
+
+
+def replayed_profile(fire: float = 0.5, kept: tuple[int, ...] = (4, 5, 6)) -> ReplayProfile:
+    """Every recorded round emitted 6 tokens at d = 2: only grafts deepen the tree that far."""
+    return ReplayProfile(emitted=(6,), bonus_in_tree=(True, False), topk_logprobs=(-0.1, -2.5, -3.0, -4.0),
+                         graft_fire=fire, graft_kept=kept)
+
+
+def test_a_replayed_graft_keeps_the_drawn_nodes_along_the_best_children():
+    draft = engine(target_state(seed=3))
+    drafter = Drafter(draft, 4, 128, graft_len=6, graft_ngram=(3, 2))
+    drafter.prefill(list(range(100, 124)), 7, Replay(replayed_profile(fire=1.0, kept=(3,)), seed=0))
+    drafter.step(4, 4)
+    tree, node, path = drafter.tree, 0, []
+    while tree.children[node] and tree.expanded(node):
+        node = min(tree.children[node].values())
+        path.append(node)
+    assert [tree.expanded(n) for n in path] == [True, True, True, False]  # the chain: 3 nodes kept
+    assert tree.n_rows == 4 and drafter.grafter.kept_lengths == [3] and drafter.grafter.proposed == 6
+    check_tree(tree)
+
+
+def replayed_run(system: str, graft: bool, seed: int = 5, profile: ReplayProfile | None = None):
+    target, draft = engine(target_state(seed=0)), engine(target_state(seed=3))  # random, unrelated weights
+    settings = SpecSettings(tree_bs=8, tree_w=4, draft_steps=2, **(GRAFT if graft else {}))
+    return DECODERS[system](target, draft, list(range(100, 124)), max_new_tokens=REPLAYED_NEW, eos_ids=set(),
+                            settings=settings, replay=Replay(profile or replayed_profile(), seed=seed))
+
+
+REPLAYED_NEW = 100
+
+
+def test_a_replayed_run_grafts_at_the_recorded_rate_and_accepts_the_recorded_lengths():
+    grafted, plain = replayed_run("swiftspec", True), replayed_run("swiftspec", False)
+    rate = len(grafted.graft_kept) / grafted.graft_steps
+    assert grafted.graft_steps > 30 and rate == pytest.approx(0.5, abs=0.15)
+    assert set(grafted.graft_kept) == {4, 5, 6}  # the drawn lengths, kept whole where the tree had room
+    # d + 1 = 3 without grafts (the tree deepens a level a step); near the recorded 6 with them
+    assert plain.mean_accepted <= 3.5 < 4.8 <= grafted.mean_accepted
+    again = replayed_run("swiftspec", True)
+    assert (again.accepted, again.graft_kept, again.tokens) == (grafted.accepted, grafted.graft_kept, grafted.tokens)
+    tree = replayed_run("tree", True)  # serial tree replays its grafts the same way
+    assert tree.graft_kept and len(tree.graft_kept) / tree.graft_steps == pytest.approx(0.5, abs=0.15)
