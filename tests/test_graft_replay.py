@@ -4,6 +4,7 @@ rounds accept what the real grafted run accepted instead of being cut at the tre
 from __future__ import annotations
 
 import pytest
+import torch
 
 from engine_fixtures import engine, target_state
 from swiftspec_bench.replay_source import ReplaySource
@@ -106,3 +107,29 @@ def test_a_replayed_run_grafts_at_the_recorded_rate_and_accepts_the_recorded_len
     assert (again.accepted, again.graft_kept, again.tokens) == (grafted.accepted, grafted.graft_kept, grafted.tokens)
     tree = replayed_run("tree", True)  # serial tree replays its grafts the same way
     assert tree.graft_kept and len(tree.graft_kept) / tree.graft_steps == pytest.approx(0.5, abs=0.15)
+
+
+def test_split_replays_the_grafts_as_lockstep_does():
+    """The draft worker builds its Drafter through drafter_args and gets its own Replay: its graft
+    draws (a stream of their own) are lockstep's, so the accepted lengths and tokens match."""
+    from swiftspec_core.models.loading import load_engine
+    from swiftspec_core.runtime.service import WorkerPlan, WorkerPool
+
+    settings = SpecSettings(tree_bs=8, tree_w=4, draft_steps=2, **GRAFT)
+    load = lambda: load_engine("tiny-llama", weights="random", dtype=torch.float64, seed=0,  # noqa: E731
+                               max_seq_len=512)
+    profile = replayed_profile()
+    ref = DECODERS["swiftspec"](load(), load(), REPEATS, max_new_tokens=MAX_NEW, eos_ids=set(), settings=settings,
+                                replay=Replay(profile, seed=3))
+    assert ref.graft_kept and ref.mean_accepted > 4
+    plan = WorkerPlan(system="swiftspec", target="tiny-llama", draft="tiny-llama", weights="random", dtype="float64",
+                      seed=0, max_seq_len=512, settings=settings)
+    pool = WorkerPool(plan, world_size=2, device="cpu", split=(1, 1))
+    try:
+        got, _ = pool.decode(REPEATS, max_new_tokens=MAX_NEW, eos_ids=set(), replay=profile, replay_seed=3)
+        assert got.accepted == ref.accepted
+        # The last bonus is the target's in a split run: no next tree carries the draft's pick
+        # (Drafter.advance under replay) back to it, as every earlier round's does.
+        assert got.tokens[:-1] == ref.tokens[:-1]
+    finally:
+        pool.close()
