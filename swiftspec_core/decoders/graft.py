@@ -49,20 +49,21 @@ class Grafter:
 
     def chain(self, tree: TokenTree, leaf: int, room: int) -> list[int]:
         """The tokens to graft under `leaf` (at most `room`): what followed the latest earlier
-        occurrence of its path's last n tokens; [] when none occurred."""
+        occurrence of its path's last n tokens; [] when none occurred (under replay: as drawn)."""
         self.steps += 1
-        if self.replay is not None:
-            return self._replayed_chain(tree, leaf, room)
+        chain = self._lookup(tree, leaf, room) if self.replay is None else self._replayed_chain(tree, leaf, room)
+        self.fired += bool(chain)
+        self.proposed += len(chain)
+        return chain
+
+    def _lookup(self, tree: TokenTree, leaf: int, room: int) -> list[int]:
         n, text = max(self.sizes), self.index.text
         tail, node = [], leaf
         while node > 0 and len(tail) < n:  # the path below the root, from the leaf up
             tail.append(tree.token[node])
             node = tree.parent[node]
         context = text[max(0, len(text) - (n - len(tail))):] + tail[::-1]  # the root is text[-1]
-        chain = self.index.continuation(context, min(self.length, room))
-        self.fired += bool(chain)
-        self.proposed += len(chain)
-        return chain
+        return self.index.continuation(context, min(self.length, room))
 
     def _replayed_chain(self, tree: TokenTree, leaf: int, room: int) -> list[int]:
         keep = self.replay.graft()
@@ -70,8 +71,6 @@ class Grafter:
             return []
         chain = [tree.token[leaf]] * min(self.length, room)
         self.replay_keep = min(keep, len(chain))
-        self.fired += bool(chain)
-        self.proposed += len(chain)
         return chain
 
     def graft(self, tree: TokenTree, leaf: int, chain: list[int], logprobs: list[list[float]],
