@@ -3,7 +3,9 @@
 For each (system, dataset) the profile pools, over the rows whose acceptance was measured, the per-round emitted lengths, the bonus-in-tree
 flags and the draft's mean child log-probs of the rows of the same system and tree settings
 (swiftspec: the same draft steps d where recorded, else the nearest d), grafted where the run grafts
-(rows older than the `graft` column did not).
+(rows older than the `graft` column did not); from grafting rows, also how often a draft step's
+lookup fired and how many chain nodes each firing kept (rows older than those columns, and split
+rows, record none).
 """
 from __future__ import annotations
 
@@ -67,7 +69,19 @@ class ReplaySource:
         flags = tuple(bool(b) for lists in rows["bonus_in_tree"] for b in lists)
         logprobs = [list(v) for v in rows["draft_topk_logprobs"] if v is not None and len(v)]
         mean = tuple(sum(col) / len(col) for col in zip(*logprobs)) if logprobs else ()
-        return ReplayProfile(emitted=emitted, bonus_in_tree=flags, topk_logprobs=mean)
+        return ReplayProfile(emitted=emitted, bonus_in_tree=flags, topk_logprobs=mean, **_grafts(rows))
+
+
+def _grafts(rows: pd.DataFrame) -> dict:
+    """ReplayProfile's graft_fire and graft_kept, pooled over the rows that recorded grafts."""
+    if "graft_steps" not in rows or "graft_kept" not in rows:
+        return {}
+    steps, kept = 0, []
+    for n, lengths in zip(rows["graft_steps"], rows["graft_kept"]):
+        if n is not None and not pd.isna(n) and n > 0:
+            steps += int(n)
+            kept += [int(k) for k in (lengths if lengths is not None else ())]
+    return dict(graft_fire=len(kept) / steps, graft_kept=tuple(kept)) if steps else {}
 
 
 def replay_seed(seed: int, dataset: str, question_id: str, turn: int) -> int:
@@ -81,7 +95,8 @@ def _read(path: Path) -> pd.DataFrame:
         return read_frame(path if path.is_dir() else path.parent)
     if path.suffix == ".csv":
         frame = read_csv(path)
-        for col in ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs"):  # empty where absent
-            frame[col] = [[] if v is None else v for v in frame[col]]
+        for col in ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs", "graft_kept"):  # empty where absent
+            if col in frame:
+                frame[col] = [[] if v is None else v for v in frame[col]]
         return frame
     raise UserError(f"--acceptance replay:{path}: expected a run folder, results.parquet or results.csv")

@@ -64,6 +64,10 @@ ROW_SCHEMA = pa.schema([
     ("tree_w", pa.int64()),
     ("chain_k", pa.int64()),
     ("graft", pa.string()),  # off | ngram: chains grafted into the draft tree (tree decoders; absent in older rows)
+    # Grafting rows (lockstep; absent in older rows, empty in split ones): draft steps that looked a
+    # chain up, and per step whose lookup fired, the chain nodes kept (replay profiles draw these)
+    ("graft_steps", pa.int64()),
+    ("graft_kept", pa.list_(pa.int64())),
     ("dtype", pa.string()),
     ("seed", pa.int64()),
     ("commit", pa.string()),
@@ -107,6 +111,8 @@ def row_from_result(result, latency_s: float, *, output_text: str, **columns) ->
         "draft_topk_logprobs": [float(x) for x in result.draft_topk_logprobs],
         "draft_parallel_s": [float(t) for t in result.draft_parallel_s],
         "link_wait_s": [float(t) for t in result.link_wait_s],
+        "graft_steps": None if result.graft_steps is None else int(result.graft_steps),
+        "graft_kept": [int(k) for k in result.graft_kept],
         "output_sha": output_sha(result.tokens),
         "output_text": output_text,
         "output_tokens": [int(t) for t in result.tokens],

@@ -8,7 +8,10 @@ tree's shape and reuse honest:
 - the draft's scores use the recorded mean top-w child log-probs (random weights would give a
   flat, bushy tree), ranked as the random draft ranks its own children;
 - whether the bonus token was a node of the draft's tree (then the evolving tree keeps the
-  subtree under it), drawn from the recorded per-round flags.
+  subtree under it), drawn from the recorded per-round flags;
+- with grafting, whether a draft step's lookup fires and how many chain nodes it keeps, drawn
+  from the recorded grafts (random text never repeats, so the lookup itself would never fire, the
+  tree would deepen one level a step and long drawn lengths would be cut at its depth).
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ class ReplayProfile:
     emitted: tuple[int, ...]  # tokens each recorded verification emitted (accepted + bonus)
     bonus_in_tree: tuple[bool, ...] = ()  # per recorded round (tree decoders)
     topk_logprobs: tuple[float, ...] = ()  # mean sorted child log-probs of a draft expansion
+    graft_fire: float | None = None  # grafting rows: the share of draft steps that fired (None: none recorded)
+    graft_kept: tuple[int, ...] = ()  # ... and per firing, the chain nodes kept (0 included)
 
 
 class Replay:
@@ -29,8 +34,13 @@ class Replay:
     def __init__(self, profile: ReplayProfile, seed: int = 0):
         if not profile.emitted:
             raise ValueError("a replay profile needs at least one recorded round")
+        if profile.graft_fire and not profile.graft_kept:
+            raise ValueError("a replay profile whose grafts fired needs their kept lengths")
         self.profile = profile
         self.rng = random.Random(seed)
+        # Its own stream: the draft side draws grafts, the target side acceptance, so a split run
+        # (each side holding its own Replay) draws what lockstep draws.
+        self.graft_rng = random.Random(f"graft/{seed}")
         self.bonus_hint: bool | None = None
 
     def accept(self, parents: list[int]) -> list[int]:
@@ -53,3 +63,11 @@ class Replay:
         if not lp:
             return None
         return (lp + [lp[-1]] * k)[:k]
+
+    def graft(self) -> int | None:
+        """For a draft step that grafts (the profile recorded grafts: graft_fire is set): None where
+        its lookup does not fire, else how many chain nodes it keeps."""
+        p = self.profile
+        if self.graft_rng.random() >= p.graft_fire:
+            return None
+        return self.graft_rng.choice(p.graft_kept)

@@ -39,6 +39,10 @@ class DecodeResult:
     link_wait_s: list[float] = field(default_factory=list)
     # Tree decoders: mean over expansions of the sorted top-w draft log-probs of a node's children.
     draft_topk_logprobs: list[float] = field(default_factory=list)
+    # Tree decoders that graft (lockstep; split rows leave them unset): the draft steps that looked
+    # a chain up, and per step whose lookup fired, the chain nodes kept (0 included).
+    graft_steps: int | None = None
+    graft_kept: list[int] = field(default_factory=list)
 
     @property
     def rounds(self) -> int:
@@ -100,6 +104,13 @@ def finish(result: DecodeResult, verifier) -> DecodeResult:
     result.margins = verifier.margins[: len(result.tokens)]
     result.runner_ups = verifier.runner_ups[: len(result.tokens)]
     return result
+
+
+def record_draft(result: DecodeResult, drafter) -> None:
+    """What a request's draft side measured, for the row (and a replay profile built from it)."""
+    result.draft_topk_logprobs = drafter.mean_topk_logprobs()
+    if drafter.grafter:
+        result.graft_steps, result.graft_kept = drafter.grafter.steps, list(drafter.grafter.kept_lengths)
 
 
 def draft_tree_rows(settings: SpecSettings) -> int:

@@ -42,7 +42,7 @@ class Drafter:
         self.model.prefill(prompt, self.cache)
         self.tree, self.pending = TokenTree(root), []
         if self.grafter:
-            self.grafter.start(prompt + [root])
+            self.grafter.start(prompt + [root], replay)
 
     def step(self, w: int, k: int) -> int:
         """Expand the w best leaves (each gets its k best children) in one forward; returns how

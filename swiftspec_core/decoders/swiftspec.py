@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from ..stopwatch import Stopwatch
 from .base import (WARMUP_PROMPT, WARMUP_TOKENS, DecodeResult, SpecSettings, finish,
-                   measure_draft_steps, start)
+                   measure_draft_steps, record_draft, start)
 
 
 def run_draft_steps(target, draft, settings: SpecSettings) -> int:
@@ -63,5 +63,5 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
         with Stopwatch(draft.device) as grow:
             subtree = drafter.propose(bs, w)
         critical_s = reroot.seconds + grow.seconds
-    result.draft_topk_logprobs = drafter.mean_topk_logprobs()
+    record_draft(result, drafter)
     return finish(result, verifier)

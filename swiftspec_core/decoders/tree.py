@@ -4,7 +4,7 @@ both sides keep what it accepted; the draft keeps the KV of the surviving subtre
 from __future__ import annotations
 
 from ..stopwatch import Stopwatch
-from .base import DecodeResult, SpecSettings, finish, serial_round, start
+from .base import DecodeResult, SpecSettings, finish, record_draft, serial_round, start
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
@@ -20,5 +20,5 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
                 if drafter.tree.subtree_closed(bs) or not drafter.step(w, w):
                     break
         result.bonus_in_tree.append(serial_round(verifier, drafter, drafter.subtree(bs), out, result, d.seconds))
-    result.draft_topk_logprobs = drafter.mean_topk_logprobs()
+    record_draft(result, drafter)
     return finish(result, verifier)
