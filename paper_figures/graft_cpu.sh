@@ -2,10 +2,10 @@
 # Issue 9 on the real Qwen2.5-Coder 1.5B / 0.5B pair, fp32 on this project's 2-core CPU machine:
 #   1. OUT (bs 8): ar; swiftspec lockstep at d = 2 and 3 and serial tree, each with --graft off and
 #      ngram; 6 datasets x 2 prompts (14 queries), 64 new tokens. compare checks losslessness.
-#   2. OUT-bs12, OUT-bs16: swiftspec d = 3 and tree, grafting, 1 prompt each (7 queries): the
+#   2. OUT-bs12, OUT-bs16: ar and swiftspec d = 3 with grafting, 1 prompt each (7 queries): the
 #      verification budget's accepted tokens (tree_bs is a run setting, so one folder each).
-#   3. OUT: swiftspec at d = 4..8 with and without grafting, 1 prompt each: replay recordings for
-#      GPU runs whose measured d is past 3.
+#   3. OUT: swiftspec at d = 4..6 with grafting, 1 prompt each: replay recordings for GPU runs
+#      whose measured d is past 3 (replay_source takes the nearest recorded d).
 # Steps resume: rerunning the script skips finished rows. Accepted lengths and tokens are what
 # these runs are for; their latencies shared the CPU with other work and are not speed results.
 #   bash paper_figures/graft_cpu.sh OUT
@@ -21,8 +21,6 @@ for g in off ngram; do  # without grafting first: the grafting rows record the g
 done
 for bs in 12 16; do
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems ar
-  run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems tree,swiftspec --draft-steps 3 --graft ngram
+  run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems swiftspec --draft-steps 3 --graft ngram
 done
-for d in 4 5 6 7 8; do
-  for g in ngram off; do run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft $g; done
-done
+for d in 4 5 6; do run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram; done
