@@ -222,8 +222,16 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       const long long slot = first + (long long)cc * Q;
       const float w = exp2f(__ldcg(part_ml + slot * 2) - m);
       l = fmaf(w, __ldcg(part_ml + slot * 2 + 1), l);
+      float a[DL];
+      if constexpr (DL == 4) {  // one 16-byte load (slot * HD + d is a multiple of 4 floats)
+        const float4 v = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
+        a[0] = v.x; a[1] = v.y; a[2] = v.z; a[3] = v.w;
+      } else {
+        const float2 v = __ldcg(reinterpret_cast<const float2 *>(part_acc + slot * HD + d));
+        a[0] = v.x; a[1] = v.y;
+      }
 #pragma unroll
-      for (int k = 0; k < DL; ++k) o[k] = fmaf(w, __ldcg(part_acc + slot * HD + d + k), o[k]);
+      for (int k = 0; k < DL; ++k) o[k] = fmaf(w, a[k], o[k]);
     }
     bf16 *dst = out + (long long)t * H * HD + (long long)h * HD + d;
 #pragma unroll
