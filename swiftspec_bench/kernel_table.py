@@ -26,7 +26,7 @@ def make_row(case: Case, us: float, bandwidth: float, device: str, commit: str) 
     floor = floor_bytes(case)
     return dict(op=case.op, model=case.model, tp=case.tp, m=case.m, context=case.context, impl=case.impl,
                 median_us=round(us, 2), gbps=round(moved_bytes(case) / us / 1e3, 1),
-                floor_us=None if floor is None else round(floor / bandwidth * 1e6, 2),
+                floor_us=None if floor is None else float(f"{floor / bandwidth * 1e6:.4g}"),  # tiny ops: 0.004 us, not 0.0
                 device=device, commit=commit, dtype="bfloat16")
 
 
