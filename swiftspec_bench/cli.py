@@ -125,10 +125,11 @@ def run(
     draft_noise: float = typer.Option(0.0, help="Losslessness runs: the draft is the target's random weights plus "
                                                 "this relative Gaussian noise (--weights random, a draft of the "
                                                 "target's shape)."),
-    kernels: str = typer.Option("torch", help="torch | fused: our engines' forwards as torch ops (compiled on GPU) "
-                                              "or our row-invariant CUDA kernels (cuda/; bfloat16 on GPU, forwards "
-                                              "of at most 16 tokens), with which every decoder emits exactly ar's "
-                                              "tokens. Fused rows are labelled :fused."),
+    kernels: str = typer.Option("auto", help="torch | fused | auto: our engines' forwards as torch ops (compiled on "
+                                             "GPU) or our row-invariant CUDA kernels (cuda/; bfloat16 on GPU, forwards "
+                                             "of at most 16 tokens), with which every decoder emits exactly ar's "
+                                             "tokens; auto: fused where it can run (on 2xH200 it was the faster, "
+                                             "paper_figures/NOTES.md v9), else torch. Fused rows are labelled :fused."),
 ) -> None:
     """Decode the first --limit prompts of each dataset with each system; one row per query."""
     options = dict(locals())  # the options as given, by name (runner.RunOptions has one field each)

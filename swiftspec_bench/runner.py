@@ -75,6 +75,7 @@ class Checked:
     replay: object | None  # replay_source.ReplaySource
     replay_digest: str  # sha256 of the replayed results file; "" for real acceptance
     graft_sizes: tuple[int, ...]  # --graft-ngram, longest first
+    kernels: str  # --kernels resolved: torch or fused
 
 
 @dataclass
@@ -115,7 +116,7 @@ def validate(o: RunOptions) -> Checked:
     dtype = o.dtype or ("bfloat16" if device == "cuda" else "float32")
     if dtype not in DTYPES:
         raise UserError(f"--dtype {dtype}: choose {', '.join(DTYPES)}")
-    _check_kernels(o, device, dtype)
+    kernels = _check_kernels(o, device, dtype)
     needs_draft = any(SYSTEMS[s].needs_draft for s in systems)
     noise.check_draft_noise(o.draft_noise, o.weights, o.target, o.draft if needs_draft else o.target)
     check_model_spec(o.target, "--target", o.weights)
@@ -134,25 +135,31 @@ def validate(o: RunOptions) -> Checked:
         replay.check(systems, [d.name for d in datasets])
         digest = _file_digest(replay_path / PARQUET if replay_path.is_dir() else replay_path)
     queries = [q for d in datasets for q in ds.load_queries(d, data_dir, o.limit)]
-    return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes)
+    return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes, kernels)
 
 
-def _check_kernels(o: RunOptions, device: str, dtype: str) -> None:
-    """--kernels fused: bf16 on a GPU, and no forward wider than the kernels' MAX_ROWS."""
+def _check_kernels(o: RunOptions, device: str, dtype: str) -> str:
+    """--kernels: fused runs bf16 on a GPU, no forward wider than the kernels' MAX_ROWS; auto is
+    fused wherever it can run (measured faster end to end, and exact), else torch. -> the set."""
     from swiftspec_core.kernels import MAX_ROWS
     from swiftspec_core.models.transformer import KERNEL_SETS
 
-    if o.kernels not in KERNEL_SETS:
-        raise UserError(f"--kernels {o.kernels}: choose {' or '.join(KERNEL_SETS)}")
-    if o.kernels != "fused":
-        return
+    if o.kernels not in (*KERNEL_SETS, "auto"):
+        raise UserError(f"--kernels {o.kernels}: choose {', '.join(KERNEL_SETS)} or auto")
+    if o.kernels == "torch":
+        return "torch"
+    draft_width = o.tree_w + 1 + (o.graft_len if o.graft != "off" else 0)  # leaves, a pending token, a chain
+    widths = ((o.tree_bs, "--tree-bs"), (draft_width, "a draft step (--tree-w + 1 + --graft-len)"),
+              (o.chain_k + 1, "a chain verification (--chain-k + 1)"))
+    if o.kernels == "auto":
+        fits = device == "cuda" and dtype == "bfloat16" and all(width <= MAX_ROWS for width, _ in widths)
+        return "fused" if fits else "torch"
     if device != "cuda" or dtype != "bfloat16":
         raise UserError(f"--kernels fused runs bfloat16 on a GPU (this run: {dtype} on {device})")
-    draft_width = o.tree_w + 1 + (o.graft_len if o.graft != "off" else 0)  # leaves, a pending token, a chain
-    for width, what in ((o.tree_bs, "--tree-bs"), (draft_width, "a draft step (--tree-w + 1 + --graft-len)"),
-                        (o.chain_k + 1, "a chain verification (--chain-k + 1)")):
+    for width, what in widths:
         if width > MAX_ROWS:
             raise UserError(f"--kernels fused: {what} is {width} tokens wide; the kernels take at most {MAX_ROWS}")
+    return "fused"
 
 
 def _check_positive(value: int, flag: str) -> None:
@@ -235,7 +242,7 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
                    max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise)
     table.check_settings(columns)
-    labels = {s: label(s, o.tp, c.split, o.draft_steps, o.graft, o.kernels) for s in c.systems}
+    labels = {s: label(s, o.tp, c.split, o.draft_steps, o.graft, c.kernels) for s in c.systems}
     # System by system (a multi-process system's workers are started once), query by query.
     todo = [(s, q, t) for s in c.systems for q in c.queries for t in range(1, len(q.turns) + 1)
             if not table.is_done(_key(labels[s], o.target, o.draft, q, t))]
@@ -278,7 +285,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
         check_pair(target, draft)
         noise.draft_from_target(target, draft, o.draft_noise, o.seed)
     pair = LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest, tp=o.tp,
-                      split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise, kernels=o.kernels)
+                      split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise, kernels=c.kernels)
     columns = p.columns | dict(commit=package_commit(), weights=pair.target.weights,
                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                **placement.floors(pair, c.device))

@@ -205,8 +205,12 @@ def test_fused_kernels_take_forwards_of_at_most_16_tokens():
     from swiftspec_bench.runner import _check_kernels
 
     ok = SimpleNamespace(kernels="fused", tree_bs=16, tree_w=8, graft="ngram", graft_len=7, chain_k=7)
-    _check_kernels(ok, "cuda", "bfloat16")
-    _check_kernels(SimpleNamespace(**{**vars(ok), "kernels": "torch", "tree_bs": 64}), "cpu", "float32")
+    assert _check_kernels(ok, "cuda", "bfloat16") == "fused"
+    assert _check_kernels(SimpleNamespace(**{**vars(ok), "kernels": "torch", "tree_bs": 64}), "cpu", "float32") == "torch"
+    auto = SimpleNamespace(**{**vars(ok), "kernels": "auto"})  # fused wherever it can run, else torch
+    assert _check_kernels(auto, "cuda", "bfloat16") == "fused"
+    assert [_check_kernels(auto, *where) for where in (("cpu", "float32"), ("cuda", "float32"))] == ["torch"] * 2
+    assert _check_kernels(SimpleNamespace(**{**vars(auto), "tree_bs": 32}), "cuda", "bfloat16") == "torch"
     for over, contains in (({"tree_bs": 17}, "--tree-bs is 17"), ({"graft_len": 8}, "a draft step"),
                            ({"chain_k": 16}, "a chain verification")):
         with pytest.raises(UserError, match=contains):
