@@ -11,6 +11,8 @@
 
 #define CHUNK 64     // positions a block reduces; kernels/attention.py's CHUNK says the same
 #define NWARPS 8     // warps a block (256 threads)
+#define TQMAX 32     // queries a block at most (their positions and prefixes sit in shared memory)
+#define MIN_BLOCKS 2 // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
 #define KPAD 8       // bf16 padding a K tile row: lanes reading 32 rows hit distinct banks
 
@@ -34,6 +36,23 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, float c1, float s1
 __device__ __forceinline__ long long key_row(const long long *vis, int V, int n, int j, int R) {
   long long r = j < n ? (long long)j : vis[min(j - n, V - 1)];
   return r < 0 ? 0 : (r >= R ? R - 1 : r);  // out-of-range rows: wrong but never a fault
+}
+
+// A lane's RoPE inputs of one query row (pairs i = lane + 32 k, k < NP): loaded a row ahead so
+// the global round trip overlaps the previous row's work (or the K/V staging, for the first row).
+template <int NP>
+struct QInputs { float x1[NP], x2[NP], c1[NP], s1[NP], c2[NP], s2[NP]; };
+
+template <int HD>
+__device__ __forceinline__ void load_q(QInputs<HD / 64> &in, const bf16 *q, const float *cs, const float *sn,
+                                       int lane) {
+  constexpr int HALF = HD / 2;
+#pragma unroll
+  for (int k = 0; k < HD / 64; ++k) {
+    const int i = lane + 32 * k;
+    in.x1[k] = __bfloat162float(q[i]); in.x2[k] = __bfloat162float(q[i + HALF]);
+    in.c1[k] = cs[i]; in.s1[k] = sn[i]; in.c2[k] = cs[i + HALF]; in.s2[k] = sn[i + HALF];
+  }
 }
 
 // acc[0..DL) += w * v[lane * DL ..]: a lane's DL dims of one value row (DL = HD / 32).
@@ -92,18 +111,36 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __shared__ __align__(16) bf16 k_tile[CHUNK][HD + KPAD];
   __shared__ __align__(16) bf16 v_tile[CHUNK][HD];
   __shared__ __align__(16) float q_buf[NWARPS][HD];
+  __shared__ int q_pos[TQMAX], q_prefix[TQMAX];  // position, prefix length of query t0 + i
   __shared__ int is_last;
 
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
+  if (TQ > TQMAX) return;  // the Python side never launches it so (q_pos would overflow)
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
   const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int cols = COL_VISIBLE + V;
+  const int cols = COL_VISIBLE + V, rows_end = t1 * G;  // query rows [t0 * G, rows_end)
   const long long stride = (long long)(H + 2 * KV) * HD;
+  for (int i = threadIdx.x; i < t1 - t0; i += blockDim.x) {
+    q_pos[i] = (int)blk[(long long)(t0 + i) * cols + COL_POSITION];
+    q_prefix[i] = (int)blk[(long long)(t0 + i) * cols + COL_PREFIX];
+  }
+  __syncthreads();
+
+  // This warp's query rows: t0 * G + warp, then every NWARPS-th, those whose position reaches the
+  // chunk (a chunk past the query contributes nothing and is never read). The first one's RoPE
+  // inputs are loaded now, in flight during the K/V staging.
+  QInputs<HD / 64> cur, nxt;
+  int qr = t0 * G + warp;
+  while (qr < rows_end && q_pos[qr / G - t0] < c0) qr += NWARPS;
+  if (qr < rows_end) {
+    const int t = qr / G, p = q_pos[t - t0];
+    load_q<HD>(cur, qkv + t * stride + (long long)(kh * G + qr % G) * HD, cos_t + (long long)p * HD,
+               sin_t + (long long)p * HD, lane);
+  }
 
   // The chunk's cache rows c0.. that some query reads as prefix rows (j < PREFIX, j <= POSITION).
   int staged_end = 0;
-  for (int t = t0; t < t1; ++t)
-    staged_end = max(staged_end, min((int)blk[t * cols + COL_PREFIX], (int)blk[t * cols + COL_POSITION] + 1));
+  for (int i = 0; i < t1 - t0; ++i) staged_end = max(staged_end, min(q_prefix[i], q_pos[i] + 1));
   const int tile_rows = max(0, min(min(staged_end, span), c0 + CHUNK) - c0);
 #pragma unroll 4
   for (int e = threadIdx.x; e < tile_rows * D8; e += blockDim.x) {
@@ -115,23 +152,27 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __syncthreads();
 
   float *qw = q_buf[warp];
-  for (int qr = t0 * G + warp; qr < t1 * G; qr += NWARPS) {
-    const int t = qr / G, h = kh * G + qr % G;
-    const long long *row_t = blk + t * cols;
-    const int p = (int)row_t[COL_POSITION], n = (int)row_t[COL_PREFIX];
-    if (p < c0) continue;  // the chunk lies past the query: it contributes nothing (never read)
-    const long long *vis = row_t + COL_VISIBLE;
+  for (int next; qr < rows_end; qr = next) {
+    const int t = qr / G;
+    const int p = q_pos[t - t0], n = q_prefix[t - t0];
+    const long long *vis = blk + (long long)t * cols + COL_VISIBLE;
+    next = qr + NWARPS;  // the warp's next row reaching the chunk: its inputs load during this row
+    while (next < rows_end && q_pos[next / G - t0] < c0) next += NWARPS;
+    if (next < rows_end) {
+      const int tn = next / G, pn = q_pos[tn - t0];
+      load_q<HD>(nxt, qkv + tn * stride + (long long)(kh * G + next % G) * HD, cos_t + (long long)pn * HD,
+                 sin_t + (long long)pn * HD, lane);
+    }
 
     // q with RoPE at p in fp32, scaled by hd^-0.5 * log2(e) (softmax in base 2).
-    const bf16 *q = qkv + t * stride + (long long)h * HD;
-    const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
-    for (int i = lane; i < HALF; i += 32) {
+#pragma unroll
+    for (int k = 0; k < HD / 64; ++k) {
       float y1, y2;
-      rope_pair(__bfloat162float(q[i]), __bfloat162float(q[i + HALF]), cs[i], sn[i], cs[i + HALF], sn[i + HALF],
-                y1, y2);
-      qw[i] = y1 * scale_log2;
-      qw[i + HALF] = y2 * scale_log2;
+      rope_pair(cur.x1[k], cur.x2[k], cur.c1[k], cur.s1[k], cur.c2[k], cur.s2[k], y1, y2);
+      qw[lane + 32 * k] = y1 * scale_log2;
+      qw[lane + 32 * k + HALF] = y2 * scale_log2;
     }
+    cur = nxt;  // (unset past the warp's last row: the loop ends before reading it)
     __syncwarp();
 
     float m_run = NEG_INF, l_run = 0.f, acc[DL];
@@ -145,20 +186,23 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       if (valid) {
         const bf16 *kp = j < n ? &k_tile[j - c0][0]
                                : k_cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
-        float dot = 0.f;
+        // Four independent FMA chains (dims 8-groups d8 % 4), summed in a fixed tree: one fixed sum
+        // per (q, key) whatever the call, and a quarter of a single chain's latency.
+        float dot[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int d8 = 0; d8 < D8; ++d8) {  // dims in order: one fixed sum per (q, key)
+        for (int d8 = 0; d8 < D8; ++d8) {
           const bf16x8 kv8 = *reinterpret_cast<const bf16x8 *>(kp + d8 * 8);
           const float4 qa = *reinterpret_cast<const float4 *>(qw + d8 * 8);
           const float4 qb = *reinterpret_cast<const float4 *>(qw + d8 * 8 + 4);
           const float2 k0 = __bfloat1622float2(kv8.h[0]), k1 = __bfloat1622float2(kv8.h[1]);
           const float2 k2 = __bfloat1622float2(kv8.h[2]), k3 = __bfloat1622float2(kv8.h[3]);
-          dot = fmaf(qa.x, k0.x, dot); dot = fmaf(qa.y, k0.y, dot);
-          dot = fmaf(qa.z, k1.x, dot); dot = fmaf(qa.w, k1.y, dot);
-          dot = fmaf(qb.x, k2.x, dot); dot = fmaf(qb.y, k2.y, dot);
-          dot = fmaf(qb.z, k3.x, dot); dot = fmaf(qb.w, k3.y, dot);
+          float &a = dot[d8 % 4];
+          a = fmaf(qa.x, k0.x, a); a = fmaf(qa.y, k0.y, a);
+          a = fmaf(qa.z, k1.x, a); a = fmaf(qa.w, k1.y, a);
+          a = fmaf(qb.x, k2.x, a); a = fmaf(qb.y, k2.y, a);
+          a = fmaf(qb.z, k3.x, a); a = fmaf(qb.w, k3.y, a);
         }
-        s = dot;
+        s = (dot[0] + dot[1]) + (dot[2] + dot[3]);
       }
       // Online softmax over the sub-tile: lane 0 (position base <= p) is always valid.
       const float m_new = fmaxf(m_run, warp_max(s));
@@ -208,7 +252,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   // One item: a query row and DL consecutive dims of it (partials read past L1: __ldcg).
   for (int item = threadIdx.x; item < (t1 - t0) * G * 32; item += blockDim.x) {
     const int qr = t0 * G + item / 32, d = (item % 32) * DL, t = qr / G, h = kh * G + qr % G;
-    const int p = (int)blk[t * cols + COL_POSITION];
+    const int p = q_pos[t - t0];
     const int last = min(max(p, 0) / CHUNK, nchunks - 1);
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
     float m = NEG_INF;
@@ -239,9 +283,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   }
 }
 
-// At least two blocks an SM (about 95 registers): left free, ptxas capped them at 48 and spilled.
+// At least MIN_BLOCKS blocks an SM (at most 128 registers at 2).
 #define TREE_ATTENTION(HD)                                                                                 \
-  extern "C" __global__ void __launch_bounds__(NWARPS * 32, 2) tree_attention_hd##HD(                          \
+  extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(                          \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
       const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
       int V, int span, int R, int TQ, float scale_log2) {                                                          \
