@@ -164,6 +164,15 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
                  sin_t + (long long)pn * HD, lane);
     }
 
+    // The cache row of the lane's position c0 + 32 s + lane where it is a tree position (n <= j <= p),
+    // looked up now (its load overlaps the RoPE) and handed to the value loop by shuffle.
+    int tree_row[CHUNK / 32];
+#pragma unroll
+    for (int s = 0; s < CHUNK / 32; ++s) {
+      const int j = c0 + 32 * s + lane;
+      tree_row[s] = j >= n && j <= p ? (int)key_row(vis, V, n, j, R) : 0;
+    }
+
     // q with RoPE at p in fp32, scaled by hd^-0.5 * log2(e) (softmax in base 2).
 #pragma unroll
     for (int k = 0; k < HD / 64; ++k) {
@@ -179,13 +188,15 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 #pragma unroll
     for (int k = 0; k < DL; ++k) acc[k] = 0.f;
     const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk
-    for (int base = c0; base < end; base += 32) {
+#pragma unroll
+    for (int st = 0; st < CHUNK / 32; ++st) {  // sub-tiles in position order (unrolled: tree_row[st])
+      const int base = c0 + 32 * st;
+      if (base >= end) break;
       const int j = base + lane;
       const bool valid = j < end;
       float s = NEG_INF;
       if (valid) {
-        const bf16 *kp = j < n ? &k_tile[j - c0][0]
-                               : k_cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
+        const bf16 *kp = j < n ? &k_tile[j - c0][0] : k_cache + ((long long)tree_row[st] * KV + kh) * HD;
         // Four independent FMA chains (dims 8-groups d8 % 4), summed in a fixed tree: one fixed sum
         // per (q, key) whatever the call, and a quarter of a single chain's latency.
         float dot[4] = {0.f, 0.f, 0.f, 0.f};
@@ -219,9 +230,10 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         for (int jj = 0; jj < count; ++jj)  // values in position order
           add_value<DL>(acc, __shfl_sync(0xffffffffu, pj, jj), vt + jj * HD, lane);
       } else {
-        for (int jj = 0; jj < count; ++jj) {  // the same sum, tree rows looked up
-          const int jp = base + jj;
-          const bf16 *vp = jp < n ? &v_tile[jp - c0][0] : v_cache + (key_row(vis, V, n, jp, R) * KV + kh) * HD;
+#pragma unroll 8
+        for (int jj = 0; jj < count; ++jj) {  // the same sum, tree rows from their lanes' lookups
+          const int jp = base + jj, row = __shfl_sync(0xffffffffu, tree_row[st], jj);
+          const bf16 *vp = jp < n ? &v_tile[jp - c0][0] : v_cache + ((long long)row * KV + kh) * HD;
           add_value<DL>(acc, __shfl_sync(0xffffffffu, pj, jj), vp, lane);
         }
       }
