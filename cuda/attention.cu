@@ -3,10 +3,14 @@
 //
 // Row invariance: a query's bits depend only on its q, its position p and the keys/values at
 // positions 0..p. Keys are reduced in position order: positions split into chunks of CHUNK at
-// fixed boundaries (one block per chunk and kv head), each chunk walked in sub-tiles of 32
-// positions (one lane a position) with an online softmax, and the chunks' partials combined in
-// chunk order by the last block of the kv head to finish. Nothing depends on T, the query's
-// index, the cache rows its tree keys sit at, or the span (the grid size).
+// fixed boundaries (one block per chunk, kv head and query group), a chunk's scores computed one
+// lane a position (sub-tiles of 32 positions), one softmax over the chunk (max and sum in a fixed
+// lane order), its values summed in position order, and the chunks' partials combined in chunk
+// order by the last block of the (kv head, group) to finish. Nothing depends on T, the query's
+// index, the query grouping, the cache rows its tree keys sit at, or the span (the grid size).
+// Speed: the grid is sized in Python to one wave of blocks where it fits (each block's cost is
+// mostly a chain of dependent global round trips, so a second wave doubles it), and the loads
+// of a warp's next query row, of its tree rows and of the tree values are issued early.
 #include "common.cuh"
 
 #define CHUNK 64     // positions a block reduces; kernels/attention.py's CHUNK says the same
@@ -95,8 +99,9 @@ extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long lo
 
 // One block: chunk blockIdx.x (positions [c0, c0 + CHUNK)) of kv head blockIdx.y for the query
 // rows (t, g) of that kv head with t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)), one
-// warp a query row at a time; the group's queries share the chunk's K/V tile. Partials go to
-// part_ml [KV, nchunks, Q, 2] (running max in log2 units, sum) and part_acc [KV, nchunks, Q, HD]
+// warp a query row at a time (warp w: rows w, w + NWARPS, ...); the group's queries share the
+// chunk's K/V tile. Partials go to part_ml [KV, nchunks, Q, 2] (the chunk's max score in log2
+// units, its sum of exp2(score - max)) and part_acc [KV, nchunks, Q, HD]
 // (Q = T * G query rows, row t * G + g); the last block of the (kv head, group) to finish
 // combines them into out [T, H * HD] and resets its counter.
 template <int HD>
@@ -184,18 +189,15 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     cur = nxt;  // (unset past the warp's last row: the loop ends before reading it)
     __syncwarp();
 
-    float m_run = NEG_INF, l_run = 0.f, acc[DL];
+    // Scores of the chunk's positions c0 + 32 st + lane (st < CHUNK / 32), then one softmax over
+    // the chunk: one max, one sum (lane order fixed: sub-tiles in order, then the butterfly).
+    const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk; c0 <= p
+    float score[CHUNK / 32];
 #pragma unroll
-    for (int k = 0; k < DL; ++k) acc[k] = 0.f;
-    const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk
-#pragma unroll
-    for (int st = 0; st < CHUNK / 32; ++st) {  // sub-tiles in position order (unrolled: tree_row[st])
-      const int base = c0 + 32 * st;
-      if (base >= end) break;
-      const int j = base + lane;
-      const bool valid = j < end;
-      float s = NEG_INF;
-      if (valid) {
+    for (int st = 0; st < CHUNK / 32; ++st) {
+      const int j = c0 + 32 * st + lane;
+      score[st] = NEG_INF;
+      if (j < end) {
         const bf16 *kp = j < n ? &k_tile[j - c0][0] : k_cache + ((long long)tree_row[st] * KV + kh) * HD;
         // Four independent FMA chains (dims 8-groups d8 % 4), summed in a fixed tree: one fixed sum
         // per (q, key) whatever the call, and a quarter of a single chain's latency.
@@ -213,35 +215,47 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
           a = fmaf(qb.x, k2.x, a); a = fmaf(qb.y, k2.y, a);
           a = fmaf(qb.z, k3.x, a); a = fmaf(qb.w, k3.y, a);
         }
-        s = (dot[0] + dot[1]) + (dot[2] + dot[3]);
+        score[st] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
       }
-      // Online softmax over the sub-tile: lane 0 (position base <= p) is always valid.
-      const float m_new = fmaxf(m_run, warp_max(s));
-      const float alpha = exp2f(m_run - m_new);  // 0 on the first sub-tile
-      const float pj = valid ? exp2f(s - m_new) : 0.f;
-      l_run = l_run * alpha + warp_sum(pj);
-      m_run = m_new;
+    }
+    float m_lane = score[0];
 #pragma unroll
-      for (int k = 0; k < DL; ++k) acc[k] *= alpha;
+    for (int st = 1; st < CHUNK / 32; ++st) m_lane = fmaxf(m_lane, score[st]);
+    const float m_chunk = warp_max(m_lane);  // finite: lane 0's position c0 <= p is valid
+    float weight[CHUNK / 32], l_lane = 0.f;
+#pragma unroll
+    for (int st = 0; st < CHUNK / 32; ++st) {
+      weight[st] = c0 + 32 * st + lane < end ? exp2f(score[st] - m_chunk) : 0.f;
+      l_lane += weight[st];
+    }
+    const float l_chunk = warp_sum(l_lane);
+
+    float acc[DL];
+#pragma unroll
+    for (int k = 0; k < DL; ++k) acc[k] = 0.f;
+#pragma unroll
+    for (int st = 0; st < CHUNK / 32; ++st) {  // values in position order (unrolled: weight[st])
+      const int base = c0 + 32 * st;
+      if (base >= end) break;
       const int count = end - base < 32 ? end - base : 32;
       if (base + count <= n) {  // all prefix rows, staged: the common case, no per-position row lookup
         const bf16 *vt = &v_tile[base - c0][0];
 #pragma unroll 8
-        for (int jj = 0; jj < count; ++jj)  // values in position order
-          add_value<DL>(acc, __shfl_sync(0xffffffffu, pj, jj), vt + jj * HD, lane);
+        for (int jj = 0; jj < count; ++jj)
+          add_value<DL>(acc, __shfl_sync(0xffffffffu, weight[st], jj), vt + jj * HD, lane);
       } else {
 #pragma unroll 8
         for (int jj = 0; jj < count; ++jj) {  // the same sum, tree rows from their lanes' lookups
           const int jp = base + jj, row = __shfl_sync(0xffffffffu, tree_row[st], jj);
           const bf16 *vp = jp < n ? &v_tile[jp - c0][0] : v_cache + ((long long)row * KV + kh) * HD;
-          add_value<DL>(acc, __shfl_sync(0xffffffffu, pj, jj), vp, lane);
+          add_value<DL>(acc, __shfl_sync(0xffffffffu, weight[st], jj), vp, lane);
         }
       }
     }
     const long long slot = ((long long)kh * nchunks + c) * Q + qr;
     if (lane == 0) {
-      part_ml[slot * 2] = m_run;
-      part_ml[slot * 2 + 1] = l_run;
+      part_ml[slot * 2] = m_chunk;
+      part_ml[slot * 2 + 1] = l_chunk;
     }
 #pragma unroll
     for (int k = 0; k < DL; ++k) part_acc[slot * HD + lane * DL + k] = acc[k];
