@@ -18,7 +18,7 @@
 #define TQMAX 32     // queries a block at most (their positions and prefixes sit in shared memory)
 #define MIN_BLOCKS 2 // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
-#define KPAD 8       // bf16 padding a K tile row: lanes reading 32 rows hit distinct banks
+#define KPAD 4       // fp32 padding a K tile row: 8 lanes reading 16 bytes of 8 rows hit distinct banks
 
 // Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
 #define COL_POSITION 1
@@ -59,7 +59,29 @@ __device__ __forceinline__ void load_q(QInputs<HD / 64> &in, const bf16 *q, cons
   }
 }
 
-// acc[0..DL) += w * v[lane * DL ..]: a lane's DL dims of one value row (DL = HD / 32).
+// Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula):
+// the chunk's K rows [CHUNK][HD + KPAD] and V rows [CHUNK][HD], converted to fp32 once when
+// staged (each is read by every query row of the block), and a warp's q [NWARPS][HD].
+template <int HD>
+struct Smem {
+  static constexpr int K_ROW = HD + KPAD, K = 0, V = K + CHUNK * K_ROW, Q = V + CHUNK * HD, FLOATS = Q + NWARPS * HD;
+};
+
+// acc[0..DL) += w * v[lane * DL ..]: a lane's DL dims of one value row (DL = HD / 32), the row
+// in fp32 (staged) or bf16 (a tree row in the cache): the same fp32 values, the same sum.
+template <int DL>
+__device__ __forceinline__ void add_value(float (&acc)[DL], float w, const float *v, int lane) {
+  if constexpr (DL == 4) {
+    const float4 a = *reinterpret_cast<const float4 *>(v + lane * 4);
+    acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
+    acc[2] = fmaf(w, a.z, acc[2]); acc[3] = fmaf(w, a.w, acc[3]);
+  } else {
+    static_assert(DL == 2, "head_dim 64 or 128");
+    const float2 a = *reinterpret_cast<const float2 *>(v + lane * 2);
+    acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
+  }
+}
+
 template <int DL>
 __device__ __forceinline__ void add_value(float (&acc)[DL], float w, const bf16 *v, int lane) {
   if constexpr (DL == 4) {
@@ -72,6 +94,39 @@ __device__ __forceinline__ void add_value(float (&acc)[DL], float w, const bf16 
     const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(v + lane * 2));
     acc[0] = fmaf(w, a.x, acc[0]); acc[1] = fmaf(w, a.y, acc[1]);
   }
+}
+
+// q . k over HD dims in four independent FMA chains (8-dim groups d8 % 4), summed in a fixed tree:
+// one fixed sum per (q, key) whatever the call, a quarter of a single chain's latency. k in fp32
+// (staged) or bf16 (a tree row in the cache): the same fp32 values, the same sum.
+__device__ __forceinline__ void dot8(float (&dot)[4], int d8, const float *q, float4 ka, float4 kb) {
+  const float4 qa = *reinterpret_cast<const float4 *>(q + d8 * 8);
+  const float4 qb = *reinterpret_cast<const float4 *>(q + d8 * 8 + 4);
+  float &a = dot[d8 % 4];
+  a = fmaf(qa.x, ka.x, a); a = fmaf(qa.y, ka.y, a); a = fmaf(qa.z, ka.z, a); a = fmaf(qa.w, ka.w, a);
+  a = fmaf(qb.x, kb.x, a); a = fmaf(qb.y, kb.y, a); a = fmaf(qb.z, kb.z, a); a = fmaf(qb.w, kb.w, a);
+}
+
+template <int HD>
+__device__ __forceinline__ float dot_q(const float *q, const float *k) {
+  float dot[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+  for (int d8 = 0; d8 < HD / 8; ++d8)
+    dot8(dot, d8, q, *reinterpret_cast<const float4 *>(k + d8 * 8), *reinterpret_cast<const float4 *>(k + d8 * 8 + 4));
+  return (dot[0] + dot[1]) + (dot[2] + dot[3]);
+}
+
+template <int HD>
+__device__ __forceinline__ float dot_q(const float *q, const bf16 *k) {
+  float dot[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int d8 = 0; d8 < HD / 8; ++d8) {
+    const bf16x8 k8 = *reinterpret_cast<const bf16x8 *>(k + d8 * 8);
+    const float2 k0 = __bfloat1622float2(k8.h[0]), k1 = __bfloat1622float2(k8.h[1]);
+    const float2 k2 = __bfloat1622float2(k8.h[2]), k3 = __bfloat1622float2(k8.h[3]);
+    dot8(dot, d8, q, make_float4(k0.x, k0.y, k1.x, k1.y), make_float4(k2.x, k2.y, k3.x, k3.y));
+  }
+  return (dot[0] + dot[1]) + (dot[2] + dot[3]);
 }
 
 // grid (T), block 256: k with RoPE at positions[t] and v into row rows[t] of the caches.
@@ -113,9 +168,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
                                     int V, int span, int R, int TQ, float scale_log2) {
   constexpr int HALF = HD / 2, D8 = HD / 8, DL = HD / 32;  // DL: output dims a lane owns
   static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
-  __shared__ __align__(16) bf16 k_tile[CHUNK][HD + KPAD];
-  __shared__ __align__(16) bf16 v_tile[CHUNK][HD];
-  __shared__ __align__(16) float q_buf[NWARPS][HD];
+  using S = Smem<HD>;
+  extern __shared__ __align__(16) float smem[];
+  float *k_tile = smem + S::K, *v_tile = smem + S::V;  // row r: k_tile + r * S::K_ROW, v_tile + r * HD
   __shared__ int q_pos[TQMAX], q_prefix[TQMAX];  // position, prefix length of query t0 + i
   __shared__ int is_last;
 
@@ -151,12 +206,21 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   for (int e = threadIdx.x; e < tile_rows * D8; e += blockDim.x) {
     const int r = e / D8, d = (e % D8) * 8;
     const long long g = ((long long)(c0 + r) * KV + kh) * HD + d;
-    *reinterpret_cast<bf16x8 *>(&k_tile[r][d]) = *reinterpret_cast<const bf16x8 *>(k_cache + g);
-    *reinterpret_cast<bf16x8 *>(&v_tile[r][d]) = *reinterpret_cast<const bf16x8 *>(v_cache + g);
+    const bf16x8 k8 = *reinterpret_cast<const bf16x8 *>(k_cache + g);
+    const bf16x8 v8 = *reinterpret_cast<const bf16x8 *>(v_cache + g);
+    float4 *kd = reinterpret_cast<float4 *>(k_tile + r * S::K_ROW + d), *vd = reinterpret_cast<float4 *>(v_tile + r * HD + d);
+    float2 a = __bfloat1622float2(k8.h[0]), b = __bfloat1622float2(k8.h[1]);
+    kd[0] = make_float4(a.x, a.y, b.x, b.y);
+    a = __bfloat1622float2(k8.h[2]), b = __bfloat1622float2(k8.h[3]);
+    kd[1] = make_float4(a.x, a.y, b.x, b.y);
+    a = __bfloat1622float2(v8.h[0]), b = __bfloat1622float2(v8.h[1]);
+    vd[0] = make_float4(a.x, a.y, b.x, b.y);
+    a = __bfloat1622float2(v8.h[2]), b = __bfloat1622float2(v8.h[3]);
+    vd[1] = make_float4(a.x, a.y, b.x, b.y);
   }
   __syncthreads();
 
-  float *qw = q_buf[warp];
+  float *qw = smem + S::Q + warp * HD;
   for (int next; qr < rows_end; qr = next) {
     const int t = qr / G;
     const int p = q_pos[t - t0], n = q_prefix[t - t0];
@@ -198,24 +262,8 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       const int j = c0 + 32 * st + lane;
       score[st] = NEG_INF;
       if (j < end) {
-        const bf16 *kp = j < n ? &k_tile[j - c0][0] : k_cache + ((long long)tree_row[st] * KV + kh) * HD;
-        // Four independent FMA chains (dims 8-groups d8 % 4), summed in a fixed tree: one fixed sum
-        // per (q, key) whatever the call, and a quarter of a single chain's latency.
-        float dot[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int d8 = 0; d8 < D8; ++d8) {
-          const bf16x8 kv8 = *reinterpret_cast<const bf16x8 *>(kp + d8 * 8);
-          const float4 qa = *reinterpret_cast<const float4 *>(qw + d8 * 8);
-          const float4 qb = *reinterpret_cast<const float4 *>(qw + d8 * 8 + 4);
-          const float2 k0 = __bfloat1622float2(kv8.h[0]), k1 = __bfloat1622float2(kv8.h[1]);
-          const float2 k2 = __bfloat1622float2(kv8.h[2]), k3 = __bfloat1622float2(kv8.h[3]);
-          float &a = dot[d8 % 4];
-          a = fmaf(qa.x, k0.x, a); a = fmaf(qa.y, k0.y, a);
-          a = fmaf(qa.z, k1.x, a); a = fmaf(qa.w, k1.y, a);
-          a = fmaf(qb.x, k2.x, a); a = fmaf(qb.y, k2.y, a);
-          a = fmaf(qb.z, k3.x, a); a = fmaf(qb.w, k3.y, a);
-        }
-        score[st] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
+        score[st] = j < n ? dot_q<HD>(qw, k_tile + (j - c0) * S::K_ROW)
+                          : dot_q<HD>(qw, k_cache + ((long long)tree_row[st] * KV + kh) * HD);
       }
     }
     float m_lane = score[0];
@@ -239,7 +287,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       if (base >= end) break;
       const int count = end - base < 32 ? end - base : 32;
       if (base + count <= n) {  // all prefix rows, staged: the common case, no per-position row lookup
-        const bf16 *vt = &v_tile[base - c0][0];
+        const float *vt = v_tile + (base - c0) * HD;
 #pragma unroll 8
         for (int jj = 0; jj < count; ++jj)
           add_value<DL>(acc, __shfl_sync(0xffffffffu, weight[st], jj), vt + jj * HD, lane);
@@ -247,8 +295,11 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 #pragma unroll 8
         for (int jj = 0; jj < count; ++jj) {  // the same sum, tree rows from their lanes' lookups
           const int jp = base + jj, row = __shfl_sync(0xffffffffu, tree_row[st], jj);
-          const bf16 *vp = jp < n ? &v_tile[jp - c0][0] : v_cache + ((long long)row * KV + kh) * HD;
-          add_value<DL>(acc, __shfl_sync(0xffffffffu, weight[st], jj), vp, lane);
+          const float w = __shfl_sync(0xffffffffu, weight[st], jj);
+          if (jp < n)  // warp-uniform
+            add_value<DL>(acc, w, v_tile + (jp - c0) * HD, lane);
+          else
+            add_value<DL>(acc, w, v_cache + ((long long)row * KV + kh) * HD, lane);
         }
       }
     }

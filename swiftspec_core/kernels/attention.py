@@ -32,6 +32,7 @@ CHUNK = _define("CHUNK")  # positions one block reduces
 NWARPS = _define("NWARPS")
 TQMAX = _define("TQMAX")  # queries one block at most
 MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __launch_bounds__)
+KPAD = _define("KPAD")
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
 COUNTERS = 1024  # combine counters per (device, stream): one a (kv head, query group)
@@ -139,6 +140,12 @@ def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int
     return TQ, -(-T // TQ)
 
 
+def shared_bytes(hd: int) -> int:
+    """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (fp32 K tile rows of
+    hd + KPAD, V tile, a warp's q)."""
+    return 4 * (CHUNK * (hd + KPAD) + CHUNK * hd + NWARPS * hd)
+
+
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
                    out=None) -> torch.Tensor:
     """block: [T, 4 + V] int64 on device, graphs.py's staged block: columns TOKEN, POSITION, ROW,
@@ -174,5 +181,5 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
            (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml),
             ptr(part_acc), ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads),
             np.int32(n_kv), np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R),
-            np.int32(TQ), np.float32(hd ** -0.5 * math.log2(math.e))))
+            np.int32(TQ), np.float32(hd ** -0.5 * math.log2(math.e))), shared_bytes(hd))
     return out
