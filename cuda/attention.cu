@@ -64,7 +64,7 @@ __device__ __forceinline__ void load_q(QInputs<HD / 64> &in, const bf16 *q, cons
 // staged (each is read by every query row of the block), and a warp's q [NWARPS][HD].
 template <int HD>
 struct Smem {
-  static constexpr int K_ROW = HD + KPAD, K = 0, V = K + CHUNK * K_ROW, Q = V + CHUNK * HD, FLOATS = Q + NWARPS * HD;
+  static constexpr int K_ROW = HD + KPAD, K = 0, V = K + CHUNK * K_ROW, Q = V + CHUNK * HD;
 };
 
 // acc[0..DL) += w * v[lane * DL ..]: a lane's DL dims of one value row (DL = HD / 32), the row
@@ -112,7 +112,8 @@ __device__ __forceinline__ float dot_q(const float *q, const float *k) {
   float dot[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll 4
   for (int d8 = 0; d8 < HD / 8; ++d8)
-    dot8(dot, d8, q, *reinterpret_cast<const float4 *>(k + d8 * 8), *reinterpret_cast<const float4 *>(k + d8 * 8 + 4));
+    dot8(dot, d8, q, *reinterpret_cast<const float4 *>(k + d8 * 8),
+         *reinterpret_cast<const float4 *>(k + d8 * 8 + 4));
   return (dot[0] + dot[1]) + (dot[2] + dot[3]);
 }
 
@@ -208,7 +209,8 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     const long long g = ((long long)(c0 + r) * KV + kh) * HD + d;
     const bf16x8 k8 = *reinterpret_cast<const bf16x8 *>(k_cache + g);
     const bf16x8 v8 = *reinterpret_cast<const bf16x8 *>(v_cache + g);
-    float4 *kd = reinterpret_cast<float4 *>(k_tile + r * S::K_ROW + d), *vd = reinterpret_cast<float4 *>(v_tile + r * HD + d);
+    float4 *kd = reinterpret_cast<float4 *>(k_tile + r * S::K_ROW + d);
+    float4 *vd = reinterpret_cast<float4 *>(v_tile + r * HD + d);
     float2 a = __bfloat1622float2(k8.h[0]), b = __bfloat1622float2(k8.h[1]);
     kd[0] = make_float4(a.x, a.y, b.x, b.y);
     a = __bfloat1622float2(k8.h[2]), b = __bfloat1622float2(k8.h[3]);
@@ -310,7 +312,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     }
 #pragma unroll
     for (int k = 0; k < DL; ++k) part_acc[slot * HD + lane * DL + k] = acc[k];
-    __syncwarp();  // q_buf is rewritten by the next query row
+    __syncwarp();  // qw is rewritten by the next query row
   }
 
   // The last block of this (kv head, group) to finish combines every chunk's partials.
