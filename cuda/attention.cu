@@ -67,6 +67,17 @@ struct Smem {
   static constexpr int K_ROW = HD + KPAD, K = 0, V = K + CHUNK * K_ROW, Q = V + CHUNK * HD;
 };
 
+// The cache row of the lane's positions j = c0 + 32 s + lane that are tree positions (n <= j <= p)
+// of a query (vis: its visible rows), 0 elsewhere; the value loop gets them by shuffle.
+__device__ __forceinline__ void tree_rows(int (&rows)[CHUNK / 32], const long long *vis, int V, int n, int p,
+                                          int c0, int lane, int R) {
+#pragma unroll
+  for (int s = 0; s < CHUNK / 32; ++s) {
+    const int j = c0 + 32 * s + lane;
+    rows[s] = j >= n && j <= p ? (int)key_row(vis, V, n, j, R) : 0;
+  }
+}
+
 // acc[0..DL) += w * v[lane * DL ..]: a lane's DL dims of one value row (DL = HD / 32), the row
 // in fp32 (staged) or bf16 (a tree row in the cache): the same fp32 values, the same sum.
 template <int DL>
@@ -189,14 +200,16 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 
   // This warp's query rows: t0 * G + warp, then every NWARPS-th, those whose position reaches the
   // chunk (a chunk past the query contributes nothing and is never read). The first one's RoPE
-  // inputs are loaded now, in flight during the K/V staging.
+  // inputs and tree rows are loaded now, in flight during the K/V staging.
   QInputs<HD / 64> cur, nxt;
+  int tree_row[CHUNK / 32], next_tree_row[CHUNK / 32];
   int qr = t0 * G + warp;
   while (qr < rows_end && q_pos[qr / G - t0] < c0) qr += NWARPS;
   if (qr < rows_end) {
     const int t = qr / G, p = q_pos[t - t0];
     load_q<HD>(cur, qkv + t * stride + (long long)(kh * G + qr % G) * HD, cos_t + (long long)p * HD,
                sin_t + (long long)p * HD, lane);
+    tree_rows(tree_row, blk + (long long)t * cols + COL_VISIBLE, V, q_prefix[t - t0], p, c0, lane, R);
   }
 
   // The chunk's cache rows c0.. that some query reads as prefix rows (j < PREFIX, j <= POSITION).
@@ -226,22 +239,13 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   for (int next; qr < rows_end; qr = next) {
     const int t = qr / G;
     const int p = q_pos[t - t0], n = q_prefix[t - t0];
-    const long long *vis = blk + (long long)t * cols + COL_VISIBLE;
     next = qr + NWARPS;  // the warp's next row reaching the chunk: its inputs load during this row
     while (next < rows_end && q_pos[next / G - t0] < c0) next += NWARPS;
     if (next < rows_end) {
       const int tn = next / G, pn = q_pos[tn - t0];
       load_q<HD>(nxt, qkv + tn * stride + (long long)(kh * G + next % G) * HD, cos_t + (long long)pn * HD,
                  sin_t + (long long)pn * HD, lane);
-    }
-
-    // The cache row of the lane's position c0 + 32 s + lane where it is a tree position (n <= j <= p),
-    // looked up now (its load overlaps the RoPE) and handed to the value loop by shuffle.
-    int tree_row[CHUNK / 32];
-#pragma unroll
-    for (int s = 0; s < CHUNK / 32; ++s) {
-      const int j = c0 + 32 * s + lane;
-      tree_row[s] = j >= n && j <= p ? (int)key_row(vis, V, n, j, R) : 0;
+      tree_rows(next_tree_row, blk + (long long)tn * cols + COL_VISIBLE, V, q_prefix[tn - t0], pn, c0, lane, R);
     }
 
     // q with RoPE at p in fp32, scaled by hd^-0.5 * log2(e) (softmax in base 2).
@@ -252,7 +256,6 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       qw[lane + 32 * k] = y1 * scale_log2;
       qw[lane + 32 * k + HALF] = y2 * scale_log2;
     }
-    cur = nxt;  // (unset past the warp's last row: the loop ends before reading it)
     __syncwarp();
 
     // Scores of the chunk's positions c0 + 32 st + lane (st < CHUNK / 32), then one softmax over
@@ -313,6 +316,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 #pragma unroll
     for (int k = 0; k < DL; ++k) part_acc[slot * HD + lane * DL + k] = acc[k];
     __syncwarp();  // qw is rewritten by the next query row
+    cur = nxt;  // (unset past the warp's last row: the loop ends before reading them)
+#pragma unroll
+    for (int s = 0; s < CHUNK / 32; ++s) tree_row[s] = next_tree_row[s];
   }
 
   // The last block of this (kv head, group) to finish combines every chunk's partials.
