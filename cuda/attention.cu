@@ -201,16 +201,21 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   // This warp's query rows: t0 * G + warp, then every NWARPS-th, those whose position reaches the
   // chunk (a chunk past the query contributes nothing and is never read). The first one's RoPE
   // inputs and tree rows are loaded now, in flight during the K/V staging.
+  // load_row(r, ..): the first of rows r, r + NWARPS, .. reaching the chunk (rows_end if none), its
+  // inputs loading into in and rows.
+  auto load_row = [&](int r, QInputs<HD / 64> &in, int (&rows)[CHUNK / 32]) {
+    while (r < rows_end && q_pos[r / G - t0] < c0) r += NWARPS;
+    if (r < rows_end) {
+      const int t = r / G, p = q_pos[t - t0];
+      load_q<HD>(in, qkv + t * stride + (long long)(kh * G + r % G) * HD, cos_t + (long long)p * HD,
+                 sin_t + (long long)p * HD, lane);
+      tree_rows(rows, blk + (long long)t * cols + COL_VISIBLE, V, q_prefix[t - t0], p, c0, lane, R);
+    }
+    return r;
+  };
   QInputs<HD / 64> cur, nxt;
   int tree_row[CHUNK / 32], next_tree_row[CHUNK / 32];
-  int qr = t0 * G + warp;
-  while (qr < rows_end && q_pos[qr / G - t0] < c0) qr += NWARPS;
-  if (qr < rows_end) {
-    const int t = qr / G, p = q_pos[t - t0];
-    load_q<HD>(cur, qkv + t * stride + (long long)(kh * G + qr % G) * HD, cos_t + (long long)p * HD,
-               sin_t + (long long)p * HD, lane);
-    tree_rows(tree_row, blk + (long long)t * cols + COL_VISIBLE, V, q_prefix[t - t0], p, c0, lane, R);
-  }
+  int qr = load_row(t0 * G + warp, cur, tree_row);
 
   // The chunk's cache rows c0.. that some query reads as prefix rows (j < PREFIX, j <= POSITION).
   int staged_end = 0;
@@ -239,14 +244,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   for (int next; qr < rows_end; qr = next) {
     const int t = qr / G;
     const int p = q_pos[t - t0], n = q_prefix[t - t0];
-    next = qr + NWARPS;  // the warp's next row reaching the chunk: its inputs load during this row
-    while (next < rows_end && q_pos[next / G - t0] < c0) next += NWARPS;
-    if (next < rows_end) {
-      const int tn = next / G, pn = q_pos[tn - t0];
-      load_q<HD>(nxt, qkv + tn * stride + (long long)(kh * G + next % G) * HD, cos_t + (long long)pn * HD,
-                 sin_t + (long long)pn * HD, lane);
-      tree_rows(next_tree_row, blk + (long long)tn * cols + COL_VISIBLE, V, q_prefix[tn - t0], pn, c0, lane, R);
-    }
+    next = load_row(qr + NWARPS, nxt, next_tree_row);  // the warp's next row: loads during this one
 
     // q with RoPE at p in fp32, scaled by hd^-0.5 * log2(e) (softmax in base 2).
 #pragma unroll

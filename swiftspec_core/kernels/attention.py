@@ -11,7 +11,6 @@ tree keys sit in the cache, or the span). The references below compute the same 
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
 
@@ -21,6 +20,7 @@ import torch
 from ..graphs import POSITION, PREFIX, VISIBLE
 from ..models.rope import apply_rope
 from .build import CUDA_DIR, launch, ptr
+from .gemm import _sm_count  # the cached SM count the GEMM plans with
 
 
 def _define(name: str) -> int:
@@ -122,11 +122,6 @@ def _counter_block(device: torch.device) -> torch.Tensor:
     if key not in _counters:
         _counters[key] = torch.zeros(COUNTERS, dtype=torch.int32, device=device)
     return _counters[key]
-
-
-@functools.cache
-def _sm_count(device: int) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int]:
