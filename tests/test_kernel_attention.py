@@ -148,6 +148,17 @@ def test_kernel_entries_refuse_bad_layouts_before_launching():
                        cache, cache, 4, 1)
 
 
+@pytest.mark.parametrize("T,blocks_per_group,resident", [(1, 128, 264), (8, 128, 264), (16, 128, 264),
+                                                         (8, 512, 264), (200, 16, 264), (16, 16, 10**6)])
+def test_query_groups_fill_one_wave_and_cover_every_query(T, blocks_per_group, resident):
+    TQ, groups = attn.query_groups(T, blocks_per_group, resident)
+    assert 1 <= TQ <= attn.TQMAX and (groups - 1) * TQ < T <= groups * TQ  # every query, no empty group
+    # one wave when it fits (one group at least; TQMAX may force more groups than fit)
+    assert groups * blocks_per_group <= max(resident, blocks_per_group) or TQ == attn.TQMAX
+    # no fewer groups than fit: no block does more queries than a one-wave split needs
+    assert TQ == min(attn.TQMAX, -(-T // max(1, min(T, resident // blocks_per_group))))
+
+
 # --- GPU: the kernels ------------------------------------------------------------------------------
 
 SHAPES = [(32, 8, 128), (64, 8, 128), (24, 8, 128), (14, 2, 64), (12, 2, 64)]  # 8B, 70B, 3B, Qwen 0.5B/1.5B
@@ -229,6 +240,27 @@ def test_query_bits_do_not_depend_on_the_forward_around_it(H, KV, hd, p, depth):
     torch.cuda.synchronize()
     assert report(f"alone vs in a tree (p {p}, depth {depth})", out2[t:t + 1], out1, 0, 0)
     assert not out2.isnan().any()
+
+
+@gpu
+@pytest.mark.parametrize("H,KV,hd", [(32, 8, 128), (14, 2, 64)])
+def test_query_split_does_not_change_bits(H, KV, hd, monkeypatch):
+    """The same call with its queries split into one group of TQMAX queries (many rows a warp,
+    their inputs loaded a row ahead) and into groups of one query: bitwise equal, and as the
+    reference."""
+    T = attn.TQMAX
+    qkv, block, cos, sin, k_cache, v_cache, span = tree_case(H, KV, hd, T, 700, seed=7)
+    want = attn.tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
+    outs = []
+    for sms, split in ((1, (T, 1)), (10**6, (1, T))):  # SM counts that force each split
+        monkeypatch.setattr(attn, "_sm_count", lambda device, sms=sms: sms)
+        assert attn.query_groups(T, -(-span // attn.CHUNK) * KV, attn.MIN_BLOCKS * sms) == split
+        out = torch.full_like(want, float("nan"))
+        attn.tree_attention(qkv, block, cos, sin, k_cache, v_cache, span, H, KV, out=out)
+        torch.cuda.synchronize()
+        assert report(f"split {split} H{H} KV{KV} hd{hd}", out, want, ATOL, RTOL)
+        outs.append(out)
+    assert report(f"one group vs one query a group H{H} KV{KV} hd{hd}", outs[0], outs[1], 0, 0)
 
 
 @gpu

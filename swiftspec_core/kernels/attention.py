@@ -20,6 +20,7 @@ import torch
 from ..graphs import POSITION, PREFIX, VISIBLE
 from ..models.rope import apply_rope
 from .build import CUDA_DIR, launch, ptr
+from .gemm import _sm_count  # the cached SM count the GEMM plans with
 
 
 def _define(name: str) -> int:
@@ -29,6 +30,9 @@ def _define(name: str) -> int:
 
 CHUNK = _define("CHUNK")  # positions one block reduces
 NWARPS = _define("NWARPS")
+TQMAX = _define("TQMAX")  # queries one block at most
+MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __launch_bounds__)
+KPAD = _define("KPAD")
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
 COUNTERS = 1024  # combine counters per (device, stream): one a (kv head, query group)
@@ -120,6 +124,23 @@ def _counter_block(device: torch.device) -> torch.Tensor:
     return _counters[key]
 
 
+def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int]:
+    """-> (TQ queries a block, groups): as few groups as fill the `resident` block slots (one wave)
+    given `blocks_per_group` (chunks x kv heads) blocks a group, at most TQMAX queries a block. A
+    block's warps take its query rows in turn: a row costs a warp far less than a wave of blocks
+    costs the call (each block's chain of dependent global round trips), so waves are avoided first.
+    Any split gives a query the same bits (rows never share a reduction)."""
+    groups = max(1, min(T, resident // blocks_per_group))
+    TQ = min(TQMAX, -(-T // groups))
+    return TQ, -(-T // TQ)
+
+
+def shared_bytes(hd: int) -> int:
+    """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (fp32 K tile rows of
+    hd + KPAD, V tile, a warp's q)."""
+    return 4 * (CHUNK * (hd + KPAD) + CHUNK * hd + NWARPS * hd)
+
+
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
                    out=None) -> torch.Tensor:
     """block: [T, 4 + V] int64 on device, graphs.py's staged block: columns TOKEN, POSITION, ROW,
@@ -141,10 +162,10 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
         raise ValueError(f"out: want contiguous {qkv.dtype} [{T}, {n_heads * hd}]")
     if T == 0:
         return out
-    # Grid: chunks x kv heads x query groups of TQ queries, about a warp a query row of a group.
+    # Grid: chunks x kv heads x query groups of TQ queries.
     G = n_heads // n_kv
-    nchunks, Q, TQ = -(-span // CHUNK), T * G, max(1, NWARPS // G)
-    groups = -(-T // TQ)
+    nchunks, Q = -(-span // CHUNK), T * G
+    TQ, groups = query_groups(T, nchunks * n_kv, MIN_BLOCKS * _sm_count(qkv.device.index))
     if n_kv * groups > COUNTERS:
         raise ValueError(f"{n_kv} kv heads x {groups} query groups: the combine counters hold {COUNTERS}")
     # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output.
@@ -155,5 +176,5 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
            (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml),
             ptr(part_acc), ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads),
             np.int32(n_kv), np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R),
-            np.int32(TQ), np.float32(hd ** -0.5 * math.log2(math.e))))
+            np.int32(TQ), np.float32(hd ** -0.5 * math.log2(math.e))), shared_bytes(hd))
     return out
