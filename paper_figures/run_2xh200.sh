@@ -2,9 +2,9 @@
 # Issue "Disaggregated multi-GPU runtime": the benchmark on nvidia-h200-x2 (2x H200, NVLink).
 # Llama-3-8B-Instruct target and Llama-3.2-1B-Instruct draft shapes, random bf16 weights, acceptance
 # replayed from the real Qwen-pair CPU run (paper_figures/results/cpu-qwen-pair), six datasets,
-# 256 new tokens. Kernels: torch ops (the rows' kernels column says torch-compile: on GPU each
-# layer's elementwise work is fused by torch.compile, every forward a CUDA graph replay); the CLI
-# has no option to choose other kernels yet.
+# 256 new tokens. Kernels: --kernels auto unless a step says otherwise (fused: our cuda/ kernels,
+# rows labelled :fused; before issue 10 every row ran torch ops, kernels column torch-compile).
+# REPLAY overrides the replayed recordings.
 #
 #   bash paper_figures/run_2xh200.sh RUN_DIR DEADLINE_S "LIMIT ARGS..." ["LIMIT ARGS..." ...]
 #
