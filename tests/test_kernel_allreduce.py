@@ -113,20 +113,13 @@ def _gather(x: torch.Tensor) -> list[torch.Tensor]:
 
 def _graph_us(fn, calls: int = 100, replays: int = 10) -> float:
     """Median over replays of one graph of `calls` back-to-back fn() calls, per call."""
+    from swiftspec_bench.kernel_bench import median_us
+
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(calls):
             fn()
-    graph.replay()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / calls)
-    return sorted(times)[len(times) // 2]
+    return median_us(graph, calls, replays)
 
 
 def _eager_cases(rank, ar, failures, log):
