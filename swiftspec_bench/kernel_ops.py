@@ -11,7 +11,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from swiftspec_core.graphs import POSITION, PREFIX, ROW, VISIBLE, spans
+from swiftspec_core.graphs import spans
+from swiftspec_core.staged import POSITION, PREFIX, ROW, VISIBLE
 
 from .kernel_shapes import BF16, Case, gemm_shape, kv_bytes, shard_args
 

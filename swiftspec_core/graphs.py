@@ -20,10 +20,10 @@ import torch
 
 from .cache import KVCache
 from .models.transformer import Transformer
+from .staged import POSITION, PREFIX, ROW, TOKEN, VISIBLE
 from .tree import tree_mask
 
 SPAN_MIN = 512
-TOKEN, POSITION, ROW, PREFIX, VISIBLE = range(5)  # columns of the staged block; VISIBLE onwards
 
 
 def capture(run, warmups: int = 2):

@@ -180,7 +180,7 @@ def _hook_worker(rank, world_size, ctx):
     failures: list = []
     log: list[str] = []
     group = ctx.group
-    group.use_low_latency(exchange_over(ctx.world.pg, [0, 1]), max_bytes=64 * 1024)
+    group.use_low_latency(LLAllReduce(group.rank, group.size, exchange_over(ctx.world.pg, [0, 1]), max_bytes=64 * 1024))
     try:
         x = _inputs(rank, 7, 64 * 1024, torch.bfloat16)
         want = all_reduce_reference(_gather(x))

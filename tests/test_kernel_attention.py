@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from swiftspec_core.graphs import POSITION, PREFIX, ROW, VISIBLE
+from swiftspec_core.staged import POSITION, PREFIX, ROW, VISIBLE
 from swiftspec_core.kernels import attention as attn
 from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.rope import apply_rope, rope_tables

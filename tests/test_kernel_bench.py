@@ -149,7 +149,7 @@ def test_plan_matrix(tmp_path):
 
 
 def test_chain_block_and_sdpa_baseline_match_the_engine():
-    from swiftspec_core.graphs import POSITION, PREFIX, ROW, VISIBLE
+    from swiftspec_core.staged import POSITION, PREFIX, ROW, VISIBLE
     from swiftspec_core.models.transformer import grouped_attention
     from swiftspec_core.tree import tree_mask
 

@@ -15,7 +15,6 @@ import os
 import torch
 import torch.distributed as dist
 
-from ..kernels.allreduce import LLAllReduce, supports
 from .gloo import check_message
 
 # NVLink SHARP multicast (NVLS) stays off on the lent machines; NCCL reads these at its first
@@ -101,14 +100,14 @@ class NcclGroup:
         self.host_pg = host_pg  # a gloo group of the same ranks (use_low_latency's exchange)
         self.rank = comm.rank_id()
         self.size = comm.size()
-        self.low_latency: LLAllReduce | None = None  # set by use_low_latency
+        self.low_latency = None  # kernels.allreduce.LLAllReduce, set by use_low_latency
 
-    def use_low_latency(self, exchange, max_bytes: int = 512 * 1024) -> None:
-        """From now on all-reduce bf16 / fp32 messages of at most max_bytes with the one-shot LL
-        kernel over peer memory, larger or other ones with NCCL. Collective like the constructor of
-        LLAllReduce: exchange all-gathers the group's IPC handles (kernels.allreduce.exchange_over)."""
+    def use_low_latency(self, all_reduce) -> None:
+        """From now on all-reduce what `all_reduce` takes (kernels.allreduce.LLAllReduce, built on
+        this group's ranks: the one-shot LL kernel over peer memory for small messages) with it,
+        the rest with NCCL. The group owns it from here (close)."""
         self.close()
-        self.low_latency = LLAllReduce(self.rank, self.size, exchange, max_bytes)
+        self.low_latency = all_reduce
 
     def close(self) -> None:
         """Release the LL inboxes (IPC handles closed before any teardown); NCCL stays usable."""
@@ -119,7 +118,7 @@ class NcclGroup:
     def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
         # Size and dtype alone choose the path: they are the same on every rank, so all agree.
         ll = self.low_latency
-        if ll is not None and supports(x) and x.numel() * x.element_size() <= ll.max_bytes:
+        if ll is not None and ll.takes(x):
             return ll(x)
         _check_cuda(x)
         ptr = x.data_ptr()

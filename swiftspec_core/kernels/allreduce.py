@@ -121,6 +121,11 @@ class LLAllReduce:
         for kernel in KERNELS.values():  # compiled now, not at a first call inside a graph capture
             function("allreduce", kernel, self.device, 0)
 
+    def takes(self, x: torch.Tensor) -> bool:
+        """Whether x goes through this all-reduce: a supported tensor of at most max_bytes. Size
+        and dtype alone decide, so every rank of the group decides alike."""
+        return supports(x) and x.numel() * x.element_size() <= self.max_bytes
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Sum x over the ranks, in place; returns x. x: contiguous bf16 or fp32 CUDA tensor of at
         most max_bytes, on this instance's device."""

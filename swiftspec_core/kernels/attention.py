@@ -17,7 +17,7 @@ import re
 import numpy as np
 import torch
 
-from ..graphs import POSITION, PREFIX, VISIBLE
+from ..staged import POSITION, PREFIX, VISIBLE
 from ..models.rope import apply_rope
 from .build import CUDA_DIR, launch, ptr
 from .gemm import _sm_count  # the cached SM count the GEMM plans with

@@ -14,9 +14,8 @@ import torch
 from ..cache import KVCache
 from .attention import append_kv, tree_attention
 from .gemm import gemm
+from ..staged import POSITION, ROW, TOKEN
 from .norm import add_rmsnorm, swiglu
-
-TOKEN, POSITION, ROW = range(3)  # graphs.py's block columns this module reads itself
 
 
 @torch.inference_mode()

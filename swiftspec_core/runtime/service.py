@@ -59,9 +59,10 @@ def _engines(plan: WorkerPlan, ctx):
 
     dtype = getattr(torch, plan.dtype)
     if plan.kernels == "fused" and ctx.group.size > 1:  # the fused kernels' all-reduce: LL over peer memory
-        from ..kernels.allreduce import exchange_over
+        from ..kernels.allreduce import LLAllReduce, exchange_over
 
-        ctx.group.use_low_latency(exchange_over(ctx.group.host_pg, list(range(ctx.group.size))))
+        group = ctx.group
+        group.use_low_latency(LLAllReduce(group.rank, group.size, exchange_over(group.host_pg, list(range(group.size)))))
     load = lambda spec, noise=0.0: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device,  # noqa: E731
                                                seed=plan.seed, group=ctx.group, max_seq_len=plan.max_seq_len,
                                                noise=noise, kernels=plan.kernels)
