@@ -62,7 +62,8 @@ def _engines(plan: WorkerPlan, ctx):
         from ..kernels.allreduce import LLAllReduce, exchange_over
 
         group = ctx.group
-        group.use_low_latency(LLAllReduce(group.rank, group.size, exchange_over(group.host_pg, list(range(group.size)))))
+        exchange = exchange_over(group.host_pg, list(range(group.size)))
+        group.use_low_latency(LLAllReduce(group.rank, group.size, exchange))
     load = lambda spec, noise=0.0: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device,  # noqa: E731
                                                seed=plan.seed, group=ctx.group, max_seq_len=plan.max_seq_len,
                                                noise=noise, kernels=plan.kernels)
