@@ -146,6 +146,24 @@ def test_hub_folder_loads(tmp_path):
     with pytest.raises(UserError, match="4-bit GEMM"):
         load_awq_checkpoint(tmp_path, cfg)
 
+    # load_model / engine_of: the engine holds the checkpoint's own tensors, the transformers model
+    # their dequantization (what the hf-* peers run), and the two compute the same logits.
+    from swiftspec_core.models.loading import engine_of, load_model
+    from swiftspec_core.models.tiny_tokenizer import tiny_tokenizer
+
+    tiny_tokenizer().save_pretrained(tmp_path)
+    loaded = load_model(str(tmp_path))
+    assert loaded.awq is not None and loaded.weights == "real"
+    with pytest.raises(UserError, match="--quant awq"):
+        engine_of(loaded, dtype=torch.float32)
+    model = engine_of(loaded, quant="awq", dtype=torch.float32)
+    assert all(torch.equal(model.state_dict()[k], state[k]) for k in state)
+    tokens = torch.tensor([[3, 1, 4, 1, 5]])
+    with torch.no_grad():
+        ref = loaded.hf(tokens).logits[0].float()
+    got = run_steps_on(model, tokens[0])
+    assert ((got - ref).norm() / ref.norm()).item() < 1e-5
+
 
 def test_weight_bytes_count_the_4bit_tensors():
     args, state, _ = quantized(awq_args(), dtype=torch.float32)
@@ -157,6 +175,13 @@ def test_weight_bytes_count_the_4bit_tensors():
 
 
 # --- engines ---------------------------------------------------------------------------------------
+
+def run_steps_on(model, tokens: torch.Tensor) -> torch.Tensor:
+    """Causal logits [T, V] of one prompt."""
+    rows = torch.arange(len(tokens))
+    return model(tokens, rows, rows, torch.ones(len(tokens), len(tokens), dtype=torch.bool).tril(),
+                 model.new_cache(16))
+
 
 def run_steps(model, vocab: int):
     """A 7-token prefill then one decode step: [7, V] and [1, V] logits."""
@@ -248,3 +273,41 @@ def test_shards_keep_groups_whole():
     args, state, _ = quantized(awq_args(n_heads=6, dim=96))
     with pytest.raises(ValueError, match="whole groups"):
         shard_state(args, state, 0, 2)
+
+
+# --- the CLI ---------------------------------------------------------------------------------------
+
+def test_cli_quant_awq_rows_and_errors(tmp_path):
+    from pathlib import Path
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from swiftspec_bench.cli import app
+
+    data = Path(__file__).with_name("fixtures")
+    out = tmp_path / "run"
+    args = ["run", "--target", "tiny-llama", "--draft", "tiny-llama", "--systems", "ar,tree", "--datasets", "gsm8k",
+            "--limit", "1", "--max-new-tokens", "8", "--data-dir", str(data), "--weights", "random", "--out", str(out)]
+    res = CliRunner().invoke(app, args + ["--quant", "awq"])
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    frame = pd.read_parquet(out / "results.parquet")
+    assert set(frame.quant) == {"awq"} and len(frame) == 2
+    assert frame.output_sha.nunique() == 1  # tree emits ar's tokens on the AWQ target
+    res = CliRunner().invoke(app, args + ["--quant", "none"])  # the folder holds awq rows
+    assert res.exit_code == 2 and res.stderr.startswith("error: ") and "quant=awq" in res.stderr, res.stderr
+    res = CliRunner().invoke(app, args + ["--quant", "gptq", "--out", str(tmp_path / "other")])
+    assert res.exit_code == 2 and res.stderr == "error: --quant gptq: choose none or awq\n", res.stderr
+
+
+def test_loaded_pair_quantizes_the_target_only():
+    from swiftspec_bench.systems import SYSTEMS, LoadedPair
+    from swiftspec_core.models.loading import load_model
+    from swiftspec_core.models.transformer import AWQLinear
+
+    target, draft = load_model("tiny-qwen2"), load_model("tiny-qwen2")
+    pair = LoadedPair(target, draft, dtype=torch.float32, device="cpu", max_seq_len=64, quant="awq")
+    t, d = pair.models_for(SYSTEMS["tree"])
+    assert isinstance(t.layers[0].w_down, AWQLinear) and t.args.quant == "awq" and t.args.quant_group == 64
+    assert isinstance(d.layers[0].w_down, torch.nn.Parameter) and d.args.quant == "none"
+    assert t.layers[0].bqkv is not None  # Qwen2's bias stays plain beside the AWQ wqkv
