@@ -1,0 +1,237 @@
+"""The dequantizing AWQ GEMM (cuda/awq_gemm.cu, swiftspec_core/kernels/awq_gemm.py): its torch
+reference against float64 and its input checks on CPU; on GPU the kernel against the reference on
+Llama-3-70B / 8B / 3.2-1B and Qwen2.5 layer shapes (TP1 and TP2) and odd ones, a row's bits
+independent of M, of its index and of the other rows, CUDA graph replay, and an AWQ engine's fused
+forward (--kernels fused --quant awq) against its torch path, every decoder emitting fused ar's tokens."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from swiftspec_core.kernels.awq_gemm import MAX_SPLITS, UNROLL, awq_gemm, awq_gemm_reference, plan
+from swiftspec_core.kernels.build import CUDA_DIR
+from swiftspec_core.models import awq
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+# [N, K]: Llama-3-70B TP1 and TP2, Llama-3-8B, Llama-3.2-1B TP2, Qwen2.5-1.5B (qkv biased), Qwen2.5-0.5B.
+LAYERS = {
+    "70b-qkv": (10240, 8192), "70b-o": (8192, 8192), "70b-gate_up": (57344, 8192), "70b-down": (8192, 28672),
+    "70b-tp2-qkv": (5120, 8192), "70b-tp2-o": (8192, 4096), "70b-tp2-down": (8192, 14336),
+    "8b-qkv": (6144, 4096), "8b-down": (4096, 14336), "1b-tp2-o": (2048, 1024),
+    "qwen1.5b-qkv": (2048, 1536), "qwen1.5b-down": (1536, 8960), "qwen0.5b-qkv": (1152, 896),
+}
+BIASED = {"qwen1.5b-qkv", "qwen0.5b-qkv"}
+# N not a multiple of the block's 64 columns, group 32 and 64, a single chunk.
+ODD = {"odd-1": ((1000, 256), 128), "odd-2": ((72, 96), 32), "odd-3": ((2056, 640), 64), "odd-4": ((8, 32), 32)}
+
+
+def packed_layer(n: int, k: int, group: int, device: str, seed: int) -> awq.AWQWeight:
+    """Random codes, zero points and scales (scaled so outputs stay near 1)."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    codes = torch.randint(0, 16, (n, k), generator=g, device=device, dtype=torch.uint8)
+    zeros = torch.randint(0, 16, (n, k // group), generator=g, device=device, dtype=torch.uint8)
+    scales = (torch.rand(n, k // group, generator=g, device=device) + 0.5) / (5 * k ** 0.5)
+    return awq.pack(codes, zeros, scales)
+
+
+def activations(m: int, k: int, device: str, seed: int) -> torch.Tensor:
+    g = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(m, k, generator=g, device=device).to(torch.bfloat16)
+
+
+# --- CPU: the reference and the checks ---------------------------------------------------------
+
+@pytest.mark.parametrize("m,n,k,group,bias", [(1, 64, 128, 128, False), (7, 136, 256, 64, True), (16, 8, 96, 32, True)])
+def test_reference_matches_float64(m, n, k, group, bias):
+    w = packed_layer(n, k, group, "cpu", seed=m)
+    x = activations(m, k, "cpu", seed=m + 1)
+    b = torch.randn(n).to(torch.bfloat16) if bias else None
+    got = awq_gemm_reference(x, w, b)
+    # float64 from the codes themselves: (q - z) * s per element, by hand.
+    codes, zeros, scales = (t.double() for t in awq.unpack(w))
+    weight = (codes - zeros.repeat_interleave(group, 1)) * scales.repeat_interleave(group, 1)
+    exact = x.double() @ weight.to(torch.bfloat16).double().T + (b.double() if bias else 0)
+    assert got.dtype == torch.bfloat16 and got.shape == (m, n)
+    err = (got.double() - exact).abs()
+    assert (err <= exact.abs() * 2 ** -8 + 1e-4).all(), f"max error {err.max():.3g}"
+
+
+@pytest.mark.parametrize("case,pattern", [
+    ("rows", "1..16"), ("k-mismatch", "do not match"), ("group", "multiple of 32"), ("zeros", "do not fit"),
+    ("x-dtype", "bfloat16"), ("scales-dtype", "float16"), ("bias-shape", "bias must be"),
+    ("out-shape", "out must be"), ("misaligned", "16-byte aligned"), ("cpu", "CUDA device"),
+])
+def test_bad_operands_raise(case, pattern):
+    w = packed_layer(64, 128, 32, "cpu", seed=0)
+    x, bias, out = torch.zeros(4, 128, dtype=torch.bfloat16), None, None
+    if case == "rows":
+        x = torch.zeros(17, 128, dtype=torch.bfloat16)
+    elif case == "k-mismatch":
+        x = torch.zeros(4, 96, dtype=torch.bfloat16)
+    elif case == "group":
+        w = packed_layer(64, 128, 16, "cpu", seed=0)
+    elif case == "zeros":
+        w = w._replace(qzeros=w.qzeros[:, :4])
+    elif case == "x-dtype":
+        x = x.half()
+    elif case == "scales-dtype":
+        w = w._replace(scales=w.scales.float())
+    elif case == "bias-shape":
+        bias = torch.zeros(63, dtype=torch.bfloat16)
+    elif case == "out-shape":
+        out = torch.zeros(4, 65, dtype=torch.bfloat16)
+    elif case == "misaligned":
+        x = torch.zeros(4 * 128 + 1, dtype=torch.bfloat16)[1:].view(4, 128)
+    with pytest.raises(ValueError, match=pattern):
+        awq_gemm(x, w, bias, out)
+
+
+def test_unroll_matches_the_kernel():
+    kernels = re.findall(r"^AWQ_GEMM_KERNEL\((\d+)\)", (CUDA_DIR / "awq_gemm.cu").read_text(), re.MULTILINE)
+    assert [int(u) for u in kernels] == [UNROLL]
+
+
+@pytest.mark.parametrize("n,k", [shape for shape in LAYERS.values()] + [shape for shape, _ in ODD.values()])
+def test_plan_fits_the_kernel(n, k):
+    splits = plan(n, k, 132)
+    assert splits in (1, 2, 4, 8) and splits <= MAX_SPLITS
+    assert splits == 1 or k // 32 >= splits * UNROLL
+    assert splits * 32 * 32 * 4 <= 48 * 1024  # the combine's shared memory, without opting in
+
+
+# --- GPU: the kernel ---------------------------------------------------------------------------
+
+def report(got: torch.Tensor, ref: torch.Tensor) -> str:
+    """Everything needed to fix a failure from one log: max error, where, how many differ."""
+    diff = (got.float() - ref.float()).abs().nan_to_num(float("inf"))
+    bad = (got != ref).nonzero()
+    first = tuple(bad[0].tolist()) if len(bad) else None
+    worst = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+    return (f"max |err| {diff.max().item():.4g} at {worst} (got {got[worst].item():.6g}, ref {ref[worst].item():.6g}), "
+            f"max |ref| {ref.float().abs().max().item():.4g}, {len(bad)}/{ref.numel()} differ, first at {first}, "
+            f"NaN in got: {int(got.isnan().sum())}")
+
+
+def check_close(got: torch.Tensor, ref: torch.Tensor, label: str) -> None:
+    # The reference rounds each weight to bf16 (2^-9 relative) before an fp32 sum; the kernel sums
+    # the exact weights in another order; both round the result once. Over K terms the weight
+    # roundings add up like a random walk, far below 1e-2 max|ref|, plus one output ulp (2^-8
+    # relative) where the sums straddle a rounding boundary. A wrong column, nibble, zero, scale or
+    # group moves values by far more and moves most elements off the reference: hence also >= 50%
+    # bitwise equal (bf16 outputs agree exactly on most elements even with the weight roundings).
+    text = report(got, ref)
+    print(f"{label}: {text}")
+    assert not got.isnan().any(), f"{label}: unwritten (NaN-poisoned) outputs: {text}"
+    assert (got.float() - ref.float()).abs().max().item() <= 1e-2 * ref.float().abs().max().item(), f"{label}: {text}"
+    same = (got == ref).float().mean().item()
+    assert same >= 0.5, f"{label}: only {same:.3f} of the elements equal the reference bitwise: {text}"
+
+
+def check_bitwise(got: torch.Tensor, ref: torch.Tensor, label: str) -> None:
+    assert torch.equal(got.view(torch.int16), ref.view(torch.int16)), f"{label} not bitwise equal: " + report(got, ref)
+
+
+_layers: dict = {}
+
+
+def layer(name: str):
+    """(weight, bias) per name, one at a time on the GPU (70B gate_up is 235 MB of codes)."""
+    if name not in _layers:
+        _layers.clear()
+        (n, k), group = ODD[name] if name in ODD else (LAYERS[name], 128)
+        g = torch.Generator(device="cuda").manual_seed(len(name))
+        bias = torch.randn(n, generator=g, device="cuda").to(torch.bfloat16) if name in BIASED or name in ODD else None
+        _layers[name] = (packed_layer(n, k, group, "cuda", seed=len(name)), bias)
+    return _layers[name]
+
+
+def run_poisoned(x: torch.Tensor, w: awq.AWQWeight, b: torch.Tensor | None) -> torch.Tensor:
+    out = torch.full((x.shape[0], w.scales.shape[1]), float("nan"), dtype=torch.bfloat16, device=x.device)
+    assert awq_gemm(x, w, b, out=out) is out
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", list(LAYERS) + list(ODD))
+def test_awq_gemm_matches_reference(name):
+    w, b = layer(name)
+    n, k = w.shape
+    splits = plan(n, k, torch.cuda.get_device_properties(0).multi_processor_count)
+    for m in ((1, 8, 16) if name in LAYERS else range(1, 17)):
+        x = activations(m, k, "cuda", seed=100 + m)
+        check_close(run_poisoned(x, w, b), awq_gemm_reference(x, w, b), f"{name} [{n}, {k}] G={w.group} M={m} S={splits}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["70b-o", "70b-tp2-down", "qwen1.5b-qkv", "odd-1", "odd-2"])
+def test_rows_are_bitwise_invariant(name):
+    w, b = layer(name)
+    k = w.shape[1]
+    x = activations(16, k, "cuda", seed=300)
+    full = awq_gemm(x, w, b)
+    for m in range(1, 17):  # the first m rows alone: same bits as in the 16-row call
+        check_bitwise(run_poisoned(x[:m], w, b), full[:m], f"{name}: rows 0..{m - 1} alone vs in M=16")
+    for row in (0, 3, 8, 15):  # a row alone, and at another index among other random rows
+        check_bitwise(run_poisoned(x[row:row + 1], w, b)[0], full[row], f"{name}: row {row} alone (M=1)")
+        for m, at in ((16, 15 - row), (5, 4), (9, 8)):
+            others = activations(m, k, "cuda", seed=400 + row + m)
+            others[at] = x[row]
+            check_bitwise(run_poisoned(others, w, b)[at], full[row], f"{name}: row {row} at {at} of M={m}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["70b-tp2-o", "qwen1.5b-qkv", "odd-3"])
+def test_graph_replay_is_bitwise_eager(name):
+    w, b = layer(name)
+    (n, k), m = w.shape, 8
+    x = torch.zeros(m, k, dtype=torch.bfloat16, device="cuda")
+    out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        awq_gemm(x, w, b, out=out)  # compiles and loads the kernel outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        awq_gemm(x, w, b, out=out)
+    for seed in (500, 501):
+        fresh = activations(m, k, "cuda", seed)
+        x.copy_(fresh)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_bitwise(out, awq_gemm(fresh, w, b), f"{name}: graph replay vs eager, seed {seed}")
+        check_bitwise(out[5], awq_gemm(fresh[5:6], w, b)[0], f"{name}: graph replay row 5 vs M=1 eager")
+
+
+# --- GPU: an AWQ engine on the fused kernels ---------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
+    from engine_fixtures import prompt, target_state
+    from swiftspec_core.decoders import DECODERS, SpecSettings
+    from swiftspec_core.models.weights import build_engine
+    from test_gpu_fused import kernel_args
+
+    args = kernel_args(qkv_bias)
+    plain = {k: v.float() for k, v in target_state(0, 3.0, args).items()}
+    aq = args.with_(quant="awq", quant_group=awq.group_for(args))
+    state = awq.quantize_state(plain, aq.quant_group)
+    build = lambda kernels: build_engine(aq, state, dtype=torch.bfloat16, device="cuda", max_seq_len=512,  # noqa: E731
+                                         compile=False, kernels=kernels)
+    fused, ops = build("fused"), build("torch")
+    p = prompt(20)
+    ref = DECODERS["ar"](ops, None, p, max_new_tokens=24, eos_ids=set())
+    ar = DECODERS["ar"](fused, None, p, max_new_tokens=24, eos_ids=set())
+    agree = sum(a == b for a, b in zip(ar.tokens, ref.tokens))
+    print(f"fused vs torch AWQ ar: {agree}/24 tokens agree; first logits margin {ar.margins[:3]}")
+    assert ar.tokens[:4] == ref.tokens[:4], (ar.tokens, ref.tokens)
+    for system, settings in (("chain", SpecSettings(chain_k=3)), ("tree", SpecSettings(tree_bs=8, tree_w=4)),
+                             ("swiftspec", SpecSettings(tree_bs=8, tree_w=4, draft_steps=2))):
+        got = DECODERS[system](fused, fused, p, max_new_tokens=24, eos_ids=set(), settings=settings)
+        first = next((i for i, (a, b) in enumerate(zip(got.tokens, ar.tokens)) if a != b), None)
+        assert got.tokens == ar.tokens, f"{system}: first difference at {first}: {got.tokens} vs {ar.tokens}"
