@@ -133,7 +133,8 @@ def test_hub_folder_loads(tmp_path):
 
     args, state, plain = quantized(awq_args(dim=128, ffn_dim=256, head_dim=32), dtype=torch.float32)
     assert args.quant_group == 128
-    save_file({k: v.contiguous() for k, v in hub_tensors(args, plain, 128).items()}, str(tmp_path / "model.safetensors"))
+    tensors = {k: v.contiguous() for k, v in hub_tensors(args, plain, 128).items()}
+    save_file(tensors, str(tmp_path / "model.safetensors"))
     quant = dict(quant_method="awq", bits=4, group_size=128, version="GEMM", zero_point=True)
     cfg = AutoConfig.for_model("llama", hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                                num_attention_heads=4, num_key_value_heads=2, vocab_size=200,

@@ -211,7 +211,8 @@ class Transformer(nn.Module):
                                           a.norm_eps, a.n_heads, a.n_kv_heads, a.head_dim)
             cache.write(i, rows, k, v)
             keys, values = cache.view(i, L)  # [L, KV, hd]
-            attn = self.group.all_reduce(blocks.attention_block(q, keys, values, mask, weight_of(layer.wo), a.n_kv_heads))
+            attn = blocks.attention_block(q, keys, values, mask, weight_of(layer.wo), a.n_kv_heads)
+            attn = self.group.all_reduce(attn)
             h, m = blocks.mlp_block(x, attn, layer.mlp_norm, weight_of(layer.w_gate_up), weight_of(layer.w_down),
                                     a.norm_eps)
             m = self.group.all_reduce(m)
