@@ -91,8 +91,7 @@ class Planned:
 
 def validate(o: RunOptions) -> Checked:
     """Every check that needs no model, in the order of the options; raises UserError."""
-    from swiftspec_core.models import noise
-    from swiftspec_core.models.awq import QUANT_METHODS
+    from swiftspec_core.models import awq, noise
     from swiftspec_core.runtime.launch import parse_split
 
     from .replay_source import ReplaySource, parse_acceptance
@@ -114,8 +113,8 @@ def validate(o: RunOptions) -> Checked:
         raise UserError(f"--worker-timeout must be above 0 seconds (got {o.worker_timeout:g})")
     if o.weights not in ("real", "random"):
         raise UserError(f"--weights {o.weights}: choose real or random")
-    if o.quant not in QUANT_METHODS:
-        raise UserError(f"--quant {o.quant}: choose {' or '.join(QUANT_METHODS)}")
+    if o.quant not in awq.QUANT_METHODS:
+        raise UserError(f"--quant {o.quant}: choose {' or '.join(awq.QUANT_METHODS)}")
     device = resolve_device(o.device)
     dtype = o.dtype or ("bfloat16" if device == "cuda" else "float32")
     if dtype not in DTYPES:

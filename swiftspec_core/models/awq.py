@@ -94,15 +94,18 @@ def quantize(weight: torch.Tensor, group: int = GROUP) -> AWQWeight:
     `group` input columns, into AutoAWQ's layout.
 
     As AutoAWQ: scale = (max - min) / 15, zero = round(-min / scale), code = round(w / scale) + zero
-    clamped to 0..15; the scale is rounded to fp16 first (as stored), so codes are chosen for the
-    scale the dequantization uses. Unlike AutoAWQ the range always includes 0 (min <= 0 <= max): then
-    no code is ever clamped, and every weight is within scale / 2 of its dequantized value."""
+    clamped to 0..15; the scale is stored in fp16, and the codes are chosen for that stored scale.
+    Unlike AutoAWQ the range always includes 0 (min <= 0 <= max) and the scale is rounded up, never
+    down, to fp16 (so (max - min) / scale <= 15): then a clamped code is off by half a step at most,
+    and every weight is within scale / 2 of its dequantized value."""
     n, k = weight.shape
     check_shape(n, k, group)
     w = weight.detach().float().reshape(n, k // group, group)  # [N, K/G, G]
     lo = w.amin(dim=-1).clamp(max=0.0)
     hi = w.amax(dim=-1).clamp(min=0.0)
-    scales = ((hi - lo).clamp(min=1e-5) / 15).to(torch.float16)  # [N, K/G]
+    exact = (hi - lo).clamp(min=1e-5) / 15
+    scales = exact.to(torch.float16)  # [N, K/G]
+    scales = torch.where(scales.float() < exact, torch.nextafter(scales, torch.full_like(scales, float("inf"))), scales)
     s = scales.float()
     zeros = torch.round(-lo / s).clamp(0, 15)
     codes = (torch.round(w / s[..., None]) + zeros[..., None]).clamp(0, 15)

@@ -256,7 +256,7 @@ def engine_of(loaded: LoadedModel, *, quant: str = "none", **how) -> Transformer
     round-to-nearest where quant is awq (weights.engine_from_hf)."""
     if loaded.awq is not None:
         if quant != "awq":
-            raise UserError(f"{loaded.name} is an AWQ checkpoint: run it with --quant awq")
+            raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")
         args, state = loaded.awq
         return build_engine(args, state, **how)
     return engine_from_hf(loaded.hf, quant=quant, **how)
