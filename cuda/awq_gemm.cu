@@ -19,7 +19,8 @@
 //
 // Layout of the work:
 //   block = S warps on 64 output columns (8 int32 of a qweight row); the S warps split K;
-//   warp  = K chunks of 32, c = w, w + S, ... (interleaved), U chunks loaded at once;
+//   warp  = K chunks of 32, c = w, w + S, ... (interleaved), U chunks loaded at once, the next U
+//           while the current ones compute;
 //   lane (g, t) = (lane / 4, lane % 4): int32 column g of the block (columns 8g..8g+7) in qweight
 //     rows c*32 + 8t .. + 7 (8 loads of 4 bytes; the 8 lanes of a t read 32 adjacent bytes), and
 //     x rows g and g + 8 at k = c*32 + 8t (16 bytes each);
@@ -192,12 +193,14 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   }
 }
 
-// Up to 8 warps (256 threads) a block: shared memory S * 4 KB.
+// Up to 8 warps (256 threads) a block, two blocks an SM (at most 128 registers a lane: with U = 2
+// ptxas took 175, one block an SM, and a 70B layer's 160 blocks ran in two waves on 132 SMs);
+// shared memory S * 4 KB.
 #define AWQ_GEMM_KERNEL(U)                                                                              \
-  extern "C" __global__ void __launch_bounds__(256) awq_gemm_u##U(                                       \
+  extern "C" __global__ void __launch_bounds__(256, 2) awq_gemm_u##U(                                       \
       const bf16* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
       const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* __restrict__ out, int M,   \
       int N, int K, int G) {                                                                             \
     awq_gemm_block<U>(x, qweight, qzeros, scales, bias, out, M, N, K, G);                                \
   }
-AWQ_GEMM_KERNEL(2)
+AWQ_GEMM_KERNEL(1)

@@ -24,9 +24,9 @@ from swiftspec_core.models.awq import AWQWeight, dequantize
 
 MAX_ROWS = 16
 COLUMNS_PER_BLOCK = 64  # 8 int32 of a qweight row: a warp's 8 lanes of one t read 32 adjacent bytes
-UNROLL = 2  # chunks a warp loads at once: awq_gemm_u2 at the bottom of cuda/awq_gemm.cu
-MAX_SPLITS = 8  # warps splitting K in one block: __launch_bounds__(256)
-WARPS_PER_SM = 10  # the occupancy the split aims at (175 registers a lane: at most 11 warps an SM)
+UNROLL = 1  # chunks a warp loads at once: awq_gemm_u1 at the bottom of cuda/awq_gemm.cu
+MAX_SPLITS = 8  # warps splitting K in one block: __launch_bounds__(256, 2)
+WARPS_PER_SM = 16  # the occupancy the split aims at: two blocks of 8 warps fit an SM (128 registers a lane)
 
 
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None) -> torch.Tensor:
