@@ -208,24 +208,39 @@ def test_graph_replay_is_bitwise_eager(name):
 def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
     from engine_fixtures import prompt, target_state
     from swiftspec_core.decoders import DECODERS, SpecSettings
+    from swiftspec_core.graphs import PaddedForward
     from swiftspec_core.models.weights import build_engine
-    from test_gpu_fused import kernel_args
+    from swiftspec_core.tree import tree_mask
+    from test_gpu_fused import kernel_args, prefilled
 
     args = kernel_args(qkv_bias)
-    plain = {k: v.float() for k, v in target_state(0, 3.0, args).items()}
+    plain = {k: v.float() for k, v in target_state(0, 0.5, args).items()}  # flat: near-ties abound
     aq = args.with_(quant="awq", quant_group=awq.group_for(args))
     state = awq.quantize_state(plain, aq.quant_group)
-    build = lambda kernels: build_engine(aq, state, dtype=torch.bfloat16, device="cuda", max_seq_len=512,  # noqa: E731
+    build = lambda kernels: build_engine(aq, state, dtype=torch.bfloat16, device="cuda", max_seq_len=1024,  # noqa: E731
                                          compile=False, kernels=kernels)
     fused, ops = build("fused"), build("torch")
-    p = prompt(20)
-    ref = DECODERS["ar"](ops, None, p, max_new_tokens=24, eos_ids=set())
+    # One 3-token chain after a 40-token prefill: the fused forward (graph, poisoned) against the
+    # torch ops' forward on the same AWQ weights (dequantized to bf16 there).
+    n, tokens, visible = 40, [5, 9, 200], [[40], [40, 41], [40, 41, 42]]
+    cache_f, cache_t = prefilled(fused, n), prefilled(ops, n)
+    forward = PaddedForward(fused, cache_f, 8, 8, graph=True)
+    with torch.inference_mode():
+        for _, logits in forward.graphs.values():
+            logits.fill_(float("nan"))
+    rows = positions = [n, n + 1, n + 2]
+    got = forward(tokens, positions, rows, n, visible).clone()
+    dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731
+    ref = ops(dev(tokens), dev(positions), dev(rows), tree_mask(n, n + 3, visible, "cuda"), cache_t)
+    err = ((got - ref).norm() / ref.norm()).item()
+    print(f"fused vs torch AWQ forward (qkv_bias={qkv_bias}): relative error {err:.3g}")
+    assert not got.isnan().any() and err < 2e-2, f"relative error {err:.3g}"
+    # Every decoder emits fused ar's tokens on the fused AWQ engine (the draft: another engine on
+    # the same weights).
+    draft, p = build("fused"), prompt(20)
     ar = DECODERS["ar"](fused, None, p, max_new_tokens=24, eos_ids=set())
-    agree = sum(a == b for a, b in zip(ar.tokens, ref.tokens))
-    print(f"fused vs torch AWQ ar: {agree}/24 tokens agree; first logits margin {ar.margins[:3]}")
-    assert ar.tokens[:4] == ref.tokens[:4], (ar.tokens, ref.tokens)
     for system, settings in (("chain", SpecSettings(chain_k=3)), ("tree", SpecSettings(tree_bs=8, tree_w=4)),
                              ("swiftspec", SpecSettings(tree_bs=8, tree_w=4, draft_steps=2))):
-        got = DECODERS[system](fused, fused, p, max_new_tokens=24, eos_ids=set(), settings=settings)
+        got = DECODERS[system](fused, draft, p, max_new_tokens=24, eos_ids=set(), settings=settings)
         first = next((i for i, (a, b) in enumerate(zip(got.tokens, ar.tokens)) if a != b), None)
         assert got.tokens == ar.tokens, f"{system}: first difference at {first}: {got.tokens} vs {ar.tokens}"
