@@ -25,9 +25,8 @@ def floors(pair, device: str) -> dict:
 
     if device != "cuda":
         return dict(bandwidth_tb_s=None, target_floor_ms=None, draft_floor_ms=None)
-    from swiftspec_core.runtime.floor import copy_bandwidth
-
     from swiftspec_core.models.awq import group_for
+    from swiftspec_core.runtime.floor import copy_bandwidth
 
     bw = copy_bandwidth()
     size = pair.dtype.itemsize

@@ -106,7 +106,8 @@ class LoadedPair:
     def _build(self, loaded, quant: str = "none"):
         """The engine on the loaded model's own weights: the hf-* peers then compute on the same
         storage (fuse_projections points the model's q/k/v and gate/up at views of the engine's
-        fused blocks), so each model's weights are in memory once."""
+        fused blocks), so each model's weights are in memory once. Under --quant awq the target's
+        engine holds 4-bit AWQ tensors of its own (loading.engine_of)."""
         from swiftspec_core.models.loading import engine_of
 
         return engine_of(loaded, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
