@@ -15,21 +15,12 @@
 //             x rows g and g + 8 at k = c*32 + t*8;
 //   combine = each warp's fp32 accumulators to shared memory, summed over warps 0..S-1 in order.
 #include "common.cuh"
+#include "mma.cuh"
 
 // K inside one 32-wide chunk is permuted the same way for A (x) and B (w), which leaves every dot
 // product unchanged: the mma's logical k {2t, 2t+1, 2t+8, 2t+9} of lane (g, t) are physical
 // k {8t, 8t+1, 8t+2, 8t+3} for the chunk's first mma and {8t+4, .., 8t+7} for its second. So each
 // lane's operands are one contiguous 16-byte load per row.
-__device__ __forceinline__ void mma_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
-                                          unsigned a3, unsigned b0, unsigned b1) {
-  // a0: (row g, k 2t..2t+1), a1: (row g+8, same k), a2: (row g, k 2t+8..), a3: (row g+8, k 2t+8..);
-  // b0: (k 2t..2t+1, col g), b1: (k 2t+8.., col g); d: (row g, cols 2t, 2t+1), (row g+8, same cols).
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // A 16-byte load, zeros where `ok` is false: one predicated instruction, no branch (with a branch
 // around each load, ptxas sank every load down to its mma and kept only one in flight).

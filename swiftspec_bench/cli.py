@@ -130,6 +130,11 @@ def run(
                                              "of at most 16 tokens), with which every decoder emits exactly ar's "
                                              "tokens; auto: fused where it can run (on 2xH200 it was the faster, "
                                              "paper_figures/NOTES.md v9), else torch. Fused rows are labelled :fused."),
+    quant: str = typer.Option("none", help="none | awq: the target's layer projections in 4-bit AWQ (group 128; "
+                                           "the tiny presets' narrow layers 64 or 32), round-to-nearest from its "
+                                           "weights (a checkpoint that is already AWQ loads as it is). "
+                                           "Embeddings, norms, lm_head and the draft stay in --dtype; the hf-* "
+                                           "peers run the unquantized weights."),
 ) -> None:
     """Decode the first --limit prompts of each dataset with each system; one row per query."""
     options = dict(locals())  # the options as given, by name (runner.RunOptions has one field each)

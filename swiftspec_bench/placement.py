@@ -25,12 +25,19 @@ def floors(pair, device: str) -> dict:
 
     if device != "cuda":
         return dict(bandwidth_tb_s=None, target_floor_ms=None, draft_floor_ms=None)
+    from swiftspec_core.models.awq import group_for
     from swiftspec_core.runtime.floor import copy_bandwidth
 
     bw = copy_bandwidth()
     size = pair.dtype.itemsize
-    floor = lambda loaded: ModelArgs.from_hf_config(loaded.hf.config).weight_bytes(size) / bw * 1e3  # noqa: E731
-    return dict(bandwidth_tb_s=bw / 1e12, target_floor_ms=floor(pair.target),
+
+    def floor(loaded, quant: str = "none") -> float:
+        args = loaded.awq[0] if loaded.awq is not None else ModelArgs.from_hf_config(loaded.hf.config)
+        if quant == "awq" and args.quant != "awq":  # quantized as the engine does it (weights.engine_from_hf)
+            args = args.with_(quant="awq", quant_group=group_for(args))
+        return args.weight_bytes(size) / bw * 1e3
+
+    return dict(bandwidth_tb_s=bw / 1e12, target_floor_ms=floor(pair.target, pair.quant),
                 draft_floor_ms=floor(pair.draft) if pair.draft is not None else None)
 
 

@@ -57,6 +57,7 @@ ROW_SCHEMA = pa.schema([
     ("acceptance", pa.string()),  # real | replayed
     ("replay_source", pa.string()),  # replayed rows: sha256 of the results file drawn from (else empty)
     ("kernels", pa.string()),  # torch (eager ops) | torch-compile (GPU: layers fused by inductor) | fused (cuda/)
+    ("quant", pa.string()),  # none | awq: the target's layer projections in 4-bit AWQ (absent in older rows)
     ("bandwidth_tb_s", pa.float64()),  # measured device copy bandwidth at the run's start (GPU)
     ("target_floor_ms", pa.float64()),  # weight bytes / bandwidth: one target forward's HBM floor
     ("draft_floor_ms", pa.float64()),
@@ -80,7 +81,7 @@ KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
 # target, the draft, and the system's placement and fixed d): a run may only resume into a DIR
 # whose rows were made with the same.
 RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "replay_source", "device", "tree_bs", "tree_w",
-                "chain_k", "seed", "draft_noise")
+                "chain_k", "seed", "draft_noise", "quant")
 # What compare and plot read from every row.
 SUMMARY_COLUMNS = ("system", "target", "draft", "dataset", "question_id", "turn", "new_tokens", "latency_s",
                    "tokens_per_s", "rounds", "accepted_lengths", "output_sha")

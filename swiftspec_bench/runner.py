@@ -59,6 +59,7 @@ class RunOptions:
     graft_ngram: str
     draft_noise: float
     kernels: str
+    quant: str
 
 
 @dataclass
@@ -90,7 +91,7 @@ class Planned:
 
 def validate(o: RunOptions) -> Checked:
     """Every check that needs no model, in the order of the options; raises UserError."""
-    from swiftspec_core.models import noise
+    from swiftspec_core.models import awq, noise
     from swiftspec_core.runtime.launch import parse_split
 
     from .replay_source import ReplaySource, parse_acceptance
@@ -112,6 +113,8 @@ def validate(o: RunOptions) -> Checked:
         raise UserError(f"--worker-timeout must be above 0 seconds (got {o.worker_timeout:g})")
     if o.weights not in ("real", "random"):
         raise UserError(f"--weights {o.weights}: choose real or random")
+    if o.quant not in awq.QUANT_METHODS:
+        raise UserError(f"--quant {o.quant}: choose {' or '.join(awq.QUANT_METHODS)}")
     device = resolve_device(o.device)
     dtype = o.dtype or ("bfloat16" if device == "cuda" else "float32")
     if dtype not in DTYPES:
@@ -240,7 +243,7 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
     columns = dict(target=o.target, draft=o.draft, device=c.device, weights=_expected_weights(o.target, o.weights),
                    acceptance="replayed" if c.replay else "real", replay_source=c.replay_digest,
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
-                   max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise)
+                   max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant)
     table.check_settings(columns)
     labels = {s: label(s, o.tp, c.split, o.draft_steps, o.graft, c.kernels) for s in c.systems}
     # System by system (a multi-process system's workers are started once), query by query.
@@ -285,7 +288,8 @@ def execute(p: Planned, table: ResultsTable) -> None:
         check_pair(target, draft)
         noise.draft_from_target(target, draft, o.draft_noise, o.seed)
     pair = LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest, tp=o.tp,
-                      split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise, kernels=c.kernels)
+                      split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise, kernels=c.kernels,
+                      quant=o.quant)
     columns = p.columns | dict(commit=package_commit(), weights=pair.target.weights,
                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                **placement.floors(pair, c.device))

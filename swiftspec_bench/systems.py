@@ -71,8 +71,9 @@ class LoadedPair:
 
     def __init__(self, target, draft, *, dtype: torch.dtype, device: str, seed: int = 0, max_seq_len: int = 4096,
                  tp: int = 1, split: tuple[int, int] | None = None, worker_timeout: float = DEFAULT_TIMEOUT_S,
-                 draft_noise: float = 0.0, kernels: str = "torch"):
+                 draft_noise: float = 0.0, kernels: str = "torch", quant: str = "none"):
         self.target, self.draft, self.draft_noise = target, draft, draft_noise
+        self.quant = quant  # the target engine's layer projections: none or awq (the draft's stay plain)
         self.kernels = kernels  # the engines' forwards: torch ops or our fused kernels
         self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
         self.tp, self.split = tp, split
@@ -98,17 +99,19 @@ class LoadedPair:
         if not system.on_engine:
             return self.target, self.draft
         if self._engines is None:
-            self._engines = (self._build(self.target), self._build(self.draft) if self.draft is not None else None)
+            self._engines = (self._build(self.target, self.quant),
+                             self._build(self.draft) if self.draft is not None else None)
         return self._engines
 
-    def _build(self, loaded):
+    def _build(self, loaded, quant: str = "none"):
         """The engine on the loaded model's own weights: the hf-* peers then compute on the same
         storage (fuse_projections points the model's q/k/v and gate/up at views of the engine's
-        fused blocks), so each model's weights are in memory once."""
-        from swiftspec_core.models.weights import engine_from_hf
+        fused blocks), so each model's weights are in memory once. Under --quant awq the target's
+        engine holds 4-bit AWQ tensors of its own (loading.engine_of)."""
+        from swiftspec_core.models.loading import engine_of
 
-        return engine_from_hf(loaded.hf, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
-                              kernels=self.kernels)
+        return engine_of(loaded, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
+                         kernels=self.kernels, quant=quant)
 
     def pool_for(self, system: System, settings: SpecSettings):
         """The workers of a multi-process system (started on first use: that is its warm-up)."""
@@ -119,7 +122,7 @@ class LoadedPair:
                 self._pools.pop(other).close()
             plan = WorkerPlan(system.name, self.target.name, self.draft.name if self.draft else None,
                               self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,
-                              self.max_seq_len, settings, self.draft_noise, self.kernels)
+                              self.max_seq_len, settings, self.draft_noise, self.kernels, self.quant)
             split = self.split if system.name == "swiftspec" else None
             world = sum(split) if split else self.tp
             self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split,

@@ -12,7 +12,9 @@ from __future__ import annotations
 import torch
 
 from ..cache import KVCache
+from ..models.transformer import weight_of
 from .attention import append_kv, tree_attention
+from .awq_gemm import awq_gemm
 from .gemm import gemm
 from ..staged import POSITION, ROW, TOKEN
 from .norm import add_rmsnorm, swiglu
@@ -23,18 +25,26 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
     """block: [T, 4 + V] int64 on the device; span: the cache rows attention may read.
     -> [T, vocab] fp32 logits."""
     a, group = model.args, model.group
+    # The layer projections: AWQ triples through the dequantizing GEMM under --quant awq, else the
+    # bf16 GEMM (lm_head is bf16 either way).
+    project = _awq_project if a.quant == "awq" else gemm
     positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
     h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream
     m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
     for i, layer in enumerate(model.layers):
         x, y = add_rmsnorm(h, m, layer.attn_norm, a.norm_eps)
-        qkv = gemm(y, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
+        qkv = project(y, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
         append_kv(qkv, positions, rows, model.cos, model.sin, cache.k[i], cache.v[i], a.n_heads, a.n_kv_heads)
         attn = tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads, a.n_kv_heads)
-        o = group.all_reduce(gemm(attn, layer.wo))  # row-parallel under TP
+        o = group.all_reduce(project(attn, layer.wo))  # row-parallel under TP
         h, y = add_rmsnorm(x, o, layer.mlp_norm, a.norm_eps)
-        m = group.all_reduce(gemm(swiglu(gemm(y, layer.w_gate_up)), layer.w_down))
+        m = group.all_reduce(project(swiglu(project(y, layer.w_gate_up)), layer.w_down))
     _, y = add_rmsnorm(h, m, model.norm, a.norm_eps)
     head = model.embed if model.lm_head is None else model.lm_head
     logits = group.all_gather(gemm(y, head))
     return logits[:, : model.full_vocab].float()
+
+
+def _awq_project(x: torch.Tensor, p, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """gemm's signature over a layer's AWQLinear (transformer.py)."""
+    return awq_gemm(x, weight_of(p), bias)

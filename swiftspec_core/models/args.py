@@ -19,6 +19,11 @@ class ModelArgs:
     qkv_bias: bool  # Qwen2 has a bias on q, k and v
     tie_embeddings: bool
     max_position: int
+    # Transformer layers' projections (wqkv, wo, w_gate_up, w_down): "none" (the dtype) or "awq"
+    # (4-bit codes in groups of quant_group input columns, models/awq.py); embeddings, norms and
+    # lm_head keep the dtype either way.
+    quant: str = "none"
+    quant_group: int = 128
 
     @classmethod
     def from_hf_config(cls, cfg) -> "ModelArgs":
@@ -36,6 +41,9 @@ class ModelArgs:
                 scaling = rope_params
         if scaling and scaling.get("rope_type", scaling.get("type", "default")) == "default":
             scaling = None
+        quant = getattr(cfg, "quantization_config", None) or {}  # a hub AWQ checkpoint's config.json says so
+        quant = quant if isinstance(quant, dict) else quant.to_dict()
+        awq = quant.get("quant_method") == "awq"
         return cls(
             dim=cfg.hidden_size,
             n_layers=cfg.num_hidden_layers,
@@ -51,14 +59,21 @@ class ModelArgs:
             qkv_bias=model_type == "qwen2" or bool(getattr(cfg, "attention_bias", False)),
             tie_embeddings=bool(getattr(cfg, "tie_word_embeddings", False)),
             max_position=getattr(cfg, "max_position_embeddings", 4096),
+            quant="awq" if awq else "none",
+            quant_group=int(quant.get("group_size", quant.get("q_group_size", 128))) if awq else 128,
         )
 
     def with_(self, **changes) -> "ModelArgs":
         return replace(self, **changes)
 
     def weight_bytes(self, bytes_per_param: int = 2) -> int:
-        """Bytes one forward must read: every weight once (the HBM floor of a decode step)."""
+        """Bytes one forward must read: every weight once (the HBM floor of a decode step). Under
+        AWQ a layer weight [N, K] is N * K / 2 bytes of codes plus, per group of K, N fp16 scales
+        and N 4-bit zero points; the lm_head stays at bytes_per_param."""
         attn = self.dim * self.head_dim * (2 * self.n_heads + 2 * self.n_kv_heads)
         mlp = 3 * self.dim * self.ffn_dim
         head = self.vocab_size * self.dim  # lm_head; the embedding row gather is negligible
-        return bytes_per_param * (self.n_layers * (attn + mlp) + head)
+        layers = self.n_layers * (attn + mlp)  # parameters of the quantizable projections
+        if self.quant == "awq":
+            return layers // 2 + layers // self.quant_group * 5 // 2 + bytes_per_param * head
+        return bytes_per_param * (layers + head)

@@ -19,10 +19,11 @@ import torch
 from ..comm.group import Group
 from ..errors import UserError
 from . import demo_pair
+from .args import ModelArgs
 from .presets import PRESETS, Preset
 from .tiny_tokenizer import tiny_tokenizer
 from .transformer import Transformer
-from .weights import engine_from_hf, init_random_
+from .weights import build_engine, engine_from_hf, init_random_
 
 SUPPORTED_TYPES = ("llama", "qwen2")  # what our engine (transformer.py) implements
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name; "./x" and "../x" are paths
@@ -37,6 +38,9 @@ class LoadedModel:
     tokenizer: object  # a transformers tokenizer
     weights: str  # "real" | "random"
     max_context: int  # max_position_embeddings
+    # An AWQ checkpoint's (args, engine state) as published (models/awq_checkpoint.py); hf then
+    # holds its dequantized twin, for the hf-* peers. None for every other model.
+    awq: tuple | None = None
 
 
 def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.float32, device="cpu",
@@ -57,11 +61,62 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
     else:
         source, gguf_file = _resolve(spec)
     tokenizer, config = _tokenizer_and_config(spec, source, gguf_file)
+    if _is_awq(config):
+        quant = config.quantization_config
+        del config.quantization_config  # the model transformers builds is the plain one
+        if weights == "real":
+            return _awq_pretrained(spec, source, config, quant, tokenizer, dtype, device)
     if weights == "random":
         hf = _random_model(config, dtype, device, seed)
     else:
         hf = _pretrained(spec, source, gguf_file, dtype, device)
     return _loaded(spec, hf, tokenizer, weights)
+
+
+def _is_awq(config) -> bool:
+    quant = getattr(config, "quantization_config", None) or {}
+    return (quant if isinstance(quant, dict) else quant.to_dict()).get("quant_method") == "awq"
+
+
+def _awq_pretrained(spec: str, source, config, quant, tokenizer, dtype, device: torch.device) -> LoadedModel:
+    """An AWQ checkpoint: its packed tensors for our engine, and a transformers model holding their
+    dequantization (transformers itself would need an AWQ package to load it)."""
+    from .awq import AWQWeight, dequantize
+    from .awq_checkpoint import check_awq_config, read_safetensors, state_from_awq_tensors
+
+    folder = Path(source) if Path(source).is_dir() else _hub_folder(spec, source)
+    check_awq_config(quant if isinstance(quant, dict) else quant.to_dict(), spec)
+    tensors = read_safetensors(folder)
+    config.quantization_config = quant
+    args = ModelArgs.from_hf_config(config)
+    del config.quantization_config
+    state = {k: v.to(device) for k, v in state_from_awq_tensors(args, tensors).items()}
+    hf_state = {}
+    for name, t in tensors.items():
+        if name.endswith(".qweight"):
+            base = name.removesuffix(".qweight")
+            packed = AWQWeight(t, tensors[base + ".qzeros"], tensors[base + ".scales"])
+            hf_state[base + ".weight"] = dequantize(packed, dtype)
+        elif not name.endswith((".qzeros", ".scales")):
+            hf_state[name] = t.to(dtype)
+    hf = _random_model(config, dtype, device, seed=0)
+    missing, unexpected = hf.load_state_dict(hf_state, strict=False)
+    if unexpected or [m for m in missing if m != "lm_head.weight"]:
+        raise UserError(f"AWQ checkpoint {spec}: tensors do not fit its config (missing {missing[:3]}, "
+                        f"unexpected {unexpected[:3]})")
+    hf.tie_weights()
+    loaded = _loaded(spec, hf, tokenizer, "real")
+    loaded.awq = (args, state)
+    return loaded
+
+
+def _hub_folder(spec: str, hub_id: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(hub_id, allow_patterns=["*.json", "*.safetensors"]))
+    except Exception as e:  # offline, no such repository
+        raise UserError(f"cannot download AWQ checkpoint {spec!r}: {_first_line(e)}") from e
 
 
 def _resolve(spec: str) -> tuple[str | Path, str | None]:
@@ -183,7 +238,7 @@ def eos_ids(loaded: LoadedModel) -> set[int]:
 
 def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
                 group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0,
-                kernels: str = "torch") -> Transformer:
+                kernels: str = "torch", quant: str = "none") -> Transformer:
     """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`; its
     weights plus relative noise where `noise` is given (noise.perturb)."""
     loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed)
@@ -191,5 +246,17 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
         from .noise import perturb
 
         perturb(loaded.hf, noise, seed)
-    return engine_from_hf(loaded.hf, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len,
-                          kernels=kernels)
+    return engine_of(loaded, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len, kernels=kernels,
+                     quant=quant)
+
+
+def engine_of(loaded: LoadedModel, *, quant: str = "none", **how) -> Transformer:
+    """Our engine on a loaded model (build_engine's keywords in `how`): an AWQ checkpoint's own
+    packed tensors (quant must say awq), else the transformers model's weights, quantized by
+    round-to-nearest where quant is awq (weights.engine_from_hf)."""
+    if loaded.awq is not None:
+        if quant != "awq":
+            raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")
+        args, state = loaded.awq
+        return build_engine(args, state, **how)
+    return engine_from_hf(loaded.hf, quant=quant, **how)

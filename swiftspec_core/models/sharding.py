@@ -9,6 +9,13 @@ gate/up rows and a zero w_down column (silu(0) * 0 = 0), a padded vocabulary row
 (never looked up) and a zero logit (sliced off after the all-gather). So any TP size gives the
 TP 1 result up to summation order.
 
+AWQ projections (args.quant == "awq") shard by the same rules on their codes, zero points and
+scales (models/awq.py unpacks them to [N, K] and [N, K / G]): column-parallel picks output
+columns with their scales; row-parallel splits K in whole groups, so a group is never split across
+ranks (the ffn is padded to whole groups per rank; wo's heads must fill whole groups). A padded
+output column has scale 0, a padded input column the code of its group's zero point: both
+dequantize to exactly 0, as the padding above.
+
 GQA under TP: local q head j uses local kv head j // (q_per_rank // kv_per_rank), the same rule
 the forward (transformer.grouped_attention) applies to the full model. head_layout picks, per rank, which
 global kv heads to hold (replicating a kv head on several ranks where its q heads are split
@@ -22,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from .args import ModelArgs
+from .awq import PARTS, AWQWeight, pack, packed_entries, unpack
 
 PAD = -1  # a padded head: its rows are zero
 
@@ -82,18 +90,15 @@ def _head_rows(heads: tuple[int, ...], head_dim: int, offset: int) -> list[int]:
     return [PAD if h == PAD else offset + h * head_dim + d for h in heads for d in range(head_dim)]
 
 
-def _split_rows(w: torch.Tensor, rank: int, size: int) -> torch.Tensor:
-    """Rank's block of rows after zero-padding the row count to a multiple of size."""
-    per = -(-w.shape[0] // size)
+def _split_rows(w: torch.Tensor, rank: int, size: int, per: int | None = None) -> torch.Tensor:
+    """Rank's block of `per` rows (default: the fewest that cover w) after zero-padding the row
+    count to size * per."""
+    per = per or -(-w.shape[0] // size)
     part = w[rank * per:(rank + 1) * per]
     if part.shape[0] < per:
         pad = torch.zeros((per - part.shape[0],) + tuple(w.shape[1:]), dtype=w.dtype, device=w.device)
         part = torch.cat([part, pad])
     return part.contiguous()
-
-
-def _split_cols(w: torch.Tensor, rank: int, size: int) -> torch.Tensor:
-    return _split_rows(w.t(), rank, size).t().contiguous()
 
 
 def shard_state(args: ModelArgs, state: dict[str, torch.Tensor], rank: int,
@@ -109,11 +114,19 @@ def shard_state(args: ModelArgs, state: dict[str, torch.Tensor], rank: int,
                  + _head_rows(kv_heads, hd, q_size + kv_size))
     o_index = _head_rows(q_heads, hd, 0)
     per_vocab = -(-a.vocab_size // size)
+    g = a.quant_group if a.quant == "awq" else 1
+    per_ffn = -(-a.ffn_dim // (g * size)) * g  # whole groups per rank under AWQ
+    packed = packed_entries(state) if a.quant == "awq" else {}
 
     out = {}
     for name, w in state.items():
         kind = re.sub(r"^layers\.\d+\.", "", name)
-        if kind in ("attn_norm", "mlp_norm", "norm"):
+        base = name.rsplit(".", 1)[0]
+        if base in packed:  # NAME.qweight / .qzeros / .scales: the three sharded at once
+            if name.endswith(".qweight"):
+                local = _shard_awq(kind.split(".")[0], packed[base], qkv_index, o_index, per_ffn, rank, size)
+                out.update({f"{base}.{part}": t for part, t in zip(PARTS, local)})
+        elif kind in ("attn_norm", "mlp_norm", "norm"):
             out[name] = w  # replicated
         elif kind in ("wqkv", "bqkv"):
             out[name] = _take_rows(w, qkv_index)
@@ -121,13 +134,53 @@ def shard_state(args: ModelArgs, state: dict[str, torch.Tensor], rank: int,
             out[name] = _take_rows(w.t(), o_index).t().contiguous()
         elif kind == "w_gate_up":
             gate, up = w.chunk(2)  # gate and up split alike, so unit i's gate and up stay together
-            out[name] = torch.cat([_split_rows(gate, rank, size), _split_rows(up, rank, size)])
+            out[name] = torch.cat([_split_rows(gate, rank, size, per_ffn), _split_rows(up, rank, size, per_ffn)])
         elif kind == "w_down":
-            out[name] = _split_cols(w, rank, size)
+            out[name] = _split_rows(w.t(), rank, size, per_ffn).t().contiguous()
         elif kind in ("embed", "lm_head"):
             out[name] = _split_rows(w, rank, size)
         else:
             raise KeyError(f"no sharding rule for state entry {name!r}")
     local = args.with_(n_heads=layout.q_per_rank, n_kv_heads=layout.kv_per_rank,
-                       ffn_dim=-(-a.ffn_dim // size), vocab_size=per_vocab)
+                       ffn_dim=per_ffn, vocab_size=per_vocab)
     return local, out, rank * per_vocab
+
+
+def _shard_awq(kind: str, w: AWQWeight, qkv_index: list[int], o_index: list[int], per_ffn: int, rank: int,
+               size: int) -> AWQWeight:
+    """This rank's AWQ tensors of one projection (kind: wqkv, wo, w_gate_up or w_down)."""
+    codes, zeros, scales = unpack(w)  # [N, K], [N, K/G], [N, K/G]
+    g = w.group
+    if kind == "wqkv":
+        parts = [_take_rows(t, qkv_index) for t in (codes, zeros, scales)]
+    elif kind == "w_gate_up":
+        parts = [torch.cat([_split_rows(half, rank, size, n) for half in t.chunk(2)])
+                 for t, n in ((codes, per_ffn), (zeros, per_ffn), (scales, per_ffn))]
+    elif kind == "w_down":  # K split in whole groups: per_ffn is a multiple of g
+        parts = [_split_rows(t.t(), rank, size, n).t() for t, n in
+                 ((codes, per_ffn), (zeros, per_ffn // g), (scales, per_ffn // g))]
+    elif kind == "wo":
+        parts = _take_awq_columns(codes, zeros, scales, o_index, g)
+    else:
+        raise KeyError(f"no AWQ sharding rule for {kind!r}")
+    return pack(*(t.contiguous() for t in parts))
+
+
+def _take_awq_columns(codes, zeros, scales, index: list[int], g: int):
+    """Input columns `index` (PAD: a zero column) of an AWQ weight, whose every local group of g
+    columns must draw its real columns from one global group (whose zero and scale it takes)."""
+    if len(index) % g:
+        raise ValueError(f"awq: a rank's {len(index)} input columns are not whole groups of {g}")
+    groups = []
+    for j in range(0, len(index), g):
+        sources = {c // g for c in index[j:j + g] if c != PAD}
+        if len(sources) > 1:
+            raise ValueError(f"awq: local columns {j}..{j + g - 1} would join groups {sorted(sources)}; "
+                             f"a group is never split across ranks")
+        groups.append(sources.pop() if sources else PAD)
+    local_zeros = _take_rows(zeros.t(), groups).t()
+    local_codes = _take_rows(codes.t(), index).t()
+    pad = torch.tensor([c == PAD for c in index], device=codes.device)
+    # A padded column holds its group's zero point: (code - zero) * scale = 0 whatever the scale.
+    local_codes = torch.where(pad, local_zeros.repeat_interleave(g, dim=1), local_codes)
+    return local_codes, local_zeros, _take_rows(scales.t(), groups).t()

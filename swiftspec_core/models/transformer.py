@@ -18,6 +18,7 @@ from torch import nn
 from ..cache import KVCache
 from ..comm.group import Group, SingleGroup
 from .args import ModelArgs
+from .awq import AWQWeight, linear
 from .rope import apply_rope, rope_tables
 
 KERNEL_SETS = ("torch", "fused")  # --kernels
@@ -56,18 +57,43 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
     return o.view(n_kv, G, T, hd).permute(2, 0, 1, 3).reshape(T, H * hd)
 
 
+class AWQLinear(nn.Module):
+    """A projection's AWQ tensors as buffers (state names WEIGHT.qweight / .qzeros / .scales)."""
+
+    def __init__(self, n: int, k: int, group: int):
+        super().__init__()
+        self.register_buffer("qweight", torch.empty(k, n // 8, dtype=torch.int32))
+        self.register_buffer("qzeros", torch.empty(k // group, n // 8, dtype=torch.int32))
+        self.register_buffer("scales", torch.empty(k // group, n, dtype=torch.float16))
+
+    @property
+    def packed(self) -> AWQWeight:
+        return AWQWeight(self.qweight, self.qzeros, self.scales)
+
+
+def weight_of(p: nn.Module | torch.Tensor) -> AWQWeight | torch.Tensor:
+    """What the blocks take as a projection's weight: the tensor, or the AWQ triple."""
+    return p.packed if isinstance(p, AWQLinear) else p
+
+
 class Layer(nn.Module):
     def __init__(self, args: ModelArgs, dtype: torch.dtype):
         super().__init__()
         a = args
         qkv_rows = (a.n_heads + 2 * a.n_kv_heads) * a.head_dim
+
+        def projection(n: int, k: int):  # [n, k] as nn.Linear's weight
+            if a.quant == "awq":
+                return AWQLinear(n, k, a.quant_group)
+            return nn.Parameter(torch.empty(n, k, dtype=dtype))
+
         self.attn_norm = nn.Parameter(torch.ones(a.dim, dtype=dtype))
-        self.wqkv = nn.Parameter(torch.empty(qkv_rows, a.dim, dtype=dtype))
+        self.wqkv = projection(qkv_rows, a.dim)
         self.bqkv = nn.Parameter(torch.zeros(qkv_rows, dtype=dtype)) if a.qkv_bias else None
-        self.wo = nn.Parameter(torch.empty(a.dim, a.n_heads * a.head_dim, dtype=dtype))
+        self.wo = projection(a.dim, a.n_heads * a.head_dim)
         self.mlp_norm = nn.Parameter(torch.ones(a.dim, dtype=dtype))
-        self.w_gate_up = nn.Parameter(torch.empty(2 * a.ffn_dim, a.dim, dtype=dtype))
-        self.w_down = nn.Parameter(torch.empty(a.dim, a.ffn_dim, dtype=dtype))
+        self.w_gate_up = projection(2 * a.ffn_dim, a.dim)
+        self.w_down = projection(a.dim, a.ffn_dim)
 
 
 class Transformer(nn.Module):
@@ -140,7 +166,7 @@ class Transformer(nn.Module):
     def qkv_block(h, m, norm, wqkv, bqkv, cos, sin, eps: float, n_heads: int, n_kv: int, hd: int):
         """x = h + m (the previous block's residual and output); q, k with RoPE; v."""
         x = h + m
-        qkv = F.linear(rms_norm(x, norm, eps), wqkv, bqkv)  # [T, (H + 2 KV) * hd]
+        qkv = linear(rms_norm(x, norm, eps), wqkv, bqkv)  # [T, (H + 2 KV) * hd]
         qk, v = qkv.split([(n_heads + n_kv) * hd, n_kv * hd], dim=-1)
         qk = apply_rope(qk.view(-1, n_heads + n_kv, hd), cos, sin)  # q and k at once
         q, k = qk.split([n_heads, n_kv], dim=1)
@@ -148,14 +174,14 @@ class Transformer(nn.Module):
 
     @staticmethod
     def attention_block(q, keys, values, mask, wo, n_kv: int):
-        return F.linear(grouped_attention(q, keys, values, mask, n_kv), wo)
+        return linear(grouped_attention(q, keys, values, mask, n_kv), wo)
 
     @staticmethod
     def mlp_block(x, a, norm, w_gate_up, w_down, eps: float):
         """h = x + a (attention output); returns h and the MLP's output."""
         h = x + a
-        gate, up = F.linear(rms_norm(h, norm, eps), w_gate_up).chunk(2, dim=-1)
-        return h, F.linear(F.silu(gate) * up, w_down)
+        gate, up = linear(rms_norm(h, norm, eps), w_gate_up).chunk(2, dim=-1)
+        return h, linear(F.silu(gate) * up, w_down)
 
     def prefill(self, tokens: list[int], cache: KVCache) -> torch.Tensor:
         """A prompt from position 0, causal, eager (every prompt length would compile anew);
@@ -181,12 +207,14 @@ class Transformer(nn.Module):
         h = self.embed_tokens(tokens)  # [T, dim]: the residual stream
         m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
         for i, layer in enumerate(self.layers):
-            x, q, k, v = blocks.qkv_block(h, m, layer.attn_norm, layer.wqkv, layer.bqkv, cos, sin, a.norm_eps,
-                                        a.n_heads, a.n_kv_heads, a.head_dim)
+            x, q, k, v = blocks.qkv_block(h, m, layer.attn_norm, weight_of(layer.wqkv), layer.bqkv, cos, sin,
+                                          a.norm_eps, a.n_heads, a.n_kv_heads, a.head_dim)
             cache.write(i, rows, k, v)
             keys, values = cache.view(i, L)  # [L, KV, hd]
-            attn = self.group.all_reduce(blocks.attention_block(q, keys, values, mask, layer.wo, a.n_kv_heads))
-            h, m = blocks.mlp_block(x, attn, layer.mlp_norm, layer.w_gate_up, layer.w_down, a.norm_eps)
+            attn = blocks.attention_block(q, keys, values, mask, weight_of(layer.wo), a.n_kv_heads)
+            attn = self.group.all_reduce(attn)
+            h, m = blocks.mlp_block(x, attn, layer.mlp_norm, weight_of(layer.w_gate_up), weight_of(layer.w_down),
+                                    a.norm_eps)
             m = self.group.all_reduce(m)
         x = rms_norm((h + m)[-1:] if last_only else h + m, self.norm, a.norm_eps)
         head = self.embed if self.lm_head is None else self.lm_head

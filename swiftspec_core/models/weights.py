@@ -126,7 +126,9 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
         args, state, vocab_start = shard_state(args, state, group.rank, group.size)
     model = Transformer(args, dtype=dtype, device="meta", group=group, vocab_start=vocab_start,
                         full_vocab=full_vocab, max_seq_len=max_seq_len)
-    model.load_state_dict({k: v.to(device=device, dtype=dtype) for k, v in state.items()}, strict=True, assign=True)
+    # AWQ tensors (int32 codes, fp16 scales) keep their dtype; everything else takes `dtype`.
+    model.load_state_dict({k: v.to(device=device, dtype=dtype) if v.is_floating_point() and not k.endswith(".scales")
+                           else v.to(device=device) for k, v in state.items()}, strict=True, assign=True)
     model.requires_grad_(False)
     # The rope tables were made on the meta device; make them for real now.
     from .rope import rope_tables
@@ -139,11 +141,21 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
 
 
 def engine_from_hf(hf_model, *, dtype: torch.dtype, device="cpu", group: Group | None = None,
-                   max_seq_len: int = 4096, kernels: str = "torch") -> Transformer:
+                   max_seq_len: int = 4096, kernels: str = "torch", quant: str = "none") -> Transformer:
     """Our engine on a transformers model's weights: on one process the two then share every
     tensor (fuse_projections, then build_engine takes the state as it is); under TP the engine
-    holds its shard, and the model's weights are the caller's to drop."""
+    holds its shard, and the model's weights are the caller's to drop.
+
+    quant="awq": the layer projections are quantized by round-to-nearest (models/awq.py); the
+    engine holds them as 4-bit AWQ tensors of its own (the transformers model keeps its weights)."""
     fuse_projections(hf_model)
     args, state = state_from_hf(hf_model)
+    if quant == "awq":
+        from .awq import group_for, quantize_state
+
+        args = args.with_(quant="awq", quant_group=group_for(args))
+        state = quantize_state(state, args.quant_group)
+    elif quant != "none":
+        raise ValueError(f"quant {quant!r}: choose none or awq")
     return build_engine(args, state, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len,
                         kernels=kernels)

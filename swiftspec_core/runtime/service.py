@@ -43,6 +43,7 @@ class WorkerPlan:
     settings: SpecSettings
     draft_noise: float = 0.0  # the draft's relative weight noise (models/noise.py)
     kernels: str = "torch"  # Transformer.use_kernels
+    quant: str = "none"  # the target's layer projections: none or awq (models/awq.py); the draft's stay plain
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,11 @@ def _engines(plan: WorkerPlan, ctx):
         group = ctx.group
         exchange = exchange_over(group.host_pg, list(range(group.size)))
         group.use_low_latency(LLAllReduce(group.rank, group.size, exchange))
-    load = lambda spec, noise=0.0: load_engine(spec, weights=plan.weights, dtype=dtype, device=ctx.device,  # noqa: E731
-                                               seed=plan.seed, group=ctx.group, max_seq_len=plan.max_seq_len,
-                                               noise=noise, kernels=plan.kernels)
+    load = lambda spec, noise=0.0, quant="none": load_engine(  # noqa: E731
+        spec, weights=plan.weights, dtype=dtype, device=ctx.device, seed=plan.seed, group=ctx.group,
+        max_seq_len=plan.max_seq_len, noise=noise, kernels=plan.kernels, quant=quant)
     split = bool(ctx.placement.draft_ranks)
-    target = load(plan.target) if ctx.role == "target" else None
+    target = load(plan.target, quant=plan.quant) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
     return target, load(plan.draft, plan.draft_noise) if needs_draft else None
 

@@ -1,0 +1,110 @@
+"""Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu): out = x @ W.T + bias,
+W dequantized inside the kernel from AutoAWQ's layout (models/awq.py), bf16 x and out.
+
+As gemm.py: every call runs 16 rows on the tensor cores (rows M..15 zeros, never loaded), and the
+launch shape (warps splitting K) comes from (N, K) alone, so a row's bits do not depend on M, on
+its index or on the other rows. The kernel reads N * K / 2 bytes of codes where the bf16 GEMM reads
+2 N K: at these M both are bound by reading the weights.
+
+Numerics: the kernel multiplies x by the exact integers q - zero, sums a 32-wide chunk in fp32 and
+scales the chunk sum by the fp32 scale, so it never rounds a weight; awq_gemm_reference rounds the
+weights (q - zero) * scale to x's dtype first, as the torch path computes. They differ by that
+rounding (relative 2^-9 per weight, averaging out over K) and by accumulation order.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+
+from swiftspec_core.kernels.build import launch, ptr
+from swiftspec_core.kernels.gemm import _sm_count, gemm_reference
+from swiftspec_core.models.awq import AWQWeight, dequantize
+
+MAX_ROWS = 16
+COLUMNS_PER_BLOCK = 64  # 8 int32 of a qweight row: a warp's 8 lanes of one t read 32 adjacent bytes
+UNROLL = 1  # chunks a warp loads at once: awq_gemm_u1 at the bottom of cuda/awq_gemm.cu
+MAX_SPLITS = 8  # warps splitting K in one block: __launch_bounds__(256, 2)
+WARPS_PER_SM = 16  # the occupancy the split aims at: two blocks of 8 warps fit an SM (128 registers a lane)
+
+
+def awq_gemm_reference(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x [M, K] @ dequantize(w, x.dtype).T (+ bias), fp32 accumulation, rounded once to x's dtype;
+    any device."""
+    return gemm_reference(x, dequantize(w, x.dtype), bias)
+
+
+@functools.cache
+def plan(n: int, k: int, sms: int) -> int:
+    """S, the warps splitting K in a block of 64 output columns of an [n, k] weight on a GPU of `sms`
+    SMs. Decided by (n, k) and the GPU, never by M: that keeps a row's reduction order, so its bits,
+    the same at every M."""
+    blocks = -(-n // COLUMNS_PER_BLOCK)
+    chunks = k // 32
+    splits = 1
+    while (splits * 2 <= MAX_SPLITS and blocks * splits * 2 <= WARPS_PER_SM * sms
+           and chunks >= splits * 2 * UNROLL):
+        splits *= 2
+    return splits
+
+
+def check_operands(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None) -> None:
+    """ValueError unless the operands are what the kernel reads and writes (shapes and dtypes first,
+    then alignment, then device)."""
+    if x.dim() != 2 or any(t.dim() != 2 for t in w):
+        raise ValueError(f"awq_gemm: x and the AWQ tensors must be 2-D, got {tuple(x.shape)} and "
+                         f"{[tuple(t.shape) for t in w]}")
+    (m, k), (k_w, n8) = x.shape, w.qweight.shape
+    n = 8 * n8
+    if not 1 <= m <= MAX_ROWS:
+        raise ValueError(f"awq_gemm: x has {m} rows; the kernel takes 1..{MAX_ROWS}")
+    if k != k_w or k == 0 or n == 0:
+        raise ValueError(f"awq_gemm: x {tuple(x.shape)} and qweight {tuple(w.qweight.shape)} ([K, N/8]) do not match")
+    groups = w.qzeros.shape[0]
+    if groups == 0 or k % groups or (k // groups) % 32:
+        raise ValueError(f"awq_gemm: K = {k} in {groups} groups: the group size must be a multiple of 32")
+    if tuple(w.qzeros.shape) != (groups, n8) or tuple(w.scales.shape) != (groups, n):
+        raise ValueError(f"awq_gemm: qzeros {tuple(w.qzeros.shape)} and scales {tuple(w.scales.shape)} do not fit "
+                         f"qweight {tuple(w.qweight.shape)}")
+    tensors = {"x": x, "qweight": w.qweight, "qzeros": w.qzeros, "scales": w.scales}
+    dtypes = {"x": torch.bfloat16, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
+    if bias is not None:
+        if tuple(bias.shape) != (n,):
+            raise ValueError(f"awq_gemm: bias must be [{n}], got {tuple(bias.shape)}")
+        tensors["bias"], dtypes["bias"] = bias, torch.bfloat16
+    if out is not None:
+        if tuple(out.shape) != (m, n):
+            raise ValueError(f"awq_gemm: out must be [{m}, {n}], got {tuple(out.shape)}")
+        tensors["out"], dtypes["out"] = out, torch.bfloat16
+    for name, t in tensors.items():
+        if t.dtype != dtypes[name]:
+            raise ValueError(f"awq_gemm: {name} must be {dtypes[name]}, got {t.dtype}")
+        if not t.is_contiguous():
+            raise ValueError(f"awq_gemm: {name} must be contiguous")
+    for name in ("x", "scales"):
+        if tensors[name].data_ptr() % 16:
+            raise ValueError(f"awq_gemm: {name} is not 16-byte aligned (the kernel loads 16 bytes at a time)")
+    for name, t in tensors.items():
+        if t.device.type != "cuda" or t.device != x.device:
+            raise ValueError(f"awq_gemm: {name} is on {t.device}; every operand must be on x's CUDA device")
+    if max(n, k) >= 2**31 - 64:
+        raise ValueError(f"awq_gemm: [{n}, {k}] does not fit the kernel's int32 sizes")
+
+
+def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,
+             out: torch.Tensor | None = None) -> torch.Tensor:
+    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: the AWQ triple of an [N, K] weight (group a
+    multiple of 32); bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated).
+    -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
+    check_operands(x, w, bias, out)
+    (m, k), n = x.shape, w.scales.shape[1]
+    if out is None:
+        out = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    with torch.cuda.device(x.device):
+        splits = plan(n, k, _sm_count(x.device.index))
+        launch("awq_gemm", f"awq_gemm_u{UNROLL}", (-(-n // COLUMNS_PER_BLOCK),), (32 * splits,),
+               (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
+                ptr(out), np.int32(m), np.int32(n), np.int32(k), np.int32(k // w.qzeros.shape[0])),
+               shared_mem=splits * 32 * 32 * 4)  # [S][32 accumulators][32 lanes] floats
+    return out

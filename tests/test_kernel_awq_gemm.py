@@ -1,0 +1,246 @@
+"""The dequantizing AWQ GEMM (cuda/awq_gemm.cu, swiftspec_core/kernels/awq_gemm.py): its torch
+reference against float64 and its input checks on CPU; on GPU the kernel against the reference on
+Llama-3-70B / 8B / 3.2-1B and Qwen2.5 layer shapes (TP1 and TP2) and odd ones, a row's bits
+independent of M, of its index and of the other rows, CUDA graph replay, and an AWQ engine's fused
+forward (--kernels fused --quant awq) against its torch path, every decoder emitting fused ar's tokens."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from swiftspec_core.kernels.awq_gemm import MAX_SPLITS, UNROLL, awq_gemm, awq_gemm_reference, plan
+from swiftspec_core.kernels.build import CUDA_DIR
+from swiftspec_core.kernels.gemm import gemm_reference
+from swiftspec_core.models import awq
+from test_kernel_gemm import check_bitwise, mismatch_report
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+# [N, K]: Llama-3-70B TP1 and TP2, Llama-3-8B, Llama-3.2-1B TP2, Qwen2.5-1.5B (qkv biased), Qwen2.5-0.5B.
+LAYERS = {
+    "70b-qkv": (10240, 8192), "70b-o": (8192, 8192), "70b-gate_up": (57344, 8192), "70b-down": (8192, 28672),
+    "70b-tp2-qkv": (5120, 8192), "70b-tp2-o": (8192, 4096), "70b-tp2-down": (8192, 14336),
+    "8b-qkv": (6144, 4096), "8b-down": (4096, 14336), "1b-tp2-o": (2048, 1024),
+    "qwen1.5b-qkv": (2048, 1536), "qwen1.5b-down": (1536, 8960), "qwen0.5b-qkv": (1152, 896),
+}
+BIASED = {"qwen1.5b-qkv", "qwen0.5b-qkv"}
+# N not a multiple of the block's 64 columns, group 32 and 64, a single chunk.
+ODD = {"odd-1": ((1000, 256), 128), "odd-2": ((72, 96), 32), "odd-3": ((2056, 640), 64), "odd-4": ((8, 32), 32)}
+
+
+def packed_layer(n: int, k: int, group: int, device: str, seed: int) -> awq.AWQWeight:
+    """Random codes, zero points and scales (scaled so outputs stay near 1)."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    codes = torch.randint(0, 16, (n, k), generator=g, device=device, dtype=torch.uint8)
+    zeros = torch.randint(0, 16, (n, k // group), generator=g, device=device, dtype=torch.uint8)
+    scales = (torch.rand(n, k // group, generator=g, device=device) + 0.5) / (5 * k ** 0.5)
+    return awq.pack(codes, zeros, scales)
+
+
+def activations(m: int, k: int, device: str, seed: int) -> torch.Tensor:
+    g = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(m, k, generator=g, device=device).to(torch.bfloat16)
+
+
+# --- CPU: the reference and the checks ---------------------------------------------------------
+
+@pytest.mark.parametrize("m,n,k,group,bias", [(1, 64, 128, 128, False), (7, 136, 256, 64, True), (16, 8, 96, 32, True)])
+def test_reference_matches_float64(m, n, k, group, bias):
+    w = packed_layer(n, k, group, "cpu", seed=m)
+    x = activations(m, k, "cpu", seed=m + 1)
+    b = torch.randn(n).to(torch.bfloat16) if bias else None
+    got = awq_gemm_reference(x, w, b)
+    # float64 from the codes themselves: (q - z) * s per element, by hand.
+    codes, zeros, scales = (t.double() for t in awq.unpack(w))
+    weight = (codes - zeros.repeat_interleave(group, 1)) * scales.repeat_interleave(group, 1)
+    exact = x.double() @ weight.to(torch.bfloat16).double().T + (b.double() if bias else 0)
+    assert got.dtype == torch.bfloat16 and got.shape == (m, n)
+    err = (got.double() - exact).abs()
+    assert (err <= exact.abs() * 2 ** -8 + 1e-4).all(), f"max error {err.max():.3g}"
+
+
+@pytest.mark.parametrize("case,pattern", [
+    ("rows", "1..16"), ("k-mismatch", "do not match"), ("group", "multiple of 32"), ("zeros", "do not fit"),
+    ("x-dtype", "bfloat16"), ("scales-dtype", "float16"), ("bias-shape", "bias must be"),
+    ("out-shape", "out must be"), ("misaligned", "16-byte aligned"), ("cpu", "CUDA device"),
+])
+def test_bad_operands_raise(case, pattern):
+    w = packed_layer(64, 128, 32, "cpu", seed=0)
+    x, bias, out = torch.zeros(4, 128, dtype=torch.bfloat16), None, None
+    if case == "rows":
+        x = torch.zeros(17, 128, dtype=torch.bfloat16)
+    elif case == "k-mismatch":
+        x = torch.zeros(4, 96, dtype=torch.bfloat16)
+    elif case == "group":
+        w = packed_layer(64, 128, 16, "cpu", seed=0)
+    elif case == "zeros":
+        w = w._replace(qzeros=w.qzeros[:, :4])
+    elif case == "x-dtype":
+        x = x.half()
+    elif case == "scales-dtype":
+        w = w._replace(scales=w.scales.float())
+    elif case == "bias-shape":
+        bias = torch.zeros(63, dtype=torch.bfloat16)
+    elif case == "out-shape":
+        out = torch.zeros(4, 65, dtype=torch.bfloat16)
+    elif case == "misaligned":
+        x = torch.zeros(4 * 128 + 1, dtype=torch.bfloat16)[1:].view(4, 128)
+    with pytest.raises(ValueError, match=pattern):
+        awq_gemm(x, w, bias, out)
+
+
+def test_unroll_matches_the_kernel():
+    kernels = re.findall(r"^AWQ_GEMM_KERNEL\((\d+)\)", (CUDA_DIR / "awq_gemm.cu").read_text(), re.MULTILINE)
+    assert [int(u) for u in kernels] == [UNROLL]
+
+
+@pytest.mark.parametrize("n,k", [shape for shape in LAYERS.values()] + [shape for shape, _ in ODD.values()])
+def test_plan_fits_the_kernel(n, k):
+    splits = plan(n, k, 132)
+    assert splits in (1, 2, 4, 8) and splits <= MAX_SPLITS
+    assert splits == 1 or k // 32 >= splits * UNROLL
+    assert splits * 32 * 32 * 4 <= 48 * 1024  # the combine's shared memory, without opting in
+
+
+# --- GPU: the kernel ---------------------------------------------------------------------------
+
+def exact_weights_reference(x: torch.Tensor, w: awq.AWQWeight, b: torch.Tensor | None) -> torch.Tensor:
+    """The kernel's own numerics: the unrounded weights (q - zero) * scale, fp32 sums, one rounding."""
+    y = gemm_reference(x.float(), awq.dequantize(w, torch.float32), None if b is None else b.float())
+    return y.to(torch.bfloat16)
+
+
+def check_close(got: torch.Tensor, x: torch.Tensor, w: awq.AWQWeight, b: torch.Tensor | None, label: str) -> None:
+    # awq_gemm_reference rounds each weight to bf16 (2^-9 relative) before its fp32 sum; the kernel
+    # sums the exact weights. On CPU, for these shapes, that puts the two at most 0.6% of max|ref|
+    # apart, bitwise equal on only ~57% of the elements: so against it, 1e-2 max|ref|. Against the
+    # exact weights summed in fp32 (the kernel's numerics, another summation order) only the
+    # elements whose sums straddle a bf16 rounding boundary differ, by one ulp: >= 90% bitwise
+    # equal. A wrong column, nibble, zero, scale or group moves far more elements than that.
+    ref, exact = awq_gemm_reference(x, w, b), exact_weights_reference(x, w, b)
+    text = mismatch_report(got, ref)
+    same = (got == exact).float().mean().item()
+    print(f"{label}: vs reference {text}; {same:.3f} bitwise equal to the exact-weight sum")
+    assert not got.isnan().any(), f"{label}: unwritten (NaN-poisoned) outputs: {text}"
+    assert (got.float() - ref.float()).abs().max().item() <= 1e-2 * ref.float().abs().max().item(), f"{label}: {text}"
+    assert same >= 0.9, f"{label}: {same:.3f} equal the exact-weight sum bitwise: {mismatch_report(got, exact)}"
+
+
+_layers: dict = {}
+
+
+def layer(name: str):
+    """(weight, bias) per name, one at a time on the GPU (70B gate_up is 235 MB of codes)."""
+    if name not in _layers:
+        _layers.clear()
+        (n, k), group = ODD[name] if name in ODD else (LAYERS[name], 128)
+        g = torch.Generator(device="cuda").manual_seed(len(name))
+        bias = torch.randn(n, generator=g, device="cuda").to(torch.bfloat16) if name in BIASED or name in ODD else None
+        _layers[name] = (packed_layer(n, k, group, "cuda", seed=len(name)), bias)
+    return _layers[name]
+
+
+def run_poisoned(x: torch.Tensor, w: awq.AWQWeight, b: torch.Tensor | None) -> torch.Tensor:
+    out = torch.full((x.shape[0], w.scales.shape[1]), float("nan"), dtype=torch.bfloat16, device=x.device)
+    assert awq_gemm(x, w, b, out=out) is out
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", list(LAYERS) + list(ODD))
+def test_awq_gemm_matches_reference(name):
+    w, b = layer(name)
+    n, k = w.shape
+    splits = plan(n, k, torch.cuda.get_device_properties(0).multi_processor_count)
+    for m in ((1, 8, 16) if name in LAYERS else range(1, 17)):
+        x = activations(m, k, "cuda", seed=100 + m)
+        check_close(run_poisoned(x, w, b), x, w, b, f"{name} [{n}, {k}] G={w.group} M={m} S={splits}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["70b-o", "70b-tp2-down", "qwen1.5b-qkv", "odd-1", "odd-2"])
+def test_rows_are_bitwise_invariant(name):
+    w, b = layer(name)
+    k = w.shape[1]
+    x = activations(16, k, "cuda", seed=300)
+    full = awq_gemm(x, w, b)
+    for m in range(1, 17):  # the first m rows alone: same bits as in the 16-row call
+        check_bitwise(run_poisoned(x[:m], w, b), full[:m], f"{name}: rows 0..{m - 1} alone vs in M=16")
+    for row in (0, 3, 8, 15):  # a row alone, and at another index among other random rows
+        check_bitwise(run_poisoned(x[row:row + 1], w, b)[0], full[row], f"{name}: row {row} alone (M=1)")
+        for m, at in ((16, 15 - row), (5, 4), (9, 8)):
+            others = activations(m, k, "cuda", seed=400 + row + m)
+            others[at] = x[row]
+            check_bitwise(run_poisoned(others, w, b)[at], full[row], f"{name}: row {row} at {at} of M={m}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["70b-tp2-o", "qwen1.5b-qkv", "odd-3"])
+def test_graph_replay_is_bitwise_eager(name):
+    w, b = layer(name)
+    (n, k), m = w.shape, 8
+    x = torch.zeros(m, k, dtype=torch.bfloat16, device="cuda")
+    out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        awq_gemm(x, w, b, out=out)  # compiles and loads the kernel outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        awq_gemm(x, w, b, out=out)
+    for seed in (500, 501):
+        fresh = activations(m, k, "cuda", seed)
+        x.copy_(fresh)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_bitwise(out, awq_gemm(fresh, w, b), f"{name}: graph replay vs eager, seed {seed}")
+        check_bitwise(out[5], awq_gemm(fresh[5:6], w, b)[0], f"{name}: graph replay row 5 vs M=1 eager")
+
+
+# --- GPU: an AWQ engine on the fused kernels ---------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
+    from engine_fixtures import prompt, target_state
+    from swiftspec_core.decoders import DECODERS, SpecSettings
+    from swiftspec_core.graphs import PaddedForward
+    from swiftspec_core.models.weights import build_engine
+    from swiftspec_core.tree import tree_mask
+    from test_gpu_fused import kernel_args, prefilled
+
+    args = kernel_args(qkv_bias)
+    plain = {k: v.float() for k, v in target_state(0, 0.5, args).items()}  # flat: near-ties abound
+    aq = args.with_(quant="awq", quant_group=awq.group_for(args))
+    state = awq.quantize_state(plain, aq.quant_group)
+    build = lambda kernels: build_engine(aq, state, dtype=torch.bfloat16, device="cuda", max_seq_len=1024,  # noqa: E731
+                                         compile=False, kernels=kernels)
+    fused, ops = build("fused"), build("torch")
+    # One 3-token chain after a 40-token prefill: the fused forward (graph, poisoned) against the
+    # torch ops' forward on the same AWQ weights (dequantized to bf16 there).
+    n, tokens, visible = 40, [5, 9, 200], [[40], [40, 41], [40, 41, 42]]
+    cache_f, cache_t = prefilled(fused, n), prefilled(ops, n)
+    forward = PaddedForward(fused, cache_f, 8, 8, graph=True)
+    with torch.inference_mode():
+        for _, logits in forward.graphs.values():
+            logits.fill_(float("nan"))
+    rows = positions = [n, n + 1, n + 2]
+    got = forward(tokens, positions, rows, n, visible).clone()
+    dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731
+    ref = ops(dev(tokens), dev(positions), dev(rows), tree_mask(n, n + 3, visible, "cuda"), cache_t)
+    err = ((got - ref).norm() / ref.norm()).item()
+    print(f"fused vs torch AWQ forward (qkv_bias={qkv_bias}): relative error {err:.3g}")
+    assert not got.isnan().any() and err < 2e-2, f"relative error {err:.3g}"
+    # Every decoder emits fused ar's tokens on the fused AWQ engine (the draft: another engine on
+    # the same weights).
+    draft, p = build("fused"), prompt(20)
+    ar = DECODERS["ar"](fused, None, p, max_new_tokens=24, eos_ids=set())
+    for system, settings in (("chain", SpecSettings(chain_k=3)), ("tree", SpecSettings(tree_bs=8, tree_w=4)),
+                             ("swiftspec", SpecSettings(tree_bs=8, tree_w=4, draft_steps=2))):
+        got = DECODERS[system](fused, draft, p, max_new_tokens=24, eos_ids=set(), settings=settings)
+        first = next((i for i, (a, b) in enumerate(zip(got.tokens, ar.tokens)) if a != b), None)
+        assert got.tokens == ar.tokens, f"{system}: first difference at {first}: {got.tokens} vs {ar.tokens}"
