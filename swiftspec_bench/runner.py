@@ -20,7 +20,7 @@ from swiftspec_core.decoders.base import positions_needed
 from swiftspec_core.errors import UserError
 
 from . import datasets as ds
-from . import placement
+from . import kernel_choice, placement
 from .results import PARQUET, ResultsTable, row_from_result, row_key
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -119,8 +119,8 @@ def validate(o: RunOptions) -> Checked:
     dtype = o.dtype or ("bfloat16" if device == "cuda" else "float32")
     if dtype not in DTYPES:
         raise UserError(f"--dtype {dtype}: choose {', '.join(DTYPES)}")
-    kernels = _check_kernels(o, device, dtype)
     needs_draft = any(SYSTEMS[s].needs_draft for s in systems)
+    kernels = kernel_choice.choose(o, device, dtype, [o.target] + ([o.draft] if needs_draft else []))
     noise.check_draft_noise(o.draft_noise, o.weights, o.target, o.draft if needs_draft else o.target)
     check_model_spec(o.target, "--target", o.weights)
     if needs_draft:
@@ -139,30 +139,6 @@ def validate(o: RunOptions) -> Checked:
         digest = _file_digest(replay_path / PARQUET if replay_path.is_dir() else replay_path)
     queries = [q for d in datasets for q in ds.load_queries(d, data_dir, o.limit)]
     return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes, kernels)
-
-
-def _check_kernels(o: RunOptions, device: str, dtype: str) -> str:
-    """--kernels: fused runs bf16 on a GPU, no forward wider than the kernels' MAX_ROWS; auto is
-    fused wherever it can run (measured faster end to end, and exact), else torch. -> the set."""
-    from swiftspec_core.kernels import MAX_ROWS
-    from swiftspec_core.models.transformer import KERNEL_SETS
-
-    if o.kernels not in (*KERNEL_SETS, "auto"):
-        raise UserError(f"--kernels {o.kernels}: choose {', '.join(KERNEL_SETS)} or auto")
-    if o.kernels == "torch":
-        return "torch"
-    draft_width = o.tree_w + 1 + (o.graft_len if o.graft != "off" else 0)  # leaves, a pending token, a chain
-    widths = ((o.tree_bs, "--tree-bs"), (draft_width, "a draft step (--tree-w + 1 + --graft-len)"),
-              (o.chain_k + 1, "a chain verification (--chain-k + 1)"))
-    if o.kernels == "auto":
-        fits = device == "cuda" and dtype == "bfloat16" and all(width <= MAX_ROWS for width, _ in widths)
-        return "fused" if fits else "torch"
-    if device != "cuda" or dtype != "bfloat16":
-        raise UserError(f"--kernels fused runs bfloat16 on a GPU (this run: {dtype} on {device})")
-    for width, what in widths:
-        if width > MAX_ROWS:
-            raise UserError(f"--kernels fused: {what} is {width} tokens wide; the kernels take at most {MAX_ROWS}")
-    return "fused"
 
 
 def _check_positive(value: int, flag: str) -> None:

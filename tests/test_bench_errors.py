@@ -199,20 +199,25 @@ def test_compare_and_plot_bad_input(tmp_path):
         assert_user_error([command, str(tmp_path)], contains="lacks the columns new_tokens")
 
 
-def test_fused_kernels_take_forwards_of_at_most_16_tokens():
+def test_fused_kernels_take_forwards_of_at_most_16_tokens_and_their_shapes():
     from types import SimpleNamespace
 
-    from swiftspec_bench.runner import _check_kernels
+    from swiftspec_bench.kernel_choice import choose
 
+    big = ["llama-3-8b", "llama-3.2-1b"]  # head_dim 128 and 64: shapes the kernels take
     ok = SimpleNamespace(kernels="fused", tree_bs=16, tree_w=8, graft="ngram", graft_len=7, chain_k=7)
-    assert _check_kernels(ok, "cuda", "bfloat16") == "fused"
-    assert _check_kernels(SimpleNamespace(**{**vars(ok), "kernels": "torch", "tree_bs": 64}), "cpu", "float32") == "torch"
+    assert choose(ok, "cuda", "bfloat16", big) == "fused"
+    assert choose(SimpleNamespace(**{**vars(ok), "kernels": "torch", "tree_bs": 64}), "cpu", "float32", big) == "torch"
     auto = SimpleNamespace(**{**vars(ok), "kernels": "auto"})  # fused wherever it can run, else torch
-    assert _check_kernels(auto, "cuda", "bfloat16") == "fused"
-    assert [_check_kernels(auto, *where) for where in (("cpu", "float32"), ("cuda", "float32"))] == ["torch"] * 2
-    assert _check_kernels(SimpleNamespace(**{**vars(auto), "tree_bs": 32}), "cuda", "bfloat16") == "torch"
+    assert choose(auto, "cuda", "bfloat16", big) == "fused"
+    assert [choose(auto, *where, big) for where in (("cpu", "float32"), ("cuda", "float32"))] == ["torch"] * 2
+    assert choose(SimpleNamespace(**{**vars(auto), "tree_bs": 32}), "cuda", "bfloat16", big) == "torch"
+    assert choose(auto, "cuda", "bfloat16", ["tiny-llama"]) == "torch"  # head_dim 16
+    assert choose(auto, "cuda", "bfloat16", ["org/unknown-model"]) == "torch"  # shape unknown before loading
     for over, contains in (({"tree_bs": 17}, "--tree-bs is 17"), ({"graft_len": 8}, "a draft step"),
                            ({"chain_k": 16}, "a chain verification")):
         with pytest.raises(UserError, match=contains):
-            _check_kernels(SimpleNamespace(**{**vars(ok), **over}), "cuda", "bfloat16")
-    _check_kernels(SimpleNamespace(**{**vars(ok), "graft": "off", "graft_len": 8}), "cuda", "bfloat16")
+            choose(SimpleNamespace(**{**vars(ok), **over}), "cuda", "bfloat16", big)
+    with pytest.raises(UserError, match="tiny-llama has head_dim 16"):
+        choose(ok, "cuda", "bfloat16", ["tiny-llama"])
+    choose(SimpleNamespace(**{**vars(ok), "graft": "off", "graft_len": 8}), "cuda", "bfloat16", big)

@@ -6,3 +6,10 @@ positions. That is what makes every decoder emit exactly ar's tokens in bf16 (is
 """
 
 MAX_ROWS = 16  # the most tokens one forward of these kernels takes (the GEMM's M)
+
+
+def shape_supported(args) -> bool:
+    """Whether these kernels take a model of this shape (attention: head_dim 64 or 128, whole GQA
+    groups; 16-byte rows everywhere)."""
+    return (args.head_dim in (64, 128) and args.n_heads % args.n_kv_heads == 0
+            and args.dim % 8 == 0 and args.ffn_dim % 8 == 0)
