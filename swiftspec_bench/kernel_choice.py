@@ -48,5 +48,8 @@ def known_args(spec: str):
     if (Path(spec).expanduser() / "config.json").is_file():
         from transformers import AutoConfig
 
-        return ModelArgs.from_hf_config(AutoConfig.from_pretrained(Path(spec).expanduser()))
+        try:
+            return ModelArgs.from_hf_config(AutoConfig.from_pretrained(Path(spec).expanduser()))
+        except (ValueError, OSError):  # loading the model says what is wrong with it
+            return None
     return None

@@ -120,11 +120,11 @@ def validate(o: RunOptions) -> Checked:
     if dtype not in DTYPES:
         raise UserError(f"--dtype {dtype}: choose {', '.join(DTYPES)}")
     needs_draft = any(SYSTEMS[s].needs_draft for s in systems)
-    kernels = kernel_choice.choose(o, device, dtype, [o.target] + ([o.draft] if needs_draft else []))
     noise.check_draft_noise(o.draft_noise, o.weights, o.target, o.draft if needs_draft else o.target)
     check_model_spec(o.target, "--target", o.weights)
     if needs_draft:
         check_model_spec(o.draft, "--draft", o.weights)
+    kernels = kernel_choice.choose(o, device, dtype, [o.target] + ([o.draft] if needs_draft else []))
     out = Path(o.out)
     check_out_dir(out)
     data_dir = ds.resolve_data_dir(o.data_dir)
