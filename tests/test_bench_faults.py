@@ -146,7 +146,9 @@ def test_stopped_tp_rank_is_a_stall_within_the_timeout(tmp_path):
     os.kill(stopped, signal.SIGSTOP)
     t0 = time.monotonic()
     code, _, err = run.finish()
-    assert time.monotonic() - t0 < 2 + 15  # the timeout, then the stop and the exit of a loaded machine
+    # The timeout, then the stop and the exit (21 s seen on 2 cores at load 20); without the
+    # heartbeat the run would wait for the process group's 1800 s timeout.
+    assert time.monotonic() - t0 < 2 + 45
     run.assert_clean_end(code, err, "rank 1 (target) stopped answering", "worker timeout 2 s", "run.log")
     assert run.rows() >= 1
 
