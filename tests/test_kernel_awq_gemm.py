@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from swiftspec_core.kernels.awq_gemm import MAX_SPLITS, UNROLL, awq_gemm, awq_gemm_reference, plan
+from kernel_checks import assert_rows_bitwise_invariant, replay_on
+from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
 from swiftspec_core.kernels.gemm import gemm_reference
 from swiftspec_core.models import awq
@@ -164,16 +166,8 @@ def test_awq_gemm_matches_reference(name):
 def test_rows_are_bitwise_invariant(name):
     w, b = layer(name)
     k = w.shape[1]
-    x = activations(16, k, "cuda", seed=300)
-    full = awq_gemm(x, w, b)
-    for m in range(1, 17):  # the first m rows alone: same bits as in the 16-row call
-        check_bitwise(run_poisoned(x[:m], w, b), full[:m], f"{name}: rows 0..{m - 1} alone vs in M=16")
-    for row in (0, 3, 8, 15):  # a row alone, and at another index among other random rows
-        check_bitwise(run_poisoned(x[row:row + 1], w, b)[0], full[row], f"{name}: row {row} alone (M=1)")
-        for m, at in ((16, 15 - row), (5, 4), (9, 8)):
-            others = activations(m, k, "cuda", seed=400 + row + m)
-            others[at] = x[row]
-            check_bitwise(run_poisoned(others, w, b)[at], full[row], f"{name}: row {row} at {at} of M={m}")
+    assert_rows_bitwise_invariant(name, activations(16, k, "cuda", seed=300), lambda rows: run_poisoned(rows, w, b),
+                                  lambda m, seed: activations(m, k, "cuda", seed=seed), check_bitwise)
 
 
 @needs_gpu
@@ -183,21 +177,10 @@ def test_graph_replay_is_bitwise_eager(name):
     (n, k), m = w.shape, 8
     x = torch.zeros(m, k, dtype=torch.bfloat16, device="cuda")
     out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        awq_gemm(x, w, b, out=out)  # compiles and loads the kernel outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        awq_gemm(x, w, b, out=out)
+    graph, _ = capture(lambda: awq_gemm(x, w, b, out=out), warmups=1)  # the warm-up compiles and loads the kernel
     for seed in (500, 501):
         fresh = activations(m, k, "cuda", seed)
-        x.copy_(fresh)
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        check_bitwise(out, awq_gemm(fresh, w, b), f"{name}: graph replay vs eager, seed {seed}")
+        check_bitwise(replay_on(graph, x, out, fresh), awq_gemm(fresh, w, b), f"{name}: graph replay vs eager, seed {seed}")
         check_bitwise(out[5], awq_gemm(fresh[5:6], w, b)[0], f"{name}: graph replay row 5 vs M=1 eager")
 
 

@@ -9,6 +9,8 @@ import re
 import pytest
 import torch
 
+from kernel_checks import assert_rows_bitwise_invariant, replay_on
+from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
 from swiftspec_core.kernels.gemm import MAX_SPLITS, UNROLL, gemm, gemm_reference, plan
 
@@ -205,15 +207,8 @@ def test_rows_are_bitwise_invariant(name):
     w, b = layer(name, {**LAYERS, **ODD})
     k = w.shape[1]
     x, _, _ = operands(1, k, 16, False, "cuda", seed=300)
-    full = gemm(x, w, b)
-    for m in range(1, 17):  # the first m rows alone: same bits as in the 16-row call
-        check_bitwise(run_poisoned(x[:m], w, b), full[:m], f"{name}: rows 0..{m - 1} alone vs in M=16")
-    for row in (0, 3, 8, 15):  # a row alone, and at another index among other random rows
-        check_bitwise(run_poisoned(x[row:row + 1], w, b)[0], full[row], f"{name}: row {row} alone (M=1)")
-        for m, at in ((16, 15 - row), (5, 4), (9, 8)):
-            others, _, _ = operands(1, k, m, False, "cuda", seed=400 + row + m)
-            others[at] = x[row]
-            check_bitwise(run_poisoned(others, w, b)[at], full[row], f"{name}: row {row} at {at} of M={m}")
+    assert_rows_bitwise_invariant(name, x, lambda rows: run_poisoned(rows, w, b),
+                                  lambda m, seed: operands(1, k, m, False, "cuda", seed=seed)[0], check_bitwise)
 
 
 @needs_gpu
@@ -223,20 +218,9 @@ def test_graph_replay_is_bitwise_eager(name):
     m, k = 8, w.shape[1]
     x = torch.zeros(m, k, dtype=torch.bfloat16, device="cuda")
     out = torch.empty(m, w.shape[0], dtype=torch.bfloat16, device="cuda")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        gemm(x, w, b, out=out)  # compiles and loads the kernel outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        gemm(x, w, b, out=out)
+    graph, _ = capture(lambda: gemm(x, w, b, out=out), warmups=1)  # the warm-up compiles and loads the kernel
     for seed in (500, 501, 502):
         fresh, _, _ = operands(1, k, m, False, "cuda", seed=seed)
-        x.copy_(fresh)
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        check_bitwise(out, gemm(fresh, w, b), f"{name}: graph replay vs eager, seed {seed}")
+        check_bitwise(replay_on(graph, x, out, fresh), gemm(fresh, w, b), f"{name}: graph replay vs eager, seed {seed}")
         check_bitwise(out[5], gemm(fresh[5:6], w, b)[0], f"{name}: graph replay row 5 vs M=1 eager")
         check_close(out, gemm_reference(fresh, w, b), f"{name}: graph replay vs reference")

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from swiftspec_core.kernels.build import launch, ptr
-from swiftspec_core.kernels.gemm import _sm_count, gemm_reference
+from swiftspec_core.kernels.gemm import _sm_count, check_common, gemm_reference
 from swiftspec_core.models.awq import AWQWeight, dequantize
 
 MAX_ROWS = 16
@@ -69,27 +69,7 @@ def check_operands(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out
                          f"qweight {tuple(w.qweight.shape)}")
     tensors = {"x": x, "qweight": w.qweight, "qzeros": w.qzeros, "scales": w.scales}
     dtypes = {"x": torch.bfloat16, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
-    if bias is not None:
-        if tuple(bias.shape) != (n,):
-            raise ValueError(f"awq_gemm: bias must be [{n}], got {tuple(bias.shape)}")
-        tensors["bias"], dtypes["bias"] = bias, torch.bfloat16
-    if out is not None:
-        if tuple(out.shape) != (m, n):
-            raise ValueError(f"awq_gemm: out must be [{m}, {n}], got {tuple(out.shape)}")
-        tensors["out"], dtypes["out"] = out, torch.bfloat16
-    for name, t in tensors.items():
-        if t.dtype != dtypes[name]:
-            raise ValueError(f"awq_gemm: {name} must be {dtypes[name]}, got {t.dtype}")
-        if not t.is_contiguous():
-            raise ValueError(f"awq_gemm: {name} must be contiguous")
-    for name in ("x", "scales"):
-        if tensors[name].data_ptr() % 16:
-            raise ValueError(f"awq_gemm: {name} is not 16-byte aligned (the kernel loads 16 bytes at a time)")
-    for name, t in tensors.items():
-        if t.device.type != "cuda" or t.device != x.device:
-            raise ValueError(f"awq_gemm: {name} is on {t.device}; every operand must be on x's CUDA device")
-    if max(n, k) >= 2**31 - 64:
-        raise ValueError(f"awq_gemm: [{n}, {k}] does not fit the kernel's int32 sizes")
+    check_common("awq_gemm", x, m, n, k, tensors, dtypes, bias, out, aligned=("x", "scales"), margin=64)
 
 
 def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,

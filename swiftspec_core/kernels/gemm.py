@@ -72,28 +72,36 @@ def check_operands(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
         raise ValueError(f"gemm: x {tuple(x.shape)} and w {tuple(w.shape)} (w is [N, K]) do not match")
     if k % 8:
         raise ValueError(f"gemm: K = {k} is not a multiple of 8 (16-byte loads)")
-    tensors = {"x": x, "w": w}
+    check_common("gemm", x, m, n, k, {"x": x, "w": w}, {"x": torch.bfloat16, "w": torch.bfloat16}, bias, out,
+                 aligned=("x", "w"), margin=32)
+
+
+def check_common(op: str, x: torch.Tensor, m: int, n: int, k: int, tensors: dict, dtypes: dict,
+                 bias: torch.Tensor | None, out: torch.Tensor | None, aligned: tuple[str, ...], margin: int) -> None:
+    """The checks every GEMM entry shares once its own shapes are checked: bias [N] and out [M, N]
+    in bf16, each tensor's dtype and contiguity, 16-byte alignment of `aligned`, x's CUDA device
+    for all, and sizes that leave `margin` below the kernel's int32 indices."""
     if bias is not None:
         if tuple(bias.shape) != (n,):
-            raise ValueError(f"gemm: bias must be [{n}], got {tuple(bias.shape)}")
-        tensors["bias"] = bias
+            raise ValueError(f"{op}: bias must be [{n}], got {tuple(bias.shape)}")
+        tensors["bias"], dtypes["bias"] = bias, torch.bfloat16
     if out is not None:
         if tuple(out.shape) != (m, n):
-            raise ValueError(f"gemm: out must be [{m}, {n}], got {tuple(out.shape)}")
-        tensors["out"] = out
+            raise ValueError(f"{op}: out must be [{m}, {n}], got {tuple(out.shape)}")
+        tensors["out"], dtypes["out"] = out, torch.bfloat16
     for name, t in tensors.items():
-        if t.dtype != torch.bfloat16:
-            raise ValueError(f"gemm: {name} must be bfloat16, got {t.dtype}")
+        if t.dtype != dtypes[name]:
+            raise ValueError(f"{op}: {name} must be {str(dtypes[name]).removeprefix('torch.')}, got {t.dtype}")
         if not t.is_contiguous():
-            raise ValueError(f"gemm: {name} must be contiguous")
-    for name in ("x", "w"):
+            raise ValueError(f"{op}: {name} must be contiguous")
+    for name in aligned:
         if tensors[name].data_ptr() % 16:
-            raise ValueError(f"gemm: {name} is not 16-byte aligned (the kernel loads 16 bytes at a time)")
+            raise ValueError(f"{op}: {name} is not 16-byte aligned (the kernel loads 16 bytes at a time)")
     for name, t in tensors.items():
         if t.device.type != "cuda" or t.device != x.device:
-            raise ValueError(f"gemm: {name} is on {t.device}; every operand must be on x's CUDA device")
-    if max(n, k) >= 2**31 - 32:
-        raise ValueError(f"gemm: [{n}, {k}] does not fit the kernel's int32 sizes")
+            raise ValueError(f"{op}: {name} is on {t.device}; every operand must be on x's CUDA device")
+    if max(n, k) >= 2**31 - margin:
+        raise ValueError(f"{op}: [{n}, {k}] does not fit the kernel's int32 sizes")
 
 
 def gemm(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
