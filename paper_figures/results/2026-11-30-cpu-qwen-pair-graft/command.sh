@@ -2,8 +2,8 @@
 # Issue 9 on the real Qwen2.5-Coder 1.5B / 0.5B pair, fp32 on this project's 2-core CPU machine
 # (shared all session with helpers' test runs, so latencies are not speed results), 64 new tokens,
 # bs 8, w 8, graft length 6, n-grams 3 then 2. What finished this session (the queue was stopped at
-# 10:18 UTC to free the cores for CI; a rerun resumes every step):
-#   ar (14 queries), swiftspec:d2 (14), swiftspec:d3 (7 of 14), swiftspec:d3:graft (7: --limit 1),
+# 10:35 UTC to free the cores for CI; a rerun resumes every step):
+#   ar (14 queries), swiftspec:d2 (14), swiftspec:d3 (14), swiftspec:d3:graft (7: --limit 1),
 #   swiftspec:d2:graft (4 of 7: --limit 1). compare.md: lossless yes.
 # Commands (commits 02c4544, then 022c978 from the graft rows on, which record the grafts):
 #   bash paper_figures/graft_cpu.sh paper_figures/results/2026-11-30-cpu-qwen-pair-graft
