@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from swiftspec_core.graphs import spans
-from swiftspec_core.staged import POSITION, PREFIX, ROW, VISIBLE
+from swiftspec_core import staged
+from swiftspec_core.staged import POSITION, VISIBLE
 
 from .kernel_shapes import BF16, Case, gemm_shape, kv_bytes, shard_args
 
@@ -61,11 +62,8 @@ def chain_block(context: int, m: int, device="cuda") -> torch.Tensor:
     ones at cache rows context.. (each sees its ancestors: the densest tree mask of m tokens).
     Unused visible slots repeat the token's own row, as PaddedForward fills them."""
     block = torch.zeros(m, VISIBLE + m, dtype=torch.long)
-    for j in range(m):
-        block[j, POSITION] = block[j, ROW] = context + j
-        block[j, PREFIX] = context
-        block[j, VISIBLE:] = context + j
-        block[j, VISIBLE:VISIBLE + j + 1] = torch.arange(context, context + j + 1)
+    rows = list(range(context, context + m))
+    staged.write(block.numpy(), [0] * m, rows, rows, context, [rows[:j + 1] for j in range(m)], scratch_row=0)
     return block.to(device)
 
 

@@ -20,6 +20,7 @@ import torch
 
 from .cache import KVCache
 from .models.transformer import Transformer
+from . import staged
 from .staged import POSITION, PREFIX, ROW, TOKEN, VISIBLE
 from .tree import tree_mask
 
@@ -82,8 +83,8 @@ class PaddedForward:
         self.model, self.cache, self.width, self.max_visible = model, cache, width, max_visible
         dev, pin = model.device, model.device.type == "cuda"
         self.host = torch.zeros(width, VISIBLE + max_visible, dtype=torch.long, pin_memory=pin)
-        self._pad(self.host.numpy())
-        self.inputs = self.host.to(dev, copy=True)  # all padding until the first call
+        staged.write(self.host.numpy(), [], [], [], 0, [], cache.scratch_row)  # all padding
+        self.inputs = self.host.to(dev, copy=True)
         self.columns = torch.arange(cache.rows, device=dev)
         self.spans = spans(cache.rows)
         # Set when the staged block may still be in flight to the device: the host waits on it
@@ -92,12 +93,6 @@ class PaddedForward:
         # span -> (graph, its logits). The captures run on padding inputs: they change nothing.
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = (
             {span: capture(lambda span=span: self._run(span)) for span in self.spans} if graph else {})
-
-    def _pad(self, block) -> None:
-        """Every token of the staged block a padding token: writes the scratch row, sees row 0."""
-        block[:] = 0
-        block[:, ROW] = self.cache.scratch_row
-        block[:, PREFIX] = 1
 
     def span_for(self, rows_used: int) -> int:
         """The smallest captured span holding cache rows [0, rows_used)."""
@@ -125,12 +120,7 @@ class PaddedForward:
         span = self.span_for(max(max(rows), prefix_len - 1, *(max(v) for v in visible)) + 1)
         if self.staged is not None:
             self.staged.synchronize()
-        block = self.host.numpy()
-        self._pad(block)
-        block[:T, TOKEN], block[:T, POSITION], block[:T, ROW], block[:T, PREFIX] = tokens, positions, rows, prefix_len
-        for i, cols in enumerate(visible):
-            block[i, VISIBLE:] = rows[i]  # its own row, seen anyway, fills the unused slots
-            block[i, VISIBLE:VISIBLE + len(cols)] = cols
+        staged.write(self.host.numpy(), tokens, positions, rows, prefix_len, visible, self.cache.scratch_row)
         self.inputs.copy_(self.host, non_blocking=True)
         if self.staged is not None:
             self.staged.record()

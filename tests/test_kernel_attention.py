@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from swiftspec_core.staged import POSITION, PREFIX, ROW, VISIBLE
+from swiftspec_core.staged import POSITION, PREFIX, ROW, VISIBLE, write
 from swiftspec_core.kernels import attention as attn
 from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.rope import apply_rope, rope_tables
@@ -33,15 +33,14 @@ def staged_tree(prefix: int, parents: list[int], rows: list[int], V: int, pad_to
     parents[i] < i, or -1 for a root) at cache row rows[i] sees its ancestors' rows and its own in
     position order; unused visible slots repeat its own row; padding tokens to `pad_to`."""
     block = torch.zeros(pad_to, VISIBLE + V, dtype=torch.long)
-    block[:, ROW], block[:, PREFIX] = scratch, 1  # padding: writes the scratch row, sees row 0
-    for i, parent in enumerate(parents):
+    visible = []
+    for i in range(len(parents)):
         chain = [i]
         while parents[chain[-1]] >= 0:
             chain.append(parents[chain[-1]])
-        seen = [rows[k] for k in reversed(chain)]
-        block[i, POSITION], block[i, ROW], block[i, PREFIX] = prefix + len(chain) - 1, rows[i], prefix
-        block[i, VISIBLE:] = rows[i]
-        block[i, VISIBLE:VISIBLE + len(seen)] = torch.tensor(seen)
+        visible.append([int(rows[k]) for k in reversed(chain)])
+    positions = [prefix + len(seen) - 1 for seen in visible]
+    write(block.numpy(), [0] * len(parents), positions, [seen[-1] for seen in visible], prefix, visible, scratch)
     return block.to(device)
 
 
