@@ -4,7 +4,7 @@
 #      ngram; 6 datasets x 2 prompts (14 queries), 64 new tokens. compare checks losslessness.
 #   2. OUT-bs12, OUT-bs16: ar and swiftspec d = 3 with grafting, 1 prompt each (7 queries): the
 #      verification budget's accepted tokens (tree_bs is a run setting, so one folder each).
-#   3. OUT: swiftspec at d = 4..6 with grafting, 1 prompt each: replay recordings for GPU runs
+#   3. OUT: swiftspec at d = 4..8 with grafting, 1 prompt each: replay recordings for GPU runs
 #      whose measured d is past 3 (replay_source takes the nearest recorded d).
 # Steps resume: rerunning the script skips finished rows. Accepted lengths and tokens are what
 # these runs are for; their latencies shared the CPU with other work and are not speed results.
@@ -23,4 +23,4 @@ for bs in 12 16; do
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems ar
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems swiftspec --draft-steps 3 --graft ngram
 done
-for d in 4 5 6; do run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram; done
+for d in 4 5 6 7 8; do run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram; done
