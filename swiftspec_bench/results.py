@@ -82,6 +82,9 @@ KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
 # whose rows were made with the same.
 RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "replay_source", "device", "tree_bs", "tree_w",
                 "chain_k", "seed", "draft_noise", "quant")
+# Run settings whose column came later, and the value every row written before it ran with
+# (unquantized weights), so a run resumes into a folder of older rows.
+SETTINGS_BEFORE_COLUMN = {"quant": "none"}
 # What compare and plot read from every row.
 SUMMARY_COLUMNS = ("system", "target", "draft", "dataset", "question_id", "turn", "new_tokens", "latency_s",
                    "tokens_per_s", "rounds", "accepted_lengths", "output_sha")
@@ -138,7 +141,12 @@ def read_rows(run_dir: Path) -> list[dict]:
     missing = [c for c in KEY if c not in table.column_names]
     if missing:
         raise UserError(f"{path} lacks the columns {', '.join(missing)}")
-    return table.to_pylist()
+    rows = table.to_pylist()
+    for row in rows:  # settings added after rows were written: what those rows ran with
+        for name, before in SETTINGS_BEFORE_COLUMN.items():
+            if row.get(name) is None:
+                row[name] = before
+    return rows
 
 
 def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:

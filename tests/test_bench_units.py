@@ -137,6 +137,15 @@ def test_results_table_appends_and_reloads(tmp_path):
     again.check_settings({"max_new_tokens": 8, "seed": 0, "dtype": "float32"})
 
 
+def test_rows_from_before_the_quant_column_ran_unquantized(tmp_path):
+    results.ResultsTable(tmp_path).append(make_row("ar", quant=None))  # written before `quant` existed
+    again = results.ResultsTable(tmp_path)
+    assert again.rows[0]["quant"] == "none"
+    again.check_settings({"quant": "none"})
+    with pytest.raises(UserError, match="quant=none"):
+        again.check_settings({"quant": "awq"})
+
+
 def test_a_write_that_dies_leaves_the_old_file(tmp_path, monkeypatch):
     table = results.ResultsTable(tmp_path)
     table.append(make_row("ar"))
