@@ -15,10 +15,10 @@ COMMON=(--target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b --datasets all --
         --chain-k 7 --tree-w 8 --device cpu --dtype float32 --data-dir ../shared/datasets/eagle)
 run() { echo "== $(date -u +%T) $*"; python3 -m swiftspec_bench.cli run "${COMMON[@]}" "$@"; echo "== exit $?"; }
 run --out "$OUT" --tree-bs 8 --limit 2 --systems ar
-for g in off ngram; do  # without grafting first: the grafting rows record the grafts' statistics
+for g in off ngram; do  # swiftspec first (the issue's bound), each without grafting, then with
   for d in 2 3; do run --out "$OUT" --tree-bs 8 --limit 2 --systems swiftspec --draft-steps $d --graft $g; done
-  run --out "$OUT" --tree-bs 8 --limit 2 --systems tree --graft $g
 done
+for g in off ngram; do run --out "$OUT" --tree-bs 8 --limit 2 --systems tree --graft $g; done
 for bs in 12 16; do
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems ar
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems swiftspec --draft-steps 3 --graft ngram
