@@ -15,7 +15,7 @@ from swiftspec_core.graphs import spans
 from swiftspec_core import staged
 from swiftspec_core.staged import POSITION, VISIBLE
 
-from .kernel_shapes import BF16, Case, gemm_shape, kv_bytes, shard_args
+from .kernel_shapes import BF16, Case, awq_bytes, gemm_shape, kv_bytes, shard_args
 
 CALLS = 20  # calls captured in one graph at least
 MAX_COPIES = 128
@@ -55,6 +55,28 @@ def gemm_call(case: Case):
         gemm, out = ours("gemm", "gemm"), torch.empty(case.m, n, device="cuda", dtype=torch.bfloat16)
         return (lambda i: gemm(x, ws[i % copies], bias, out=out)), max(CALLS, copies)
     return (lambda i: F.linear(x, ws[i % copies], bias)), max(CALLS, copies)
+
+
+def random_awq(n: int, k: int):
+    """Random codes, zero points and scales of an [n, k] weight in AWQ's layout (models/awq.py):
+    the bytes the kernel reads, without quantizing a bf16 weight first."""
+    from swiftspec_core.models.awq import GROUP, AWQWeight
+
+    def codes(rows: int) -> torch.Tensor:
+        return torch.randint(-2**31, 2**31 - 1, (rows, n // 8), device="cuda", dtype=torch.int32)
+    scales = (torch.rand(k // GROUP, n, device="cuda") * 0.01 + 1e-3).to(torch.float16)
+    return AWQWeight(codes(k), codes(k // GROUP), scales)
+
+
+def awq_gemm_call(case: Case):
+    """Our dequantizing GEMM on a layer projection's 4-bit weights (kernel_shapes.awq_bytes)."""
+    n, k, has_bias = gemm_shape(shard_args(case.model, case.tp), case.projection)
+    awq_gemm = ours("awq_gemm", "awq_gemm")
+    copies = input_copies(awq_bytes(n, k))
+    ws = [random_awq(n, k) for _ in range(copies)]
+    bias = randn(n, scale=0.02) if has_bias else None
+    x, out = randn(case.m, k), torch.empty(case.m, n, device="cuda", dtype=torch.bfloat16)
+    return (lambda i: awq_gemm(x, ws[i % copies], bias, out=out)), max(CALLS, copies)
 
 
 def chain_block(context: int, m: int, device="cuda") -> torch.Tensor:
@@ -130,7 +152,7 @@ def swiglu_call(case: Case):
     return call, CALLS
 
 
-LOCAL_OPS = {"gemm": gemm_call, "attention": attention_call, "rmsnorm": rmsnorm_call, "swiglu": swiglu_call}
+LOCAL_OPS = {"gemm": gemm_call, "awq_gemm": awq_gemm_call, "attention": attention_call, "rmsnorm": rmsnorm_call, "swiglu": swiglu_call}
 
 
 def group_call(case: Case, group, low_latency):

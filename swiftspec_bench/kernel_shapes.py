@@ -14,6 +14,7 @@ from pathlib import Path
 
 from swiftspec_core.errors import UserError
 from swiftspec_core.models.args import ModelArgs
+from swiftspec_core.models.awq import GROUP as AWQ_GROUP
 from swiftspec_core.models.presets import PRESETS
 from swiftspec_core.models.sharding import shard_state
 
@@ -22,15 +23,16 @@ from .names import parse_names
 BF16 = 2  # bytes per element: every op is timed in bfloat16
 MAX_M = 16  # our kernels' most rows (the GEMM's and the attention's)
 PROJECTIONS = ("qkv", "o", "gate_up", "down", "lm_head")
+AWQ_PROJECTIONS = PROJECTIONS[:4]  # the layer projections AWQ quantizes (models/awq.py); lm_head stays bf16
 ROW_PARALLEL = ("o", "down")  # the projections an all-reduce follows under TP
 # Op groups as --ops names them; the rows name gemm and gemm_allreduce per projection.
-OPS = ("gemm", "allreduce", "gemm_allreduce", "attention", "rmsnorm", "swiglu", "forward", "draft_step")
+OPS = ("gemm", "awq_gemm", "allreduce", "gemm_allreduce", "attention", "rmsnorm", "swiglu", "forward", "draft_step")
 # ours: our kernels (the fused kernel set); cublas+nccl: F.linear (cuBLAS) and comm/nccl.py's
 # all-reduce; sdpa: F.scaled_dot_product_attention under the tree mask; torch: the engine's own
 # torch path (transformer.py: grouped_attention, rms_norm, silu * up; the forward's torch set).
 IMPLS = ("ours", "cublas+nccl", "sdpa", "torch")
 IMPLS_OF = {
-    "gemm": ("ours", "cublas+nccl"), "allreduce": ("ours", "cublas+nccl"),
+    "gemm": ("ours", "cublas+nccl"), "awq_gemm": ("ours",), "allreduce": ("ours", "cublas+nccl"),
     "gemm_allreduce": ("ours", "cublas+nccl"), "attention": ("ours", "sdpa", "torch"),
     "rmsnorm": ("ours", "torch"), "swiglu": ("ours", "torch"), "forward": ("ours", "torch"),
     "draft_step": ("ours", "torch"),
@@ -41,7 +43,7 @@ WITH_CONTEXT = ("attention", "forward", "draft_step")  # ops that read a KV cach
 
 def op_group(op: str) -> str:
     """A row's op under its --ops name: gemm_qkv -> gemm, gemm_allreduce_o -> gemm_allreduce."""
-    for name in ("gemm_allreduce", "gemm"):
+    for name in ("gemm_allreduce", "awq_gemm", "gemm"):
         if op.startswith(name + "_"):
             return name
     return op
@@ -105,6 +107,11 @@ def gemm_shape(args: ModelArgs, projection: str) -> tuple[int, int, bool]:
     }[projection]
 
 
+def awq_bytes(n: int, k: int, group: int = AWQ_GROUP) -> int:
+    """An [n, k] weight in AWQ's layout: 4-bit codes, a 4-bit zero point and an fp16 scale a group."""
+    return n * k // 2 + (k // group) * n // 2 + (k // group) * n * 2
+
+
 def kv_bytes(args: ModelArgs, tokens: int, layers: int = 1) -> int:
     """The keys and values of `tokens` positions in `layers` layers."""
     return layers * 2 * tokens * args.n_kv_heads * args.head_dim * BF16
@@ -117,6 +124,9 @@ def floor_bytes(case: Case) -> int | None:
     if case.group in ("gemm", "gemm_allreduce"):
         n, k, bias = gemm_shape(a, case.projection)
         return BF16 * (n * k + m * k + m * n + (n if bias else 0))  # the all-reduce not counted
+    if case.group == "awq_gemm":
+        n, k, bias = gemm_shape(a, case.projection)
+        return awq_bytes(n, k) + BF16 * (m * k + m * n + (n if bias else 0))
     if case.op == "allreduce":
         return None
     if case.op == "attention":  # q in, out written, and the keys/values of its positions
@@ -206,6 +216,8 @@ def _shapes(group: str, opts: Options, deepest: int) -> list[tuple[str, int, int
         return [(f"gemm_{p}", m, None) for p in PROJECTIONS for m in opts.ms]
     if group == "gemm_allreduce":
         return [(f"gemm_allreduce_{p}", m, None) for p in ROW_PARALLEL for m in opts.ms]
+    if group == "awq_gemm":
+        return [(f"awq_gemm_{p}", m, None) for p in AWQ_PROJECTIONS for m in opts.ms]
     if group == "attention":
         return [(group, m, c) for m in opts.ms for c in opts.contexts]
     if group == "forward":

@@ -33,6 +33,7 @@ NWARPS = _define("NWARPS")
 TQMAX = _define("TQMAX")  # queries one block at most
 MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __launch_bounds__)
 KPAD = _define("KPAD")
+HB = _define("HB")  # q heads a warp computes together
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
 COUNTERS = 1024  # combine counters per (device, stream): one a (kv head, query group)
@@ -136,9 +137,9 @@ def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int
 
 
 def shared_bytes(hd: int) -> int:
-    """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (fp32 K tile rows of
-    hd + KPAD, V tile, a warp's q)."""
-    return 4 * (CHUNK * (hd + KPAD) + CHUNK * hd + NWARPS * hd)
+    """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (bf16 K tile rows of
+    hd + KPAD, bf16 V tile, each warp's HB q heads in fp32)."""
+    return 2 * CHUNK * (hd + KPAD) + 2 * CHUNK * hd + 4 * NWARPS * HB * hd
 
 
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
