@@ -3,30 +3,40 @@
 //
 // Row invariance: a query's bits depend only on its q, its position p and the keys/values at
 // positions 0..p. Keys are reduced in position order: positions split into chunks of CHUNK at
-// fixed boundaries (one block per chunk, kv head and query group), a chunk's scores computed one
-// lane a position (two sub-tiles of 32 positions), one softmax over the chunk (max and sum in a
-// fixed lane order), its values summed in position order, and the chunks' partials combined in
-// chunk order by the last block of the (kv head, group) to finish. Nothing depends on T, the
-// query's index, the query grouping, the cache rows its tree keys sit at, or the span (the grid).
-// Speed: the kernel is bound by shared-memory reads (every query row reads the whole chunk), so
-// the chunk stays bf16 in shared memory and a warp computes HB q heads of one query together:
-// one read of a key or value serves HB heads. The chunk is staged before the block's positions
-// are read (one global round trip fewer), and the grid is one wave where it fits (kernels/attention.py).
+// fixed boundaries (one block per chunk, kv head and query group); in a chunk, the scores of a
+// (position, head) come from tensor-core products over the head dimension in a fixed order, one
+// softmax over the chunk a head (max and sum in a fixed order), its values summed by tensor-core
+// products over groups of 16 positions in order; the chunks' partials are combined in chunk order
+// by the last block of the (kv head, group) to finish. An mma's output element depends only on its
+// own row of A and column of B, so nothing depends on T, the query's index, the other queries or
+// heads, the cache rows its tree keys sit at (a fragment holds the same values whichever memory it
+// was loaded from), or the span (the grid size).
+// Numerics: q with RoPE in fp32 is rounded once to bf16 for the tensor cores (as the reference
+// does), scores are fp32, a position's softmax weight is rounded to bf16 for the value product
+// while the sum that normalizes uses the fp32 weights.
+// Speed: a warp item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns),
+// so each key and value fragment read serves them all; the chunk is staged before the block's
+// positions are read (one global round trip fewer); the combine loads every chunk's partials at once.
 #include "common.cuh"
+#include "mma.cuh"
 
-#define CHUNK 64     // positions a block reduces; kernels/attention.py's CHUNK says the same
-#define NWARPS 8     // warps a block (256 threads)
-#define TQMAX 32     // queries a block at most (their positions and prefixes sit in shared memory)
-#define MIN_BLOCKS 2 // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
+#define CHUNK 64      // positions a block reduces; kernels/attention.py's CHUNK says the same
+#define NWARPS 8      // warps a block (256 threads)
+#define TQMAX 32      // queries a block at most (their positions and prefixes sit in shared memory)
+#define ROWSMAX 256   // query rows (queries x G heads) a block at most (the combine's row table)
+#define MIN_BLOCKS 2  // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
-#define KPAD 8       // bf16 padding a K tile row: 8 lanes reading 16 bytes of 8 rows hit distinct banks
-#define HB 4         // q heads of one kv head a warp computes together
+#define KPAD 8        // bf16 padding a tile row (16 bytes): 8 rows' 16-byte reads hit distinct banks
+#define HN 8          // q heads of one kv head a warp item computes (the mma's n = 8 columns)
+#define PPAD 8        // bf16 padding a row of a warp's weight tile
 
 // Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
 #define COL_POSITION 1
 #define COL_ROW 2
 #define COL_PREFIX 3
 #define COL_VISIBLE 4
+
+static_assert(CHUNK == 64, "four 16-position tiles a chunk");
 
 // fp32 RoPE of one pair (i, i + half) in rotate_half's layout, each product and sum rounded as
 // torch does (no fused multiply-add), so the cache append matches its reference bitwise.
@@ -40,78 +50,6 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, float c1, float s1
 __device__ __forceinline__ long long key_row(const long long *vis, int V, int n, int j, int R) {
   long long r = j < n ? (long long)j : vis[min(j - n, V - 1)];
   return r < 0 ? 0 : (r >= R ? R - 1 : r);  // out-of-range rows: wrong but never a fault
-}
-
-// Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula):
-// the chunk's K rows [CHUNK][HD + KPAD] and V rows [CHUNK][HD] in bf16 as the cache holds them
-// (converted to fp32 in registers: the same values), then each warp's q heads [NWARPS][HB][HD] fp32.
-static_assert(CHUNK == 64, "a lane scores two positions of a chunk");
-
-template <int HD>
-struct Smem {
-  static constexpr int K_ROW = HD + KPAD;                                  // bf16 elements
-  static constexpr int V_OFF = CHUNK * K_ROW * 2, Q_OFF = V_OFF + CHUNK * HD * 2;  // bytes
-  static constexpr int BYTES = Q_OFF + NWARPS * HB * HD * 4;
-};
-
-// bf16 bits -> fp32 (exact): element 2i of a 32-bit word is its low half (little-endian).
-__device__ __forceinline__ float lo_bf16(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float hi_bf16(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-
-// 8 bf16 at p (16-byte aligned, one load) -> 8 fp32.
-__device__ __forceinline__ void load_float8(float (&f)[8], const bf16 *p) {
-  const uint4 r = *reinterpret_cast<const uint4 *>(p);
-  const unsigned w[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = lo_bf16(w[i]);
-    f[2 * i + 1] = hi_bf16(w[i]);
-  }
-}
-
-// sc[s][u] = q_u . k_s for the HB q heads of a warp (q: [HB][HD] fp32, scaled) and a lane's two
-// key rows k0, k1 (bf16, staged in shared memory or in the cache: generic pointers): one FMA
-// chain a (key, head) in dimension order, the same bits whichever memory a key sits in.
-template <int HD>
-__device__ __forceinline__ void scores(float (&sc)[2][HB], const float *q, const bf16 *k0, const bf16 *k1) {
-#pragma unroll
-  for (int u = 0; u < HB; ++u) sc[0][u] = sc[1][u] = 0.f;
-#pragma unroll 4
-  for (int d8 = 0; d8 < HD / 8; ++d8) {
-    float a[8], b[8];
-    load_float8(a, k0 + d8 * 8);
-    load_float8(b, k1 + d8 * 8);
-#pragma unroll
-    for (int u = 0; u < HB; ++u) {
-      const float4 qa = *reinterpret_cast<const float4 *>(q + u * HD + d8 * 8);
-      const float4 qb = *reinterpret_cast<const float4 *>(q + u * HD + d8 * 8 + 4);
-      const float qe[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        sc[0][u] = fmaf(qe[e], a[e], sc[0][u]);
-        sc[1][u] = fmaf(qe[e], b[e], sc[1][u]);
-      }
-    }
-  }
-}
-
-// acc[u][0..DL) += w[u] * v[lane * DL ..] for one value row v (bf16, shared or global).
-template <int DL>
-__device__ __forceinline__ void add_value(float (&acc)[HB][DL], float4 w, const bf16 *v, int lane) {
-  float f[DL];
-  if constexpr (DL == 4) {
-    const uint2 r = *reinterpret_cast<const uint2 *>(v + lane * 4);
-    f[0] = lo_bf16(r.x); f[1] = hi_bf16(r.x); f[2] = lo_bf16(r.y); f[3] = hi_bf16(r.y);
-  } else {
-    static_assert(DL == 2, "head_dim 64 or 128");
-    const unsigned r = *reinterpret_cast<const unsigned *>(v + lane * 2);
-    f[0] = lo_bf16(r); f[1] = hi_bf16(r);
-  }
-  const float wu[HB] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-  for (int u = 0; u < HB; ++u)
-#pragma unroll
-    for (int k = 0; k < DL; ++k) acc[u][k] = fmaf(wu[u], f[k], acc[u][k]);
 }
 
 // grid (T), block 256: k with RoPE at positions[t] and v into row rows[t] of the caches.
@@ -137,13 +75,54 @@ extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long lo
   }
 }
 
+// Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula),
+// bf16 throughout: the chunk's K and V rows [CHUNK][HD + KPAD] as the cache holds them, then per
+// warp its item's q heads [HN][HD + KPAD] (RoPE applied) and softmax weights [HN][CHUNK + PPAD].
+template <int HD>
+struct Smem {
+  static constexpr int ROW = HD + KPAD;                                    // bf16 elements
+  static constexpr int V_OFF = CHUNK * ROW * 2, Q_OFF = 2 * V_OFF;         // bytes
+  static constexpr int Q_BYTES = HN * ROW * 2, P_BYTES = HN * (CHUNK + PPAD) * 2;
+  static constexpr int BYTES = Q_OFF + NWARPS * (Q_BYTES + P_BYTES);
+};
+
+__device__ __forceinline__ unsigned ld32(const bf16 *p) { return *reinterpret_cast<const unsigned *>(p); }
+
+// Two bf16 (a in the low half, b in the high), as a fragment register holds them.
+__device__ __forceinline__ unsigned pack2(bf16 a, bf16 b) {
+  return (unsigned)__bfloat16_as_ushort(a) | ((unsigned)__bfloat16_as_ushort(b) << 16);
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// Four 8x8 bf16 matrices from shared memory (lane l gives the row address of matrix l / 8, row
+// l % 8): r[i] of lane (g, t) = elements (g, 2t), (g, 2t + 1) of matrix i; .trans: (2t, g), (2t + 1, g).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const bf16 *row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const bf16 *row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
+}
+
 // One block: chunk blockIdx.x (positions [c0, c0 + CHUNK)) of kv head blockIdx.y for the
-// queries t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)). A warp item is one query and HB
-// of its kv head's G q heads (heads [hp * HB, hp * HB + HB), the last pass clamped), so every K
-// and V element read serves HB heads; warp w takes items w, w + NWARPS, ... Partials go to
-// part_ml [KV, nchunks, Q, 2] (the chunk's max score in log2 units, its sum of exp2(score - max))
-// and part_acc [KV, nchunks, Q, HD] (Q = T * G query rows, row t * G + g); the last block of the
-// (kv head, group) to finish combines them into out [T, H * HD] and resets its counter.
+// queries t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)). A warp item is one query and HN
+// of its kv head's G q heads (heads [hp * HN, hp * HN + HN), heads past G repeating head G - 1);
+// warp w takes items w, w + NWARPS, ... In an item (lane (g, t) = (lane / 4, lane % 4)):
+//   scores S[pos][head] = K . q^T: mma A = K rows (16 positions x 16 dims), B = q^T (16 dims x 8
+//     heads); d of lane (g, t): positions g, g + 8 of the tile, heads 2t, 2t + 1;
+//   output O^T[dim][head] = V^T . P^T: mma A = V^T (16 dims x 16 positions), B = P^T (16 positions
+//     x 8 heads); d of lane (g, t): dims g, g + 8 of the tile, heads 2t, 2t + 1.
+// A fragments come from the staged tile by ldmatrix where a 16-position tile is all staged prefix
+// rows, else lane by lane through each position's row pointer (a tree row in the cache, or the
+// tile): the same registers either way. Partials go to part_ml [KV, nchunks, Q, 2] (the chunk's
+// max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks, Q, HD]
+// (Q = T * G query rows, row t * G + g); the last block of the (kv head, group) to finish
+// combines them into out [T, H * HD] and resets its counter.
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
@@ -151,32 +130,31 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
                                     float *__restrict__ part_ml, float *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
                                     int V, int span, int R, int TQ, float scale_log2) {
-  constexpr int HALF = HD / 2, D8 = HD / 8, DL = HD / 32;  // DL: output dims a lane owns
+  constexpr int HALF = HD / 2, D8 = HD / 8, KS = HD / 16;  // KS: 16-dim steps (and 16-dim tiles)
   static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
   using S = Smem<HD>;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16 *k_tile = reinterpret_cast<bf16 *>(smem), *v_tile = reinterpret_cast<bf16 *>(smem + S::V_OFF);
   __shared__ int q_pos[TQMAX], q_prefix[TQMAX];  // position, prefix length of query t0 + i
-  __shared__ __align__(16) float4 w_tile[NWARPS][CHUNK];  // a warp's weights: position -> its HB heads
-  __shared__ int tree_tile[NWARPS][CHUNK];  // a warp's cache row of each tree position (0 elsewhere)
+  __shared__ float row_m[ROWSMAX], row_l[ROWSMAX];  // the combine's max and sum a query row
   __shared__ int is_last;
 
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
-  if (TQ > TQMAX) return;  // the Python side never launches it so (q_pos would overflow)
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
-  const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int cols = COL_VISIBLE + V, passes = (G + HB - 1) / HB;
+  if (TQ > TQMAX || (t1 - t0) * G > ROWSMAX) return;  // the Python side never launches it so
+  const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  const int cols = COL_VISIBLE + V, passes = (G + HN - 1) / HN;
   const long long stride = (long long)(H + 2 * KV) * HD;
 
-  // Stage the chunk's cache rows below the span now, before the block's positions arrive: the
-  // rows past a query's prefix are staged too and never read (those positions are tree rows).
+  // Stage the chunk's cache rows below the span now, before the block's positions arrive: rows
+  // past a query's prefix are staged too and never read as its keys (those are tree rows).
   const int tile_rows = max(0, min(span - c0, CHUNK));
 #pragma unroll 4
   for (int e = threadIdx.x; e < tile_rows * D8; e += blockDim.x) {
     const int r = e / D8, d = (e % D8) * 8;
-    const long long g = ((long long)(c0 + r) * KV + kh) * HD + d;
-    *reinterpret_cast<uint4 *>(k_tile + r * S::K_ROW + d) = *reinterpret_cast<const uint4 *>(k_cache + g);
-    *reinterpret_cast<uint4 *>(v_tile + r * HD + d) = *reinterpret_cast<const uint4 *>(v_cache + g);
+    const long long src = ((long long)(c0 + r) * KV + kh) * HD + d;
+    *reinterpret_cast<uint4 *>(k_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(k_cache + src);
+    *reinterpret_cast<uint4 *>(v_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(v_cache + src);
   }
   for (int i = threadIdx.x; i < t1 - t0; i += blockDim.x) {
     q_pos[i] = (int)blk[(long long)(t0 + i) * cols + COL_POSITION];
@@ -184,106 +162,146 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   }
   __syncthreads();
 
-  float *qw = reinterpret_cast<float *>(smem + S::Q_OFF) + warp * HB * HD;  // [HB][HD]
-  float4 *wt = w_tile[warp];
-  int *tt = tree_tile[warp];
+  bf16 *qw = reinterpret_cast<bf16 *>(smem + S::Q_OFF + warp * (S::Q_BYTES + S::P_BYTES));  // [HN][ROW]
+  bf16 *pw = qw + HN * S::ROW;                                                            // [HN][CHUNK + PPAD]
   for (int item = warp; item < (t1 - t0) * passes; item += NWARPS) {
     const int t = t0 + item / passes, hp = item % passes;
     const int p = q_pos[t - t0], n = q_prefix[t - t0];
     if (p < c0) continue;  // the chunk is past this query: it contributes nothing, never read
-
-    // The HB heads' q with RoPE at p in fp32, scaled by hd^-0.5 * log2(e) (softmax in base 2);
-    // heads past G (the last pass) repeat head G - 1 and are not written back.
-    const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
-#pragma unroll
-    for (int u = 0; u < HB; ++u) {
-      const bf16 *q = qkv + t * stride + (long long)(kh * G + min(hp * HB + u, G - 1)) * HD;
-#pragma unroll
-      for (int k = 0; k < HD / 64; ++k) {
-        const int i = lane + 32 * k;
-        float y1, y2;
-        rope_pair(__bfloat162float(q[i]), __bfloat162float(q[i + HALF]), cs[i], sn[i], cs[i + HALF],
-                  sn[i + HALF], y1, y2);
-        qw[u * HD + i] = y1 * scale_log2;
-        qw[u * HD + i + HALF] = y2 * scale_log2;
-      }
-    }
-    // The lane's positions j = c0 + 32 s + lane: staged rows below the prefix, cache rows of the
-    // query's visible list from the prefix on (its ancestors, then itself).
-    const long long *vis = blk + (long long)t * cols + COL_VISIBLE;
     const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk; c0 <= p
+
+    // The HN heads' q with RoPE at p in fp32, rounded once to bf16 (heads past G repeat G - 1).
+    const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
+    const bf16 *q_tok = qkv + t * stride + (long long)kh * G * HD;
+#pragma unroll 4
+    for (int e = lane; e < HN * HALF; e += 32) {
+      const int u = e / HALF, i = e % HALF;
+      const bf16 *q = q_tok + (long long)min(hp * HN + u, G - 1) * HD;
+      float y1, y2;
+      rope_pair(__bfloat162float(q[i]), __bfloat162float(q[i + HALF]), cs[i], sn[i], cs[i + HALF],
+                sn[i + HALF], y1, y2);
+      qw[u * S::ROW + i] = __float2bfloat16_rn(y1);
+      qw[u * S::ROW + i + HALF] = __float2bfloat16_rn(y2);
+    }
+
+    // Row pointers of positions c0 + r: the staged tile below the prefix, the query's visible
+    // cache rows from the prefix on (its ancestors, then itself), and past the end position c0's
+    // row (finite values: their weights are 0, and 0 times a finite value adds nothing).
+    const long long *vis = blk + (long long)t * cols + COL_VISIBLE;
+    auto key_of = [&](int r) -> const bf16 * {
+      const int j = c0 + r < end ? c0 + r : c0;
+      return j < n ? k_tile + (j - c0) * S::ROW : k_cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
+    };
+    auto value_of = [&](int r) -> const bf16 * {
+      const int j = c0 + r < end ? c0 + r : c0;
+      return j < n ? v_tile + (j - c0) * S::ROW : v_cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
+    };
+    __syncwarp();
+
+    // Scores: 4 position tiles x KS dim steps, in dim order.
+    float sc[4][4];
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      const int j = c0 + 32 * s + lane;
-      tt[32 * s + lane] = j >= n && j < end ? (int)key_row(vis, V, n, j, R) : 0;
+    for (int mt = 0; mt < 4; ++mt) {
+      sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
+      const bool staged = c0 + 16 * mt + 16 <= n;  // warp-uniform
+      const bf16 *row_g = staged ? nullptr : key_of(16 * mt + g), *row_g8 = staged ? nullptr : key_of(16 * mt + g + 8);
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) {
+        unsigned a[4];
+        if (staged) {  // matrices: (positions 0-7, dims 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
+          const int i = lane / 8;
+          ldmatrix_x4(a, k_tile + (16 * mt + lane % 8 + 8 * (i % 2)) * S::ROW + 16 * ks + 8 * (i / 2));
+        } else {
+          a[0] = ld32(row_g + 16 * ks + 2 * tq);
+          a[1] = ld32(row_g8 + 16 * ks + 2 * tq);
+          a[2] = ld32(row_g + 16 * ks + 2 * tq + 8);
+          a[3] = ld32(row_g8 + 16 * ks + 2 * tq + 8);
+        }
+        const bf16 *qb = qw + g * S::ROW + 16 * ks + 2 * tq;
+        mma_16816(sc[mt], a[0], a[1], a[2], a[3], ld32(qb), ld32(qb + 8));
+      }
+    }
+
+    // Softmax a head over the chunk (lane (g, t): heads 2t, 2t + 1 at positions 16 mt + g (+ 8)):
+    // scores in log2 units, -inf past the end; the max and the sum in a fixed order (the lane's
+    // positions in order, then the butterfly over g).
+    float m2[2], l2[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m = NEG_INF;
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float &x = sc[mt][2 * half + h];
+          x = c0 + 16 * mt + g + 8 * half < end ? x * scale_log2 : NEG_INF;
+          m = fmaxf(m, x);
+        }
+#pragma unroll
+      for (int o = 4; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+      float l = 0.f;  // finite m: position c0 <= p is valid
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const float w = exp2f(sc[mt][2 * half + h] - m);  // 0 past the end
+          l += w;
+          pw[(2 * tq + h) * (CHUNK + PPAD) + 16 * mt + g + 8 * half] = __float2bfloat16_rn(w);
+        }
+#pragma unroll
+      for (int o = 4; o < 32; o <<= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+      m2[h] = m;
+      l2[h] = l;
     }
     __syncwarp();
 
-    float sc[2][HB];
-    if (end <= n) {  // every position staged: the common case, shared-memory loads only
-      scores<HD>(sc, qw, k_tile + lane * S::K_ROW, k_tile + (32 + lane) * S::K_ROW);
-    } else {  // tree rows read from the cache in place
-      const bf16 *k[2];
+    // Values: O^T = V^T P^T over 4 position steps in order, KS dim tiles.
+    float acc[KS][4];
 #pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        const int j = c0 + 32 * s + lane;
-        k[s] = j < n || j >= end ? k_tile + (32 * s + lane) * S::K_ROW
-                                 : k_cache + ((long long)tt[32 * s + lane] * KV + kh) * HD;
+    for (int md = 0; md < KS; ++md) acc[md][0] = acc[md][1] = acc[md][2] = acc[md][3] = 0.f;
+#pragma unroll
+    for (int kp = 0; kp < 4; ++kp) {
+      const bf16 *pb = pw + g * (CHUNK + PPAD) + 16 * kp + 2 * tq;
+      const unsigned b0 = ld32(pb), b1 = ld32(pb + 8);
+      if (c0 + 16 * kp >= end) break;  // weights 0 from here on: nothing to add (warp-uniform)
+      if (c0 + 16 * kp + 16 <= min(n, end)) {  // all staged and valid: ldmatrix .trans
+        const int i = lane / 8;  // matrices: (pos 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
+        const bf16 *row = v_tile + (16 * kp + lane % 8 + 8 * (i / 2)) * S::ROW + 8 * (i % 2);
+#pragma unroll
+        for (int md = 0; md < KS; ++md) {
+          unsigned a[4];
+          ldmatrix_x4_trans(a, row + 16 * md);
+          mma_16816(acc[md], a[0], a[1], a[2], a[3], b0, b1);
+        }
+      } else {  // lane by lane: positions 2t, 2t + 1, 2t + 8, 2t + 9 of the step, dims g, g + 8
+        const bf16 *v0 = value_of(16 * kp + 2 * tq), *v1 = value_of(16 * kp + 2 * tq + 1);
+        const bf16 *v8 = value_of(16 * kp + 2 * tq + 8), *v9 = value_of(16 * kp + 2 * tq + 9);
+#pragma unroll
+        for (int md = 0; md < KS; ++md) {
+          const int d = 16 * md + g;
+          mma_16816(acc[md], pack2(v0[d], v1[d]), pack2(v0[d + 8], v1[d + 8]), pack2(v8[d], v9[d]),
+                    pack2(v8[d + 8], v9[d + 8]), b0, b1);
+        }
       }
-      scores<HD>(sc, qw, k[0], k[1]);
     }
 
-    // One softmax over the chunk a head: one max, one sum (lane order fixed: positions s = 0, 1,
-    // then the butterfly); the weights go to the warp's tile, a position's HB heads together.
-    float wgt[2][HB];
+    // Partials of the item's heads below G: lane (g, t) holds heads 2t, 2t + 1 at dims 16 md + g (+ 8).
 #pragma unroll
-    for (int u = 0; u < HB; ++u) {
+    for (int h = 0; h < 2; ++h) {
+      const int head = hp * HN + 2 * tq + h;
+      if (head >= G) continue;
+      const long long slot = ((long long)kh * nchunks + c) * Q + (long long)t * G + head;
+      if (g == 0) {
+        part_ml[slot * 2] = m2[h];
+        part_ml[slot * 2 + 1] = l2[h];
+      }
 #pragma unroll
-      for (int s = 0; s < 2; ++s)
-        if (c0 + 32 * s + lane >= end) sc[s][u] = NEG_INF;
-      const float m = warp_max(fmaxf(sc[0][u], sc[1][u]));  // finite: position c0 <= p is valid
-      wgt[0][u] = exp2f(sc[0][u] - m);  // exp2(-inf) = 0 past the end
-      wgt[1][u] = exp2f(sc[1][u] - m);
-      const float l = warp_sum(wgt[0][u] + wgt[1][u]);
-      sc[0][u] = m;  // kept for the partials
-      sc[1][u] = l;
-    }
-#pragma unroll
-    for (int s = 0; s < 2; ++s) wt[32 * s + lane] = make_float4(wgt[s][0], wgt[s][1], wgt[s][2], wgt[s][3]);
-    __syncwarp();
-
-    // Values in position order: one read of each value row serves the HB heads.
-    float acc[HB][DL];
-#pragma unroll
-    for (int u = 0; u < HB; ++u)
-#pragma unroll
-      for (int k = 0; k < DL; ++k) acc[u][k] = 0.f;
-    if (end <= n) {
-#pragma unroll 8
-      for (int j = 0; j < end - c0; ++j) add_value<DL>(acc, wt[j], v_tile + j * HD, lane);
-    } else {  // the same sum, tree rows from the cache (the loads of 8 positions in flight at once)
-#pragma unroll 8
-      for (int j = 0; j < end - c0; ++j) {
-        const bf16 *v = c0 + j < n ? v_tile + j * HD : v_cache + ((long long)tt[j] * KV + kh) * HD;
-        add_value<DL>(acc, wt[j], v, lane);
+      for (int md = 0; md < KS; ++md) {
+        part_acc[slot * HD + 16 * md + g] = acc[md][h];
+        part_acc[slot * HD + 16 * md + g + 8] = acc[md][2 + h];
       }
     }
-#pragma unroll
-    for (int u = 0; u < HB; ++u) {
-      const int g = hp * HB + u;
-      if (g >= G) break;
-      const long long slot = ((long long)kh * nchunks + c) * Q + (long long)t * G + g;
-      if (lane == 0) {
-        part_ml[slot * 2] = sc[0][u];
-        part_ml[slot * 2 + 1] = sc[1][u];
-      }
-      if constexpr (DL == 4)
-        *reinterpret_cast<float4 *>(part_acc + slot * HD + lane * 4) =
-            make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
-      else
-        *reinterpret_cast<float2 *>(part_acc + slot * HD + lane * 2) = make_float2(acc[u][0], acc[u][1]);
-    }
-    __syncwarp();  // qw, wt and tt are rewritten by the next item
+    __syncwarp();  // qw and pw are rewritten by the next item
   }
 
   // The last block of this (kv head, group) to finish combines every chunk's partials.
@@ -299,48 +317,61 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   if (!is_last) return;
   __threadfence();
 
-  // One item: a query row and DL consecutive dims of it (partials read past L1: __ldcg).
-  for (int item = threadIdx.x; item < (t1 - t0) * G * 32; item += blockDim.x) {
-    const int qr = t0 * G + item / 32, d = (item % 32) * DL, t = qr / G, h = kh * G + qr % G;
-    const int p = q_pos[t - t0];
-    const int last = min(max(p, 0) / CHUNK, nchunks - 1);
+  // A query row's max over its chunks 0..last, and its sum of exp2(m_c - max) * l_c: one warp a
+  // row, lane k takes chunks k, k + 32, ... in order, then the butterfly (partials read past L1).
+  const int rows = (t1 - t0) * G;
+  for (int r = warp; r < rows; r += NWARPS) {
+    const int qr = t0 * G + r, last = min(max(q_pos[qr / G - t0], 0) / CHUNK, nchunks - 1);
+    const float *ml = part_ml + ((long long)kh * nchunks * Q + qr) * 2;  // chunk cc at ml[cc * Q * 2]
+    float m = NEG_INF, l = 0.f;
+    for (int cc = lane; cc <= last; cc += 32) m = fmaxf(m, __ldcg(ml + (long long)cc * Q * 2));
+    m = warp_max(m);
+    for (int cc = lane; cc <= last; cc += 32) {
+      const long long at = (long long)cc * Q * 2;
+      l = fmaf(exp2f(__ldcg(ml + at) - m), __ldcg(ml + at + 1), l);
+    }
+    l = warp_sum(l);
+    if (lane == 0) {
+      row_m[r] = m;
+      row_l[r] = l;
+    }
+  }
+  __syncthreads();
+
+  // The output: a thread a (query row, 8 dims), chunks added in order, 8 chunks' loads in flight.
+  for (int item = threadIdx.x; item < rows * D8; item += blockDim.x) {
+    const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
+    const int last = min(max(q_pos[t - t0], 0) / CHUNK, nchunks - 1);
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
-    float m = NEG_INF;
-#pragma unroll 4
-    for (int cc = 0; cc <= last; ++cc) m = fmaxf(m, __ldcg(part_ml + (first + (long long)cc * Q) * 2));
-    float l = 0.f, o[DL];
-#pragma unroll
-    for (int k = 0; k < DL; ++k) o[k] = 0.f;
-#pragma unroll 4
-    for (int cc = 0; cc <= last; ++cc) {  // chunks in order
+    const float m = row_m[r];
+    float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll 8
+    for (int cc = 0; cc <= last; ++cc) {
       const long long slot = first + (long long)cc * Q;
       const float w = exp2f(__ldcg(part_ml + slot * 2) - m);
-      l = fmaf(w, __ldcg(part_ml + slot * 2 + 1), l);
-      float a[DL];
-      if constexpr (DL == 4) {  // one 16-byte load (slot * HD + d is a multiple of 4 floats)
-        const float4 v = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
-        a[0] = v.x; a[1] = v.y; a[2] = v.z; a[3] = v.w;
-      } else {
-        const float2 v = __ldcg(reinterpret_cast<const float2 *>(part_acc + slot * HD + d));
-        a[0] = v.x; a[1] = v.y;
-      }
-#pragma unroll
-      for (int k = 0; k < DL; ++k) o[k] = fmaf(w, a[k], o[k]);
+      const float4 a = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
+      const float4 b = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d + 4));
+      o[0] = fmaf(w, a.x, o[0]); o[1] = fmaf(w, a.y, o[1]); o[2] = fmaf(w, a.z, o[2]); o[3] = fmaf(w, a.w, o[3]);
+      o[4] = fmaf(w, b.x, o[4]); o[5] = fmaf(w, b.y, o[5]); o[6] = fmaf(w, b.z, o[6]); o[7] = fmaf(w, b.w, o[7]);
     }
-    bf16 *dst = out + (long long)t * H * HD + (long long)h * HD + d;
-#pragma unroll
-    for (int k = 0; k < DL; ++k) dst[k] = __float2bfloat16_rn(o[k] / l);
+    const float l = row_l[r];
+    uint4 packed;
+    packed.x = pack2(__float2bfloat16_rn(o[0] / l), __float2bfloat16_rn(o[1] / l));
+    packed.y = pack2(__float2bfloat16_rn(o[2] / l), __float2bfloat16_rn(o[3] / l));
+    packed.z = pack2(__float2bfloat16_rn(o[4] / l), __float2bfloat16_rn(o[5] / l));
+    packed.w = pack2(__float2bfloat16_rn(o[6] / l), __float2bfloat16_rn(o[7] / l));
+    *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;
   }
 }
 
 // At least MIN_BLOCKS blocks an SM (at most 128 registers at 2).
-#define TREE_ATTENTION(HD)                                                                                 \
-  extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(                          \
+#define TREE_ATTENTION(HD)                                                                                   \
+  extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(              \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
       const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
-      int V, int span, int R, int TQ, float scale_log2) {                                                          \
-    tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T, \
-                            H, KV, V, span, R, TQ, scale_log2);                                                \
+      int V, int span, int R, int TQ, float scale_log2) {                                                   \
+    tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T,  \
+                            H, KV, V, span, R, TQ, scale_log2);                                             \
   }
 TREE_ATTENTION(64)
 TREE_ATTENTION(128)

@@ -33,7 +33,9 @@ NWARPS = _define("NWARPS")
 TQMAX = _define("TQMAX")  # queries one block at most
 MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __launch_bounds__)
 KPAD = _define("KPAD")
-HB = _define("HB")  # q heads a warp computes together
+HN = _define("HN")  # q heads a warp item computes together
+PPAD = _define("PPAD")
+ROWSMAX = _define("ROWSMAX")  # query rows (queries x heads a kv head) one block at most
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
 COUNTERS = 1024  # combine counters per (device, stream): one a (kv head, query group)
@@ -62,7 +64,9 @@ def append_kv_reference(qkv, positions, rows, cos, sin, k_cache, v_cache, n_head
 
 def tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
                              out=None) -> torch.Tensor:
-    """As tree_attention, in torch on any device (fp32 scores and softmax)."""
+    """As tree_attention, in torch on any device: q with RoPE in fp32 rounded once to qkv's dtype
+    (the tensor cores' operand), fp32 scores and softmax. The kernel also rounds each softmax
+    weight to bf16 for the value product (relative 2^-9 a weight); this reference does not."""
     T, hd = qkv.shape[0], k_cache.shape[-1]
     G, V = n_heads // n_kv, block.shape[1] - VISIBLE
     q, _, _ = _split(qkv, n_heads, n_kv, hd)
@@ -71,7 +75,7 @@ def tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span: int, 
     tree = block[:, VISIBLE:].gather(1, (j - n[:, None]).clamp(0, V - 1))  # [T, span]
     rows = torch.where(j < n[:, None], j, tree)  # [T, span]: the cache row of each position
     keys, values = k_cache[rows].float(), v_cache[rows].float()  # [T, span, KV, hd]
-    qg = _rope_fp32(q, cos, sin, p).view(T, n_kv, G, hd)
+    qg = _rope_fp32(q, cos, sin, p).to(qkv.dtype).float().view(T, n_kv, G, hd)  # rounded once, as the kernel
     scores = torch.einsum("tkgd,tjkd->tkgj", qg, keys) * hd ** -0.5  # [T, KV, G, span]
     scores = scores.masked_fill((j > p[:, None])[:, None, None, :], float("-inf"))
     o = torch.einsum("tkgj,tjkd->tkgd", torch.softmax(scores, dim=-1), values)  # [T, KV, G, hd]
@@ -84,7 +88,7 @@ def _check(qkv, k_cache, v_cache, cos, sin, n_heads: int, n_kv: int) -> int:
     if k_cache.dim() != 3 or k_cache.shape != v_cache.shape:
         raise ValueError(f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)}: want [R, KV, hd] each")
     hd = k_cache.shape[-1]
-    if hd not in HEAD_DIMS or n_heads % n_kv or k_cache.shape[1] != n_kv:
+    if hd not in HEAD_DIMS or n_heads % n_kv or k_cache.shape[1] != n_kv or n_heads // n_kv > ROWSMAX:
         raise ValueError(f"head_dim {hd} (want one of {HEAD_DIMS}), {n_heads} heads over {n_kv} kv heads, "
                          f"cache kv heads {k_cache.shape[1]}")
     if qkv.dim() != 2 or qkv.shape[1] != (n_heads + 2 * n_kv) * hd:
@@ -125,21 +129,22 @@ def _counter_block(device: torch.device) -> torch.Tensor:
     return _counters[key]
 
 
-def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int]:
+def query_groups(T: int, blocks_per_group: int, resident: int, tq_max: int = TQMAX) -> tuple[int, int]:
     """-> (TQ queries a block, groups): as few groups as fill the `resident` block slots (one wave)
-    given `blocks_per_group` (chunks x kv heads) blocks a group, at most TQMAX queries a block. A
+    given `blocks_per_group` (chunks x kv heads) blocks a group, at most tq_max queries a block. A
     block's warps take its query rows in turn: a row costs a warp far less than a wave of blocks
     costs the call (each block's chain of dependent global round trips), so waves are avoided first.
     Any split gives a query the same bits (rows never share a reduction)."""
     groups = max(1, min(T, resident // blocks_per_group))
-    TQ = min(TQMAX, -(-T // groups))
+    TQ = min(tq_max, -(-T // groups))
     return TQ, -(-T // TQ)
 
 
 def shared_bytes(hd: int) -> int:
-    """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (bf16 K tile rows of
-    hd + KPAD, bf16 V tile, each warp's HB q heads in fp32)."""
-    return 2 * CHUNK * (hd + KPAD) + 2 * CHUNK * hd + 4 * NWARPS * HB * hd
+    """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (bf16 K and V tile
+    rows of hd + KPAD, then each warp's HN q heads and HN rows of softmax weights)."""
+    row = hd + KPAD
+    return 2 * (2 * CHUNK * row + NWARPS * HN * (row + CHUNK + PPAD))
 
 
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
@@ -159,14 +164,15 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
         raise ValueError(f"span {span} outside the cache's {R} rows")
     if out is None:
         out = torch.empty(T, n_heads * hd, dtype=qkv.dtype, device=qkv.device)
-    elif out.shape != (T, n_heads * hd) or out.dtype != qkv.dtype or not out.is_contiguous():
-        raise ValueError(f"out: want contiguous {qkv.dtype} [{T}, {n_heads * hd}]")
+    elif out.shape != (T, n_heads * hd) or out.dtype != qkv.dtype or not out.is_contiguous() or out.data_ptr() % 16:
+        raise ValueError(f"out: want contiguous {qkv.dtype} [{T}, {n_heads * hd}] at a 16-byte aligned address")
     if T == 0:
         return out
     # Grid: chunks x kv heads x query groups of TQ queries.
     G = n_heads // n_kv
     nchunks, Q = -(-span // CHUNK), T * G
-    TQ, groups = query_groups(T, nchunks * n_kv, MIN_BLOCKS * _sm_count(qkv.device.index))
+    TQ, groups = query_groups(T, nchunks * n_kv, MIN_BLOCKS * _sm_count(qkv.device.index),
+                              min(TQMAX, ROWSMAX // G))
     if n_kv * groups > COUNTERS:
         raise ValueError(f"{n_kv} kv heads x {groups} query groups: the combine counters hold {COUNTERS}")
     # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output.

@@ -24,3 +24,5 @@ timeout -k 5 90 ncu --clock-control none --kernel-name regex:tree_attention --la
 echo "ncu exit $?"
 grep -E "^\| (attention|forward|draft_step|awq_gemm|gemm_(gate_up|down|qkv|o)) " $OUT/kernels/kernels.md $OUT/awq/kernels.md | cut -c1-160
 grep -E "Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers|Warp Cycles Per Issued|No Eligible|Stall" $OUT/ncu.log | head -30
+# Run: export SWIFTSPEC_COMMIT=b4f47a4 && bash paper_figures/results/2026-11-30-h200-attention-v3/command.sh
+# (2026-11-30 10:58 UTC, nvidia-h200; kernels/kernels.md did not come back: the tool's file count.)
