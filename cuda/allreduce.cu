@@ -111,6 +111,7 @@ __device__ __forceinline__ void ll_allreduce(unsigned char* x, long long nbytes,
                                              unsigned int* epochs, int rank, int world, long long capacity,
                                              int chunk, unsigned long long timeout_ns) {
   __shared__ unsigned int shared_epoch;
+  pdl_start();
   if (threadIdx.x == 0) {
     unsigned int e = epochs[blockIdx.x] + 1u;
     shared_epoch = e == 0u ? 2u : e;  // 0 marks a never-written line; 2 keeps the parity turning

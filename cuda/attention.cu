@@ -57,6 +57,7 @@ extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long lo
                                      const long long *__restrict__ rows, const float *__restrict__ cos_t,
                                      const float *__restrict__ sin_t, bf16 *__restrict__ k_cache,
                                      bf16 *__restrict__ v_cache, int H, int KV, int hd, int R) {
+  pdl_start();
   const int t = blockIdx.x, half = hd / 2;
   const long long stride = (long long)(H + 2 * KV) * hd;
   const bf16 *k = qkv + t * stride + (long long)H * hd, *v = k + (long long)KV * hd;
@@ -139,6 +140,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __shared__ float row_m[ROWSMAX], row_l[ROWSMAX];  // the combine's max and sum a query row
   __shared__ int is_last;
 
+  pdl_start();  // before the staging: the kernel before (append_kv) writes cache rows
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
   if (TQ > TQMAX || (t1 - t0) * G > ROWSMAX) return;  // the Python side never launches it so

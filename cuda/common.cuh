@@ -8,6 +8,15 @@ typedef __nv_bfloat16 bf16;
 // 8 bf16 in one 16-byte access: the width every memory-bound kernel here loads with.
 struct __align__(16) bf16x8 { __nv_bfloat162 h[4]; };
 
+// Programmatic dependent launch (sm_90): build.py launches our kernels with it, so a kernel may
+// start while the one before it on the stream still runs. pdl_start() waits until that kernel has
+// finished and its writes are visible (it returns at once without PDL), then lets the next kernel
+// start early. Every kernel calls it before it reads or writes anything another kernel touches.
+__device__ __forceinline__ void pdl_start() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   // Butterfly over the 32 lanes: a fixed order, so every lane gets the same bits every time.
 #pragma unroll

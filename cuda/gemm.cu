@@ -77,7 +77,7 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
   const bf16* x_hi = x + (size_t)(hi_ok ? g + 8 : 0) * K + t * 8;
 
   // Chunks c0, c0 + S, .., c0 + (U-1) S; those past K load zeros.
-  auto load = [&](Operands<NT, U>& o, int c0) {
+  auto load_weights = [&](Operands<NT, U>& o, int c0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + u * splits;
@@ -85,6 +85,14 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
       const int k = in_k ? c * 32 : 0;
 #pragma unroll
       for (int j = 0; j < NT; ++j) o.w[u][j] = load16<true>(w_row[j] + k, in_k && w_ok[j]);
+    }
+  };
+  auto load_x = [&](Operands<NT, U>& o, int c0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int c = c0 + u * splits;
+      const bool in_k = c < chunks && c * 32 + t * 8 < K;
+      const int k = in_k ? c * 32 : 0;
       o.lo[u] = load16<false>(x_lo + k, in_k && lo_ok);
       o.hi[u] = load16<false>(x_hi + k, in_k && hi_ok);
     }
@@ -95,11 +103,14 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
   for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
   Operands<NT, U> cur, next;
-  load(cur, warp);
+  load_weights(cur, warp);  // no kernel writes weights: their first loads overlap the previous kernel
+  pdl_start();
+  load_x(cur, warp);
   // c0 is warp-uniform, so mma.sync always runs with all 32 lanes. The mma's are unguarded: a
   // chunk past K holds zeros and adds nothing, and which chunks exist depends on (K, S) only.
   for (int c0 = warp; c0 < chunks; c0 += splits * U) {
-    load(next, c0 + splits * U);
+    load_weights(next, c0 + splits * U);
+    load_x(next, c0 + splits * U);
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll

@@ -29,6 +29,7 @@ template <int CHUNKS, bool ADD>
 __device__ __forceinline__ void norm_row(const bf16* h, const bf16* m, const bf16* w, bf16* x_out,
                                          bf16* y_out, int n_chunks, float eps) {
   __shared__ float warp_sums[32];
+  pdl_start();
   const long long base = (long long)blockIdx.x * n_chunks;  // the row's first chunk
   const bf16x8* h8 = reinterpret_cast<const bf16x8*>(h) + base;
   bf16x8* y8 = reinterpret_cast<bf16x8*>(y_out) + base;
@@ -95,6 +96,7 @@ NORM_KERNELS(4)
 // outputs; grid covers T * F / 8 threads. f_chunks = F / 8.
 extern "C" __global__ void __launch_bounds__(256)
     swiglu(const bf16* gate_up, bf16* out, int n_rows, int f_chunks) {
+  pdl_start();
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= (long long)n_rows * f_chunks) return;
   const long long row = i / f_chunks;

@@ -110,3 +110,23 @@ def test_decoders_emit_exactly_fused_ars_tokens(system, graft, draft_kind):
     settings = SpecSettings(draft_steps=2, graft=graft)
     got = DECODERS[system](target, draft, p, max_new_tokens=64, eos_ids=set(), settings=settings)
     assert got.tokens == ref.tokens
+
+
+def test_programmatic_dependent_launch_changes_no_bits(monkeypatch):
+    """The captured fused forward with our kernels launched by PDL (the default: each may start
+    before the previous one ends and waits inside) and without: bitwise the same logits."""
+    from swiftspec_core.kernels import build
+
+    model = engine(state(), "fused")
+    n, gen = 40, torch.Generator().manual_seed(1)
+    cache = prefilled(model, n)
+    _, visible = random_tree(n, 8, gen)
+    tokens, rows = torch.randint(0, VOCAB, (8,), generator=gen).tolist(), list(range(n, n + 8))
+    positions = [n + len(v) - 1 for v in visible]
+    logits = {}
+    for pdl in (True, False):
+        monkeypatch.setattr(build, "PDL", pdl)
+        forward = PaddedForward(model, cache, 8, 8, graph=True)  # captured with this launch mode
+        for _ in range(3):  # replays after the capture
+            logits[pdl] = forward(tokens, positions, rows, n, visible).clone()
+    assert torch.equal(logits[True], logits[False])

@@ -86,5 +86,5 @@ def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,
         launch("awq_gemm", f"awq_gemm_u{UNROLL}", (-(-n // COLUMNS_PER_BLOCK),), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k), np.int32(k // w.qzeros.shape[0])),
-               shared_mem=splits * 32 * 32 * 4)  # [S][32 accumulators][32 lanes] floats
+               shared_mem=splits * 32 * 32 * 4, pdl=False)  # [S][32 accumulators][32 lanes] floats; no pdl_start
     return out

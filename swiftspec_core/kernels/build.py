@@ -8,6 +8,7 @@ the key too. Launches go to torch's current stream, so a torch CUDA graph captur
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import re
@@ -61,15 +62,61 @@ def function(name: str, kernel: str, device: int, shared_mem: int = 0):
 
 
 def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,
-           shared_mem: int = 0) -> None:
+           shared_mem: int = 0, pdl: bool = True) -> None:
     """Launch `kernel` of cuda/NAME.cu on torch's current device and stream. args: pointers as
-    ptr(tensor), scalars as numpy scalars of the kernel's parameter types (np.int32, np.float32)."""
+    ptr(tensor), scalars as numpy scalars of the kernel's parameter types (np.int32, np.float32).
+    pdl: with programmatic dependent launch (the kernel must call common.cuh's pdl_start() before it
+    touches what other kernels write); off everywhere when SWIFTSPEC_PDL=0 (for A/B timing)."""
     import cupy
 
     device = torch.cuda.current_device()
     fn = function(name, kernel, device, shared_mem)
-    with cupy.cuda.Device(device), cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+    stream = torch.cuda.current_stream().cuda_stream
+    if pdl and PDL:
+        with cupy.cuda.Device(device):
+            _launch_pdl(getattr(fn, "kernel", fn).ptr, grid, block, args, shared_mem, stream)
+        return
+    with cupy.cuda.Device(device), cupy.cuda.ExternalStream(stream):
         fn(grid, block, args, shared_mem=shared_mem)
+
+
+PDL = os.environ.get("SWIFTSPEC_PDL", "1") != "0"
+_PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CUlaunchAttributeID (cuda.h)
+_CTYPES = {np.uint64: ctypes.c_uint64, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32,
+           np.float32: ctypes.c_float}
+
+
+class _LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: an id, padding, a 64-byte value union
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_char * 64)]
+
+
+class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared_mem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)),
+                ("num_attrs", ctypes.c_uint)]
+
+
+@functools.cache
+def _driver():
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuLaunchKernelEx.argtypes = [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p,
+                                     ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+    return lib
+
+
+def _launch_pdl(function_ptr: int, grid, block, args, shared_mem: int, stream: int) -> None:
+    """cuLaunchKernelEx with the programmatic-stream-serialization attribute (CUDA 12+): the
+    kernel may launch before the previous kernel on the stream ends (captured graphs keep it)."""
+    attr = _LaunchAttribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
+    ctypes.memmove(attr.value, ctypes.byref(ctypes.c_int(1)), ctypes.sizeof(ctypes.c_int))
+    g, b = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+    config = _LaunchConfig((ctypes.c_uint * 3)(*g), (ctypes.c_uint * 3)(*b), shared_mem, stream,
+                           ctypes.pointer(attr), 1)
+    values = [_CTYPES[type(a)](a.item()) for a in args]
+    params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+    err = _driver().cuLaunchKernelEx(ctypes.byref(config), ctypes.c_void_p(function_ptr), params, None)
+    if err:
+        raise RuntimeError(f"cuLaunchKernelEx failed with CUresult {err}")
 
 
 def ptr(t: torch.Tensor) -> np.uint64:

@@ -20,3 +20,5 @@ echo "ncu exit $?"
 grep -E "^\| (attention|forward|draft_step) " $OUT/kernels/kernels.md | cut -c1-120
 grep -E "Duration|SM Active Cycles|Elapsed Cycles|Registers|Warp Cycles Per Issued|No Eligible" $OUT/ncu.log | head
 grep -E "FAILED|Error|error" $OUT/tests.log | head -20
+# Run: export SWIFTSPEC_COMMIT=7986dd1 && bash paper_figures/results/2026-11-30-h200-attention-v4/command.sh
+# (2026-11-30 11:12 UTC, nvidia-h200): 56 passed; rows in kernels/; ncu.log.
