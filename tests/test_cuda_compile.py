@@ -55,3 +55,17 @@ def test_kernel_source_compiles_without_spills(name, tmp_path):
     assert set(entries) <= set(found), f"cuda/{name}.cu: no properties line for {set(entries) - set(found)}:\n{report}"
     spilling = {f: s for f, s in found.items() if s != (0, 0)}
     assert not spilling, f"cuda/{name}.cu spills (function: (store bytes, load bytes)) {spilling}:\n{report}"
+
+
+def test_pdl_launch_config_is_cudas_layout():
+    """cuLaunchKernelEx reads CUlaunchConfig and CUlaunchAttribute (cuda.h) from these bytes: the
+    attribute id 6 (programmatic stream serialization) at 0, its value 1 at 8, 72 bytes in all;
+    the config's stream at 32, attribute pointer at 40, count at 48."""
+    import ctypes
+
+    config = build.pdl_config((3, 2), (256,), 1024, 0x1234)
+    raw = bytes(config.attrs.contents)
+    assert len(raw) == 72 and raw[:4] == (6).to_bytes(4, "little") and raw[8:12] == (1).to_bytes(4, "little")
+    assert list(config.grid) == [3, 2, 1] and list(config.block) == [256, 1, 1] and config.shared_mem == 1024
+    assert (type(config).stream.offset, type(config).attrs.offset, type(config).num_attrs.offset) == (32, 40, 48)
+    assert config.stream == 0x1234 and config.num_attrs == 1 and ctypes.sizeof(config) == 56

@@ -86,14 +86,31 @@ _CTYPES = {np.uint64: ctypes.c_uint64, np.int64: ctypes.c_int64, np.int32: ctype
            np.float32: ctypes.c_float}
 
 
-class _LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: an id, padding, a 64-byte value union
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_char * 64)]
+class _LaunchAttributeValue(ctypes.Union):  # CUlaunchAttributeValue: a 64-byte union
+    _fields_ = [("pad", ctypes.c_char * 64), ("programmatic_stream_serialization", ctypes.c_int)]
+
+
+class _LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: an id, padding to 8, the value
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", _LaunchAttributeValue)]
 
 
 class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
     _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared_mem", ctypes.c_uint),
                 ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)),
                 ("num_attrs", ctypes.c_uint)]
+
+
+def pdl_config(grid, block, shared_mem: int, stream: int) -> _LaunchConfig:
+    """The launch configuration with the programmatic-stream-serialization attribute (its
+    attribute array is kept alive on the returned object)."""
+    attr = _LaunchAttribute()
+    attr.id = _PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.programmatic_stream_serialization = 1
+    g, b = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+    config = _LaunchConfig((ctypes.c_uint * 3)(*g), (ctypes.c_uint * 3)(*b), shared_mem, stream,
+                           ctypes.pointer(attr), 1)
+    config.keep = attr
+    return config
 
 
 @functools.cache
@@ -107,11 +124,7 @@ def _driver():
 def _launch_pdl(function_ptr: int, grid, block, args, shared_mem: int, stream: int) -> None:
     """cuLaunchKernelEx with the programmatic-stream-serialization attribute (CUDA 12+): the
     kernel may launch before the previous kernel on the stream ends (captured graphs keep it)."""
-    attr = _LaunchAttribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
-    ctypes.memmove(attr.value, ctypes.byref(ctypes.c_int(1)), ctypes.sizeof(ctypes.c_int))
-    g, b = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
-    config = _LaunchConfig((ctypes.c_uint * 3)(*g), (ctypes.c_uint * 3)(*b), shared_mem, stream,
-                           ctypes.pointer(attr), 1)
+    config = pdl_config(grid, block, shared_mem, stream)
     values = [_CTYPES[type(a)](a.item()) for a in args]
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     err = _driver().cuLaunchKernelEx(ctypes.byref(config), ctypes.c_void_p(function_ptr), params, None)
