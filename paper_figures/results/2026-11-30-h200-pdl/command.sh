@@ -18,3 +18,7 @@ for mode in pdl no-pdl; do
 done
 for mode in pdl no-pdl; do echo "== $mode"; grep -E "^\| (forward|draft_step|gemm_\w+) \| [^|]+ \| 1 \| 8 " $OUT/$mode/kernels.md | cut -c1-110; done
 grep -E "FAILED|Error" $OUT/tests.log | head -20
+# First run (commit 48d5556, 11:22 UTC): 29 tests failed with "SyntaxError: source code string cannot
+# contain null bytes" (first-call-corrupted/tests.log): build._launch_pdl wrote the attribute value
+# through ctypes' bytes copy of a char array, i.e. into the interpreter's empty bytes object; the
+# attribute itself stayed 0 (no PDL). Fixed in cc3a280 (a ctypes union); rerun below.
