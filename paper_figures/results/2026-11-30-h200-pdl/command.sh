@@ -22,3 +22,5 @@ grep -E "FAILED|Error" $OUT/tests.log | head -20
 # contain null bytes" (first-call-corrupted/tests.log): build._launch_pdl wrote the attribute value
 # through ctypes' bytes copy of a char array, i.e. into the interpreter's empty bytes object; the
 # attribute itself stayed 0 (no PDL). Fixed in cc3a280 (a ctypes union); rerun below.
+# Rerun: export SWIFTSPEC_COMMIT=94193ff && bash paper_figures/results/2026-11-30-h200-pdl/command.sh
+# (11:27 UTC, nvidia-h200): 177 passed (PDL on vs off bitwise included); rows in pdl/ and no-pdl/.
