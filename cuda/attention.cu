@@ -24,6 +24,7 @@
 #define NWARPS 8      // warps a block (256 threads)
 #define TQMAX 32      // queries a block at most (their positions and prefixes sit in shared memory)
 #define ROWSMAX 256   // query rows (queries x G heads) a block at most (the combine's row table)
+#define SEG 8         // lanes the combine gives one query row (chunks k, k + SEG, ... each)
 #define MIN_BLOCKS 2  // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
 #define KPAD 8        // bf16 padding a tile row (16 bytes): 8 rows' 16-byte reads hit distinct banks
@@ -319,21 +320,26 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   if (!is_last) return;
   __threadfence();
 
-  // A query row's max over its chunks 0..last, and its sum of exp2(m_c - max) * l_c: one warp a
-  // row, lane k takes chunks k, k + 32, ... in order, then the butterfly (partials read past L1).
-  const int rows = (t1 - t0) * G;
-  for (int r = warp; r < rows; r += NWARPS) {
-    const int qr = t0 * G + r, last = min(max(q_pos[qr / G - t0], 0) / CHUNK, nchunks - 1);
+  // A query row's max over its chunks 0..last, and its sum of exp2(m_c - max) * l_c: SEG lanes a
+  // row (32 / SEG rows a warp at once), lane k of a segment takes chunks k, k + SEG, ... in order,
+  // then a butterfly inside the segment (partials read past L1).
+  const int rows = (t1 - t0) * G, seg_lane = lane % SEG;
+  for (int r = warp * (32 / SEG) + lane / SEG; r - lane / SEG < rows; r += NWARPS * (32 / SEG)) {
+    const bool has_row = r < rows;  // the segment's lanes take part in the butterflies either way
+    const int qr = t0 * G + min(r, rows - 1);
+    const int last = has_row ? min(max(q_pos[qr / G - t0], 0) / CHUNK, nchunks - 1) : -1;
     const float *ml = part_ml + ((long long)kh * nchunks * Q + qr) * 2;  // chunk cc at ml[cc * Q * 2]
     float m = NEG_INF, l = 0.f;
-    for (int cc = lane; cc <= last; cc += 32) m = fmaxf(m, __ldcg(ml + (long long)cc * Q * 2));
-    m = warp_max(m);
-    for (int cc = lane; cc <= last; cc += 32) {
+    for (int cc = seg_lane; cc <= last; cc += SEG) m = fmaxf(m, __ldcg(ml + (long long)cc * Q * 2));
+#pragma unroll
+    for (int o = 1; o < SEG; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    for (int cc = seg_lane; cc <= last; cc += SEG) {
       const long long at = (long long)cc * Q * 2;
       l = fmaf(exp2f(__ldcg(ml + at) - m), __ldcg(ml + at + 1), l);
     }
-    l = warp_sum(l);
-    if (lane == 0) {
+#pragma unroll
+    for (int o = 1; o < SEG; o <<= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    if (has_row && seg_lane == 0) {
       row_m[r] = m;
       row_l[r] = l;
     }
