@@ -23,10 +23,12 @@ for bs in 12 16; do
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems ar
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems swiftspec --draft-steps 3 --graft ngram
 done
-# serial tree (about 4 minutes a query here): one prompt each first, then the second
+# swiftspec at d = 5, 6 with grafting (the 70B/3B pair's measured d, issue 11), serial tree with and
+# without grafting (about 4 minutes a query here) a prompt at a time, the other d between
+for d in 5 6; do run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram; done
 for limit in 1 2; do
   for g in off ngram; do run --out "$OUT" --tree-bs 8 --limit $limit --systems tree --graft $g; done
-  [ $limit = 1 ] && for d in 4 5 6 7 8; do
+  [ $limit = 1 ] && for d in 4 7 8; do
     run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram
   done
 done
