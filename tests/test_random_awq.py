@@ -122,3 +122,27 @@ def test_cli_awq_rows_lossless_in_process_and_across_processes(tmp_path, monkeyp
     assert frame.output_sha.nunique() == 1  # both placements emit in-process ar's tokens
     res = CliRunner().invoke(app, ["compare", str(out)])
     assert res.exit_code == 0 and "lossless: yes" in res.stdout, res.stdout
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_gpu_layer_by_layer_equals_the_plain_way_in_less_memory():
+    """On CUDA (its generator, its kernels) at a real shape: bit for bit the plain way's engine, and
+    a peak of about the engine plus one layer's working set instead of the whole model in bf16."""
+    spec, dtype = "llama-3.2-1b", torch.bfloat16
+    peaks, engines = {}, {}
+    for way in ("layer_by_layer", "plain"):
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
+        if way == "plain":
+            loaded = load_model(spec, weights="random", dtype=dtype, device="cuda", seed=0)
+        else:
+            loaded = load_model(spec, weights="random", dtype=dtype, device="cuda", seed=0, quant="awq")
+        engines[way] = engine_of(loaded, quant="awq", dtype=dtype, device="cuda", max_seq_len=64)
+        peaks[way] = (torch.cuda.max_memory_allocated() - start) / 2**30
+        del loaded
+    engine_gib = sum(v.numel() * v.element_size() for v in engines["layer_by_layer"].state_dict().values()) / 2**30
+    print(f"{spec} AWQ engine {engine_gib:.2f} GiB; build peak: layer by layer {peaks['layer_by_layer']:.2f} GiB, "
+          f"plain {peaks['plain']:.2f} GiB")
+    assert mismatches(engines["layer_by_layer"], engines["plain"]) == []
+    assert peaks["layer_by_layer"] < peaks["plain"]
