@@ -32,7 +32,7 @@ def floors(pair, device: str) -> dict:
     size = pair.dtype.itemsize
 
     def floor(loaded, quant: str = "none") -> float:
-        args = loaded.awq[0] if loaded.awq is not None else ModelArgs.from_hf_config(loaded.hf.config)
+        args = loaded.awq[0] if loaded.awq is not None else ModelArgs.from_hf_config(loaded.config)
         if quant == "awq" and args.quant != "awq":  # quantized as the engine does it (weights.engine_from_hf)
             args = args.with_(quant="awq", quant_group=group_for(args))
         return args.weight_bytes(size) / bw * 1e3

@@ -115,6 +115,7 @@ def validate(o: RunOptions) -> Checked:
         raise UserError(f"--weights {o.weights}: choose real or random")
     if o.quant not in awq.QUANT_METHODS:
         raise UserError(f"--quant {o.quant}: choose {' or '.join(awq.QUANT_METHODS)}")
+    _check_peers_have_a_model(systems, o)
     device = resolve_device(o.device)
     dtype = o.dtype or ("bfloat16" if device == "cuda" else "float32")
     if dtype not in DTYPES:
@@ -139,6 +140,19 @@ def validate(o: RunOptions) -> Checked:
         digest = _file_digest(replay_path / PARQUET if replay_path.is_dir() else replay_path)
     queries = [q for d in datasets for q in ds.load_queries(d, data_dir, o.limit)]
     return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes, kernels)
+
+
+def _check_peers_have_a_model(systems: list[str], o: RunOptions) -> None:
+    """The hf-* peers run the target's transformers model, which a random target under --quant awq
+    never has (its engine is drawn layer by layer: loading.draws_layer_by_layer)."""
+    from swiftspec_core.models.loading import draws_layer_by_layer
+
+    from .systems import SYSTEMS
+
+    peers = [s for s in systems if not SYSTEMS[s].on_engine]
+    if peers and draws_layer_by_layer(o.target, o.weights, o.quant):
+        raise UserError(f"--quant awq with random weights: {', '.join(peers)} cannot run, as the target's "
+                        f"AWQ engine is drawn layer by layer and no transformers model of it is built")
 
 
 def _check_positive(value: int, flag: str) -> None:
@@ -230,9 +244,9 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
 
 def _expected_weights(target: str, weights: str) -> str:
     """What the rows will say: tiny presets exist only with random weights."""
-    from swiftspec_core.models.presets import PRESETS
+    from swiftspec_core.models.loading import is_random
 
-    return "random" if target in PRESETS and PRESETS[target].is_tiny else weights
+    return "random" if is_random(target, weights) else weights
 
 
 def _key(system: str, target: str, draft: str, query, turn: int) -> tuple:
@@ -257,7 +271,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
                             graft=o.graft, graft_len=o.graft_len, graft_ngram=c.graft_sizes)
     torch.manual_seed(o.seed)
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=c.device, seed=o.seed)
-    target = _load("target", o.target, **how)
+    target = _load("target", o.target, **how, quant=o.quant)  # the draft's projections stay plain
     longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:

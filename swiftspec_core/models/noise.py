@@ -48,10 +48,11 @@ def same_weights(a_hf, b_hf) -> bool:
 
 def draft_from_target(target, draft, noise: float, seed: int) -> None:
     """Where the draft is meant to be the target's weights (both random, one shape): check they
-    are equal; then add the noise, which needs such a draft."""
-    one_shape = draft.hf.config.to_dict() == target.hf.config.to_dict()
+    are equal (unless the target was never built as a transformers model: an AWQ engine drawn
+    layer by layer, random_awq.py); then add the noise, which needs such a draft."""
+    one_shape = draft.config.to_dict() == target.config.to_dict()
     if target.weights == draft.weights == "random" and one_shape:
-        if not same_weights(target.hf, draft.hf):
+        if target.hf is not None and not same_weights(target.hf, draft.hf):
             raise RuntimeError(f"draft {draft.name} and target {target.name} have one shape and seed, "
                                "but not equal weights")
     elif noise:

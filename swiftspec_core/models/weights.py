@@ -7,6 +7,7 @@ the very storage of the transformers model it was made from (one copy of the wei
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import torch
@@ -23,11 +24,29 @@ def state_from_hf(hf_model) -> tuple[ModelArgs, dict[str, torch.Tensor]]:
     Every entry is the model's own tensor, or a view over its q/k/v (gate/up) where
     `fuse_projections` already stored them as one block; otherwise wqkv, bqkv and w_gate_up are new."""
     args = ModelArgs.from_hf_config(hf_model.config)
-    sd = hf_model.state_dict()
-    state = {"embed": sd["model.embed_tokens.weight"], "norm": sd["model.norm.weight"]}
-    if not args.tie_embeddings:
+    return args, engine_named(args, hf_model.state_dict())
+
+
+_LAYER = re.compile(r"^model\.layers\.(\d+)\.")
+
+
+def hf_layer(name: str) -> int | None:
+    """The layer index in a transformers parameter name (model.layers.3.mlp...); None outside layers."""
+    m = _LAYER.match(name)
+    return int(m.group(1)) if m else None
+
+
+def engine_named(args: ModelArgs, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The engine's entries for the part of a transformers state dict that `sd` holds: any of the
+    embedding, whole layers, the final norm and lm_head (random_awq.py draws them part by part)."""
+    state = {}
+    if "model.embed_tokens.weight" in sd:
+        state["embed"] = sd["model.embed_tokens.weight"]
+    if "model.norm.weight" in sd:
+        state["norm"] = sd["model.norm.weight"]
+    if not args.tie_embeddings and "lm_head.weight" in sd:
         state["lm_head"] = sd["lm_head.weight"]
-    for i in range(args.n_layers):
+    for i in sorted({hf_layer(name) for name in sd} - {None}):
         p = f"model.layers.{i}."
         state[f"layers.{i}.attn_norm"] = sd[p + "input_layernorm.weight"]
         state[f"layers.{i}.mlp_norm"] = sd[p + "post_attention_layernorm.weight"]
@@ -37,7 +56,7 @@ def state_from_hf(hf_model) -> tuple[ModelArgs, dict[str, torch.Tensor]]:
         state[f"layers.{i}.wo"] = sd[p + "self_attn.o_proj.weight"]
         state[f"layers.{i}.w_gate_up"] = _joined([sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"]])
         state[f"layers.{i}.w_down"] = sd[p + "mlp.down_proj.weight"]
-    return args, state
+    return state
 
 
 def fuse_projections(hf_model) -> None:
@@ -91,7 +110,16 @@ def init_random_(named: Iterable[tuple[str, torch.Tensor]], seed: int, device) -
     """The one rule for random weights: norms 1, every other tensor N(0, 0.02) (scaled like an
     initialised model, so activations stay finite), drawn in the order given from one generator
     seeded with `seed`. The same seed and the same names in the same order give the same values."""
-    gen = torch.Generator(device=device).manual_seed(seed)
+    draw_random_(named, random_generator(seed, device))
+
+
+def random_generator(seed: int, device) -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+def draw_random_(named: Iterable[tuple[str, torch.Tensor]], gen: torch.Generator) -> None:
+    """init_random_'s rule from a generator already in use: drawing a model's tensors part by part,
+    in order, from one generator gives the values init_random_ gives them all at once."""
     with torch.no_grad():
         for name, t in named:
             if "norm" in name:
@@ -119,12 +147,22 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
     CPU the eager ops are the reference the tests hold everything against), and never under
     kernels="fused" (Transformer.use_kernels: our kernels replace the compiled blocks)."""
     group = group or SingleGroup()
-    vocab_start, full_vocab = 0, args.vocab_size
+    local, vocab_start = args, 0
     if group.size > 1:
         from .sharding import shard_state
 
-        args, state, vocab_start = shard_state(args, state, group.rank, group.size)
-    model = Transformer(args, dtype=dtype, device="meta", group=group, vocab_start=vocab_start,
+        local, state, vocab_start = shard_state(args, state, group.rank, group.size)
+    return engine_of_shard(local, state, vocab_start, args.vocab_size, dtype=dtype, device=device, group=group,
+                           max_seq_len=max_seq_len, compile=compile, kernels=kernels)
+
+
+def engine_of_shard(local: ModelArgs, state: dict[str, torch.Tensor], vocab_start: int, full_vocab: int, *,
+                    dtype: torch.dtype, device="cpu", group: Group | None = None, max_seq_len: int = 4096,
+                    compile: bool | None = None, kernels: str = "torch") -> Transformer:
+    """build_engine's Transformer from a state already sharded for `group` (sharding.shard_state:
+    local args, local state, first vocab row; the full model's vocabulary size)."""
+    group = group or SingleGroup()
+    model = Transformer(local, dtype=dtype, device="meta", group=group, vocab_start=vocab_start,
                         full_vocab=full_vocab, max_seq_len=max_seq_len)
     # AWQ tensors (int32 codes, fp16 scales) keep their dtype; everything else takes `dtype`.
     model.load_state_dict({k: v.to(device=device, dtype=dtype) if v.is_floating_point() and not k.endswith(".scales")
@@ -133,7 +171,7 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
     # The rope tables were made on the meta device; make them for real now.
     from .rope import rope_tables
 
-    model.cos, model.sin = rope_tables(args, max_seq_len, device=device)
+    model.cos, model.sin = rope_tables(local, max_seq_len, device=device)
     model.use_kernels(kernels)
     if compile if compile is not None else (torch.device(device).type == "cuda" and kernels == "torch"):
         model.compile_blocks()

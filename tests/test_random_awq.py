@@ -1,0 +1,148 @@
+"""A random-weight AWQ engine drawn layer by layer (models/random_awq.py): bit for bit the engine
+the plain way builds (the whole transformers model, then quantized) at TP 1 and TP 2; the hf-*
+peers refused up front; a CLI run on it in process, over TP 2 and split 1+1, lossless."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import torch.distributed as dist
+from typer.testing import CliRunner
+
+from swiftspec_bench.cli import app
+from swiftspec_core.models import loading
+from swiftspec_core.models.loading import engine_of, load_engine, load_model
+from swiftspec_core.models.weights import engine_from_hf
+from swiftspec_core.runtime.launch import run_workers
+
+DATA_DIR = Path(__file__).with_name("fixtures")
+
+
+@pytest.fixture(scope="module")
+def tp_folders(tmp_path_factory) -> dict[str, str]:
+    """Model folders (config.json, the tiny byte tokenizer) of the tiny presets' shapes with an ffn of
+    96: AWQ groups of 32, so TP 2 holds whole groups (the presets' own 64-wide groups do not split
+    into 2 ranks' 32 columns of wo). --weights random draws them; no weight file exists."""
+    from swiftspec_core.models.presets import PRESETS
+    from swiftspec_core.models.tiny_tokenizer import tiny_tokenizer
+
+    folders = {}
+    for spec in ("tiny-llama", "tiny-qwen2"):
+        folder = tmp_path_factory.mktemp(spec)
+        config = PRESETS[spec].hf_config()
+        config.intermediate_size = 96
+        config.save_pretrained(folder)
+        tiny_tokenizer().save_pretrained(folder)
+        folders[spec] = str(folder)
+    return folders
+
+
+def plain_way(spec: str, dtype: torch.dtype, seed: int, group=None):
+    """The engine as built before random_awq.py: the whole transformers model, then quantized."""
+    loaded = load_model(spec, weights="random", dtype=dtype, seed=seed)
+    assert loaded.hf is not None
+    return engine_from_hf(loaded.hf, quant="awq", dtype=dtype, group=group, max_seq_len=64)
+
+
+def mismatches(a: torch.nn.Module, b: torch.nn.Module) -> list[str]:
+    sa, sb = a.state_dict(), b.state_dict()
+    if sa.keys() != sb.keys():
+        return sorted(sa.keys() ^ sb.keys())
+    return [k for k in sa if sa[k].dtype != sb[k].dtype or not torch.equal(sa[k], sb[k])]
+
+
+@pytest.mark.parametrize("spec,dtype", [("tiny-llama", torch.float32), ("tiny-qwen2", torch.bfloat16)])
+def test_layer_by_layer_equals_the_plain_way(spec, dtype):
+    loaded = load_model(spec, weights="random", dtype=dtype, seed=5, quant="awq")
+    assert loaded.hf is None and loaded.random_awq is not None  # no transformers model was built
+    engine = engine_of(loaded, quant="awq", dtype=dtype, max_seq_len=64)
+    assert engine.args.quant == "awq"
+    assert mismatches(engine, plain_way(spec, dtype, seed=5)) == []
+    assert mismatches(engine, plain_way(spec, dtype, seed=6)) != []  # the comparison can fail
+    with pytest.raises(ValueError, match="AWQ engine"):
+        engine_of(loaded, quant="none", dtype=dtype)
+
+
+def _tp_worker(rank, world_size, ctx):
+    """What a TP worker builds (service._engines -> load_engine) against the plain way's shard."""
+    specs, dtype = ctx.args
+    report = []
+    for spec in specs:
+        new = load_engine(spec, weights="random", dtype=dtype, seed=3, group=ctx.group, max_seq_len=64, quant="awq")
+        bad = mismatches(new, plain_way(spec, dtype, seed=3, group=ctx.group))
+        # A rank holds its vocabulary rows alone, not views into the full embedding and lm_head.
+        views = [k for k, v in new.state_dict().items() if v.untyped_storage().nbytes() != v.nbytes]
+        report.append((spec, rank, bad, views, new.args.n_heads))
+    gathered = [None] * world_size if rank == 0 else None
+    dist.gather_object(report, gathered, dst=0, group=ctx.world.pg)
+    return [r for rank_report in gathered for r in rank_report] if rank == 0 else None
+
+
+def test_tp2_layer_by_layer_equals_the_plain_way(tp_folders):
+    got = run_workers(_tp_worker, 2, (list(tp_folders.values()), torch.float32), timeout=120)
+    assert sorted((spec, rank) for spec, rank, *_ in got) == [(s, r) for s in sorted(tp_folders.values()) for r in (0, 1)]
+    for spec, rank, bad, views, local_heads in got:
+        assert bad == [] and views == [], (spec, rank, bad, views)
+        assert local_heads == 2  # 4 q heads, 2 a rank
+
+
+def _run(out: Path, *extra: str, model: str = "tiny-llama"):
+    args = ["run", "--target", model, "--draft", model, "--datasets", "gsm8k", "--limit", "1",
+            "--max-new-tokens", "12", "--data-dir", str(DATA_DIR), "--weights", "random", "--quant", "awq",
+            "--out", str(out), *extra]
+    return CliRunner().invoke(app, args)
+
+
+def test_hf_peers_refused_before_any_model(tmp_path, monkeypatch):
+    monkeypatch.setattr(loading, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
+    for systems in ("hf-ar", "ar,hf-assisted"):
+        res = _run(tmp_path / systems, "--systems", systems)
+        assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
+        assert res.stderr.startswith("error: --quant awq with random weights: hf-") and res.stderr.count("\n") == 1
+        assert "drawn layer by layer" in res.stderr
+
+
+def test_cli_awq_rows_lossless_in_process_and_across_processes(tmp_path, monkeypatch, tp_folders):
+    built = []  # configs of the transformers models this process builds
+    random_model = loading._random_model
+    monkeypatch.setattr(loading, "_random_model", lambda config, *a: built.append(config) or random_model(config, *a))
+    out = tmp_path / "run"
+    model = tp_folders["tiny-llama"]
+    res = _run(out, "--systems", "ar", model=model)  # the target's engine built in this process
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    assert built == []  # ar needs no draft, and the target was drawn layer by layer
+    res = _run(out, "--systems", "tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2", model=model)
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    assert len(built) == 1  # the draft (plain weights); the target's shards were drawn in the workers
+    frame = pd.read_parquet(out / "results.parquet")
+    assert set(frame.system) == {"ar", "tree@tp2", "swiftspec@1+1:d2"}
+    assert set(frame.quant) == {"awq"} and set(frame.weights) == {"random"}
+    assert frame.output_sha.nunique() == 1  # both placements emit in-process ar's tokens
+    res = CliRunner().invoke(app, ["compare", str(out)])
+    assert res.exit_code == 0 and "lossless: yes" in res.stdout, res.stdout
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_gpu_layer_by_layer_equals_the_plain_way_in_less_memory():
+    """On CUDA (its generator, its kernels) at a real shape: bit for bit the plain way's engine, and
+    a peak of about the engine plus one layer's working set instead of the whole model in bf16."""
+    spec, dtype = "llama-3.2-1b", torch.bfloat16
+    peaks, engines = {}, {}
+    for way in ("layer_by_layer", "plain"):
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
+        if way == "plain":
+            loaded = load_model(spec, weights="random", dtype=dtype, device="cuda", seed=0)
+        else:
+            loaded = load_model(spec, weights="random", dtype=dtype, device="cuda", seed=0, quant="awq")
+        engines[way] = engine_of(loaded, quant="awq", dtype=dtype, device="cuda", max_seq_len=64)
+        peaks[way] = (torch.cuda.max_memory_allocated() - start) / 2**30
+        del loaded
+    engine_gib = sum(v.numel() * v.element_size() for v in engines["layer_by_layer"].state_dict().values()) / 2**30
+    print(f"{spec} AWQ engine {engine_gib:.2f} GiB; build peak: layer by layer {peaks['layer_by_layer']:.2f} GiB, "
+          f"plain {peaks['plain']:.2f} GiB")
+    assert mismatches(engines["layer_by_layer"], engines["plain"]) == []
+    assert peaks["layer_by_layer"] < peaks["plain"]
