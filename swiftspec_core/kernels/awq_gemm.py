@@ -18,15 +18,18 @@ import functools
 import numpy as np
 import torch
 
-from swiftspec_core.kernels.build import launch, ptr
+from swiftspec_core.kernels.build import function, launch, ptr
 from swiftspec_core.kernels.gemm import _sm_count, check_common, gemm_reference
 from swiftspec_core.models.awq import AWQWeight, dequantize
 
 MAX_ROWS = 16
-COLUMNS_PER_BLOCK = 64  # 8 int32 of a qweight row: a warp's 8 lanes of one t read 32 adjacent bytes
-UNROLL = 1  # chunks a warp loads at once: awq_gemm_u1 at the bottom of cuda/awq_gemm.cu
-MAX_SPLITS = 8  # warps splitting K in one block: __launch_bounds__(256, 2)
-WARPS_PER_SM = 16  # the occupancy the split aims at: two blocks of 8 warps fit an SM (128 registers a lane)
+COLUMNS_PER_BLOCK = 64  # 8 int32 of a qweight row, one warp's mma tiles
+KERNELS = ("awq_gemm_wide", "awq_gemm_narrow")  # codes copied 16 or 4 bytes at a time (bottom of the .cu)
+STAGES = 5  # 32-wide K chunks in each warp's shared-memory ring (AWQ_STAGES): 4 KB of codes in flight a warp
+STAGE_BYTES = 2304  # one chunk's codes, x rows, scales and zeros (AWQ_STAGE_BYTES)
+MAX_SPLITS = 16  # warps splitting K in one block: __launch_bounds__(512)
+WARPS_PER_SM = 16  # the occupancy the split aims at: 128 registers a lane
+MIN_CHUNKS_PER_WARP = 2
 
 
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -44,9 +47,32 @@ def plan(n: int, k: int, sms: int) -> int:
     chunks = k // 32
     splits = 1
     while (splits * 2 <= MAX_SPLITS and blocks * splits * 2 <= WARPS_PER_SM * sms
-           and chunks >= splits * 2 * UNROLL):
+           and chunks >= splits * 2 * MIN_CHUNKS_PER_WARP):
         splits *= 2
     return splits
+
+
+def shared_bytes(splits: int) -> int:
+    """Dynamic shared memory of a block of `splits` warps: their rings (the combine's
+    [S][32][32] floats reuse them)."""
+    return splits * STAGES * STAGE_BYTES
+
+
+def kernel_for(w: AWQWeight) -> str:
+    """awq_gemm_wide where the codes and zeros can be copied 16 bytes at a time (N % 32 == 0, both
+    16-byte aligned), else awq_gemm_narrow. Both compute the same bits."""
+    wide = w.qweight.shape[1] % 4 == 0 and w.qweight.data_ptr() % 16 == 0 and w.qzeros.data_ptr() % 16 == 0
+    return KERNELS[0] if wide else KERNELS[1]
+
+
+@functools.cache
+def _opt_in(kernel: str, device: int) -> None:
+    """Let `kernel` take every shared-memory size plan() can ask for. build.function() sets a
+    kernel's limit to the size of the launch that first compiles it, per size; the limit belongs
+    to the one CUDA function, so a later, smaller size would lower it under a larger one's cached
+    launch: setting each size once here, smallest first, leaves it at the largest."""
+    for splits in (1, 2, 4, 8, 16):
+        function("awq_gemm", kernel, device, shared_bytes(splits))
 
 
 def check_operands(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None) -> None:
@@ -62,14 +88,17 @@ def check_operands(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out
     if k != k_w or k == 0 or n == 0:
         raise ValueError(f"awq_gemm: x {tuple(x.shape)} and qweight {tuple(w.qweight.shape)} ([K, N/8]) do not match")
     groups = w.qzeros.shape[0]
-    if groups == 0 or k % groups or (k // groups) % 32:
-        raise ValueError(f"awq_gemm: K = {k} in {groups} groups: the group size must be a multiple of 32")
+    if groups == 0 or k % groups or (k // groups) % 32 or (k // groups) & (k // groups - 1):
+        raise ValueError(f"awq_gemm: K = {k} in {groups} groups: the group size must be a power of two, "
+                         f"a multiple of 32")
     if tuple(w.qzeros.shape) != (groups, n8) or tuple(w.scales.shape) != (groups, n):
         raise ValueError(f"awq_gemm: qzeros {tuple(w.qzeros.shape)} and scales {tuple(w.scales.shape)} do not fit "
                          f"qweight {tuple(w.qweight.shape)}")
     tensors = {"x": x, "qweight": w.qweight, "qzeros": w.qzeros, "scales": w.scales}
     dtypes = {"x": torch.bfloat16, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
     check_common("awq_gemm", x, m, n, k, tensors, dtypes, bias, out, aligned=("x", "scales"), margin=64)
+    if k > 2**26 or n > 2**27:  # the kernel's lane offsets: 16 rows of x, 32 rows of qweight, in 32 bits
+        raise ValueError(f"awq_gemm: [{n}, {k}] does not fit the kernel's 32-bit offsets")
 
 
 def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,
@@ -82,9 +111,11 @@ def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,
     if out is None:
         out = torch.empty(m, n, dtype=x.dtype, device=x.device)
     with torch.cuda.device(x.device):
-        splits = plan(n, k, _sm_count(x.device.index))
-        launch("awq_gemm", f"awq_gemm_u{UNROLL}", (-(-n // COLUMNS_PER_BLOCK),), (32 * splits,),
+        splits, kernel = plan(n, k, _sm_count(x.device.index)), kernel_for(w)
+        _opt_in(kernel, x.device.index)
+        group_shift = (k // w.qzeros.shape[0] // 32).bit_length() - 1  # group = chunk >> group_shift
+        launch("awq_gemm", kernel, (-(-n // COLUMNS_PER_BLOCK),), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
-                ptr(out), np.int32(m), np.int32(n), np.int32(k), np.int32(k // w.qzeros.shape[0])),
-               shared_mem=splits * 32 * 32 * 4)  # [S][32 accumulators][32 lanes] floats
+                ptr(out), np.int32(m), np.int32(n), np.int32(k), np.int32(group_shift)),
+               shared_mem=shared_bytes(splits))
     return out
