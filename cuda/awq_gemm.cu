@@ -5,11 +5,12 @@
 //
 // The tensor-core instruction (mma m16n8k16) runs with the weights as A (16 output columns n as its
 // rows) and x^T as B (8 rows of x as its columns): two mma's per step cover x rows 0..7 and 8..15
-// (the second only where M > 8: rows 0..7 come out of the first alone, the same instructions at
-// every M). An output element depends only on its own x row and the weight column, and which
-// chunks, in which order, and how the warps' sums combine is decided by (N, K) and the GPU alone
-// (plan() in awq_gemm.py), never by M: a row's bits do not depend on M, its index or the other
-// rows, as in gemm.cu.
+// (the second only where M > 8; rows 0..7 come out of the first alone, the same instructions at
+// every M; x rows M..15 hold copies of row 0 and feed only outputs that are never written). An
+// output element depends only on its own x row and the weight column, and which chunks, in which
+// order, and how the warps' sums combine is decided by (N, K) and the GPU alone (plan() in
+// awq_gemm.py), never by M: a row's bits do not depend on M, its index or the other rows, as in
+// gemm.cu.
 //
 // Dequantization, exact: the nibbles of a code pair become bf16 128 + q (0x4300 | q: bf16 holds the
 // integers up to 256 exactly), minus 128 + zero in bf16 gives the integer q - zero exactly; the mma
@@ -19,22 +20,25 @@
 // (the tolerance of the GPU test says how far apart that puts the two).
 //
 // Memory: the kernel is bound by reading the codes once (N K / 2 bytes), so what matters is how
-// many bytes are in flight per SM. Each warp streams its chunks through its own ring of STAGES
-// shared-memory stages with cp.async (no registers held by loads in flight, no block barrier in
-// the loop): while it computes chunk i, chunks i + 1 .. i + STAGES - 1 are being copied, so
-// (STAGES - 1) KB of codes per warp are in flight.
+// many bytes are in flight per SM, and then how few instructions a byte costs (about 210 a KB of
+// codes at M <= 8). Each warp streams its chunks through its own ring of STAGES shared-memory
+// stages with cp.async (no registers held by loads in flight, no block barrier in the loop): while
+// it computes chunk i, chunks i + 1 .. i + STAGES - 1 are being copied, (STAGES - 1) KB of codes.
 //
 // Layout of the work:
-//   block = S warps on 64 output columns (8 int32 of a qweight row); the S warps split K;
-//   warp  = K chunks of 32, c = w, w + S, ... (interleaved), each staged whole in shared memory:
-//           codes [32 k][8 int32], x [16 rows][32 k], the chunk's group's scales [64] and zeros [8];
+//   cluster = C blocks (C = 1: one block) on 64 output columns (8 int32 of a qweight row);
+//   block = S warps; the cluster's C S warps split K, warp w of block (rank) r being split r S + w;
+//   warp  = K chunks of 32, c = split, split + C S, ... (interleaved), each staged whole in shared
+//           memory: codes [32 k][8 int32], x [16 rows][32 k], the chunk's group's scales and zeros;
 //   lane (g, t) = (lane / 4, lane % 4): int32 column g of the block (columns 8g..8g+7) at chunk rows
 //     8t .. 8t + 7, and x rows g and g + 8 at k = 8t .. 8t + 7;
 //   tile j (0..3) = the mma's 16 A rows: row g is output column 8g + 2j, row g + 8 column 8g + 2j + 1
 //     (AutoAWQ's nibble order puts exactly that pair in nibbles j and j + 4 of an int32);
 //   K inside a chunk is permuted alike for A and B as in gemm.cu: logical k {2t, 2t+1, 2t+8, 2t+9}
 //     of lane (g, t) are physical k 8t..8t+3 for the first mma of a chunk, 8t+4..8t+7 for the second;
-//   combine = each warp's fp32 accumulators to shared memory, summed over warps 0..S-1 in order.
+//   combine = each warp's fp32 accumulators to shared memory, summed over the block's warps 0..S-1
+//     in order; with C > 1 the blocks' sums are then added in rank order 0..C-1, read from each
+//     other's shared memory (no atomics, no global workspace).
 #include <cuda_fp16.h>
 #include "common.cuh"
 #include "mma.cuh"
@@ -142,11 +146,38 @@ __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K, 
   return c;
 }
 
+// Element e of a block's [32 accumulators][32 lanes] sums (see the combine) plus the bias, rounded
+// once into out where its row and column exist.
+__device__ __forceinline__ void store_output(float v, int e, int col_block, const bf16* __restrict__ bias,
+                                             bf16* __restrict__ out, int M, int N) {
+  const int l = e & 31, j = e >> 8, b = (e >> 7) & 1, r = (e >> 5) & 3;
+  const int col = (col_block * 8 + (l >> 2)) * 8 + 2 * j + (r >> 1);  // d row g or g + 8
+  const int row = b * 8 + (l & 3) * 2 + (r & 1);                      // d column 2t or 2t + 1
+  if (row < M && col < N) {
+    if (bias != nullptr) v += __bfloat162float(bias[col]);
+    out[(size_t)row * N + col] = __float2bfloat16(v);  // round to nearest even, as torch does
+  }
+}
+
+// Every thread of the cluster arrives (release), then waits for all (acquire).
+__device__ __forceinline__ void cluster_barrier() {
+  asm volatile("barrier.cluster.arrive.release;\n barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// The float at shared address `address` of the cluster's block `rank`.
+__device__ __forceinline__ float cluster_load(unsigned address, int rank) {
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(address), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+
 template <bool B>
 struct Rows16 { static constexpr bool value = B; };  // x rows 8..15 exist (M > 8)
 
-// Layout of the work (see the top): block = S warps on 64 columns, warp = chunks w, w + S, ...
-template <bool kWide>
+// One block of a cluster of kCluster (see the layout at the top).
+template <bool kWide, int kCluster>
 __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const int* __restrict__ qweight,
                                                const int* __restrict__ qzeros, const __half* __restrict__ scales,
                                                const bf16* __restrict__ bias, bf16* __restrict__ out,
@@ -155,8 +186,11 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int splits = blockDim.x >> 5;
+  const int rank = blockIdx.x % kCluster;           // the block's place in its cluster, the same columns
+  const int col_block = blockIdx.x / kCluster;
+  const int split = rank * splits + warp, all_splits = kCluster * splits;  // this warp among the cluster's
   const int n8 = N >> 3;               // int32 columns of qweight
-  const int col0 = blockIdx.x * 8;     // the block's first int32 column
+  const int col0 = col_block * 8;      // the block's first int32 column
   const int chunks = K >> 5;           // K % G == 0 and G % 32 == 0 (checked in awq_gemm.py)
   unsigned char* ring = smem + warp * (AWQ_STAGES * AWQ_STAGE_BYTES);
   const unsigned ring_s = shared_address(ring);
@@ -171,20 +205,21 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     __syncwarp();
   }
 
-  // This warp's chunks warp, warp + S, ..: `mine` of them (warp-uniform: mma.sync always runs with
+  // This warp's chunks split, split + C S, ..: `mine` of them (warp-uniform: mma.sync always runs with
   // all 32 lanes). Every iteration commits one group (empty past the end), so that group i is
   // chunk i and waiting for all but the newest STAGES - 2 groups means chunk i has landed.
-  const int mine = warp < chunks ? (chunks - 1 - warp) / splits + 1 : 0;
+  const int mine = split < chunks ? (chunks - 1 - split) / all_splits + 1 : 0;
 
   // The next chunk to copy (this warp's chunks in order), its sources and its stage; each issue()
-  // advances them by one chunk (S chunks of K).
-  const unsigned char* code_next = reinterpret_cast<const unsigned char*>(qweight + (size_t)warp * 32 * n8 + col0) + c.code_src;
-  const size_t code_step = (size_t)splits * 32 * n8 * 4;  // bytes of qweight between a warp's chunks
-  const unsigned char* x_next = reinterpret_cast<const unsigned char*>(x + warp * 32) + c.x_src;
+  // advances them by one chunk (C S chunks of K).
+  const unsigned char* code_next =
+      reinterpret_cast<const unsigned char*>(qweight + (size_t)split * 32 * n8 + col0) + c.code_src;
+  const size_t code_step = (size_t)all_splits * 32 * n8 * 4;  // bytes of qweight between a warp's chunks
+  const unsigned char* x_next = reinterpret_cast<const unsigned char*>(x + split * 32) + c.x_src;
   const int x8_offset = (int)(c.x_src8 - c.x_src);  // negative where row x_row + 8 is row 0
   const unsigned char* scale_base = reinterpret_cast<const unsigned char*>(scales + (size_t)col0 * 8) + c.scale_src;
   const unsigned char* zero_base = reinterpret_cast<const unsigned char*>(qzeros + col0) + c.zero_src;
-  int chunk_next = warp;
+  int chunk_next = split;
   unsigned stage_next = ring_s;
   auto issue = [&](auto rows16) {
     if constexpr (kWide) {
@@ -202,8 +237,8 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     if constexpr (kWide) copy16(stage_next + c.zero_dst, zero_base + group * n8 * 4);
     else copy4(stage_next + c.zero_dst, zero_base + group * n8 * 4);
     code_next += code_step;
-    x_next += splits * 64;  // 32 k of bf16 per chunk
-    chunk_next += splits;
+    x_next += all_splits * 64;  // 32 k of bf16 per chunk
+    chunk_next += all_splits;
     stage_next = stage_next == ring_s + (AWQ_STAGES - 1) * AWQ_STAGE_BYTES ? ring_s : stage_next + AWQ_STAGE_BYTES;
   };
 
@@ -293,29 +328,44 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       for (int r = 0; r < 4; ++r) partial[(warp * 32 + j * 8 + b * 4 + r) * 32 + lane] = acc[j][b][r];
   __syncthreads();
 
-  // One thread per output element of the block: warps 0..S-1 added in order, then the bias, then
-  // one rounding. e = (j * 8 + b * 4 + r) * 32 + lane, with lane and r as in the mma's d fragment.
+  // One thread per output element of the block: warps 0..S-1 added in order, then (kCluster > 1)
+  // the cluster's blocks' sums in rank order, then the bias, then one rounding.
+  // e = (j * 8 + b * 4 + r) * 32 + lane, with lane and r as in the mma's d fragment.
+  float* block_sum = partial + splits * 1024;  // [1024], past the partials (kCluster > 1)
   for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
-    const int l = e & 31, j = e >> 8, b = (e >> 7) & 1, r = (e >> 5) & 3;
-    const int col = (blockIdx.x * 8 + (l >> 2)) * 8 + 2 * j + (r >> 1);  // d row g or g + 8
-    const int row = b * 8 + (l & 3) * 2 + (r & 1);                       // d column 2t or 2t + 1
-    if (row < M && col < N) {
-      float v = partial[e];
-      for (int s = 1; s < splits; ++s) v += partial[s * 1024 + e];
-      if (bias != nullptr) v += __bfloat162float(bias[col]);
-      out[(size_t)row * N + col] = __float2bfloat16(v);  // round to nearest even, as torch does
+    float v = partial[e];
+    for (int s = 1; s < splits; ++s) v += partial[s * 1024 + e];
+    if (kCluster == 1) store_output(v, e, col_block, bias, out, M, N);
+    else block_sum[e] = v;
+  }
+  if (kCluster > 1) {
+    cluster_barrier();  // every block's sums written and visible to the cluster
+    const unsigned sum_s = shared_address(block_sum);
+    for (int e = threadIdx.x + rank * blockDim.x; e < 32 * 32; e += kCluster * blockDim.x) {
+      float v = cluster_load(sum_s + 4 * e, 0);
+      for (int q = 1; q < kCluster; ++q) v += cluster_load(sum_s + 4 * e, q);
+      store_output(v, e, col_block, bias, out, M, N);
     }
+    cluster_barrier();  // no block leaves (its shared memory) while another still reads it
   }
 }
 
 // Up to 16 warps (512 threads) a block, so at most 128 registers a lane; shared memory
-// S * STAGES * STAGE_BYTES (S = 16: 180 KB, opted in above 48 KB by awq_gemm.py).
-#define AWQ_GEMM_KERNEL(NAME, WIDE)                                                                      \
-  extern "C" __global__ void __launch_bounds__(512) NAME(                                                \
+// S * STAGES * STAGE_BYTES (S = 16: 180 KB, opted in above 48 KB by awq_gemm.py). A cluster of C
+// blocks (C > 1: __cluster_dims__, so a plain launch of a grid of whole clusters) splits K C ways
+// more on the same 64 columns.
+#define AWQ_GEMM_KERNEL(NAME, WIDE, C, ATTRIBUTES)                                                       \
+  extern "C" __global__ void __launch_bounds__(512) ATTRIBUTES NAME(                                     \
       const bf16* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
       const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* __restrict__ out, int M,   \
       int N, int K, int group_shift) {                                                                   \
-    awq_gemm_block<WIDE>(x, qweight, qzeros, scales, bias, out, M, N, K, group_shift);                   \
+    awq_gemm_block<WIDE, C>(x, qweight, qzeros, scales, bias, out, M, N, K, group_shift);                \
   }
-AWQ_GEMM_KERNEL(awq_gemm_wide, true)
-AWQ_GEMM_KERNEL(awq_gemm_narrow, false)
+AWQ_GEMM_KERNEL(awq_gemm_wide_c1, true, 1, )
+AWQ_GEMM_KERNEL(awq_gemm_wide_c2, true, 2, __cluster_dims__(2, 1, 1))
+AWQ_GEMM_KERNEL(awq_gemm_wide_c4, true, 4, __cluster_dims__(4, 1, 1))
+AWQ_GEMM_KERNEL(awq_gemm_wide_c8, true, 8, __cluster_dims__(8, 1, 1))
+AWQ_GEMM_KERNEL(awq_gemm_narrow_c1, false, 1, )
+AWQ_GEMM_KERNEL(awq_gemm_narrow_c2, false, 2, __cluster_dims__(2, 1, 1))
+AWQ_GEMM_KERNEL(awq_gemm_narrow_c4, false, 4, __cluster_dims__(4, 1, 1))
+AWQ_GEMM_KERNEL(awq_gemm_narrow_c8, false, 8, __cluster_dims__(8, 1, 1))
