@@ -159,9 +159,10 @@ __device__ __forceinline__ void store_output(float v, int e, int col_block, cons
   }
 }
 
-// Every thread of the cluster arrives (release), then waits for all (acquire).
+// Every thread of the cluster arrives (with release semantics, the default), then waits for all
+// (acquire, the default).
 __device__ __forceinline__ void cluster_barrier() {
-  asm volatile("barrier.cluster.arrive.release;\n barrier.cluster.wait.acquire;\n" ::: "memory");
+  asm volatile("barrier.cluster.arrive;\n barrier.cluster.wait;\n" ::: "memory");
 }
 
 // The float at shared address `address` of the cluster's block `rank`.
@@ -172,9 +173,6 @@ __device__ __forceinline__ float cluster_load(unsigned address, int rank) {
   asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
   return v;
 }
-
-template <bool B>
-struct Rows16 { static constexpr bool value = B; };  // x rows 8..15 exist (M > 8)
 
 // One block of a cluster of kCluster (see the layout at the top).
 template <bool kWide, int kCluster>
@@ -221,7 +219,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   const unsigned char* zero_base = reinterpret_cast<const unsigned char*>(qzeros + col0) + c.zero_src;
   int chunk_next = split;
   unsigned stage_next = ring_s;
-  auto issue = [&](auto rows16) {
+  auto issue = [&](bool two) {
     if constexpr (kWide) {
       copy16(stage_next + c.code_dst, code_next);
       copy16(stage_next + c.code_dst + code_row_offset(16), code_next + (size_t)16 * 4 * n8);
@@ -231,7 +229,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         copy4(stage_next + c.code_dst + 128 * r + 32 * (r >> 1), code_next + (size_t)(4 * r) * 4 * n8);
     }
     copy16(stage_next + c.x_dst, x_next);
-    if (decltype(rows16)::value) copy16(stage_next + c.x_dst + 512, x_next + x8_offset);
+    if (two) copy16(stage_next + c.x_dst + 512, x_next + x8_offset);
     const size_t group = (size_t)(chunk_next >> group_shift);
     copy16(stage_next + c.scale_dst, scale_base + group * N * 2);
     if constexpr (kWide) copy16(stage_next + c.zero_dst, zero_base + group * n8 * 4);
@@ -248,20 +246,20 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
 #pragma unroll
     for (int b = 0; b < 2; ++b) acc[j][b][0] = acc[j][b][1] = acc[j][b][2] = acc[j][b][3] = 0.f;
 
-  // The pipeline, in two copies: rows 8..15 exist (M > 8: every chunk's second pair of mma's and
-  // its x rows 8..15) or not; rows 0..7 run the same instructions in both.
-  auto pipeline = [&](auto rows16) {
-    constexpr bool kTwo = decltype(rows16)::value;
+  // The pipeline, inlined twice with kTwo a constant: rows 8..15 exist (M > 8: every chunk's
+  // second pair of mma's and its x rows 8..15) or not; rows 0..7 run the same instructions in both.
+  // (A lambda with a bool, not a template: NVRTC takes no generic lambdas.)
+  auto pipeline = [&](const bool kTwo) {
   #pragma unroll
     for (int i = 0; i < AWQ_STAGES - 1; ++i) {
-      if (i < mine) issue(rows16);
+      if (i < mine) issue(kTwo);
       copies_commit();
     }
     int stage = 0;
     for (int i = 0; i < mine; ++i) {
       copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk i visible; every lane done with chunk i - 1's stage
-      if (i + AWQ_STAGES - 1 < mine) issue(rows16);  // into chunk i - 1's stage
+      if (i + AWQ_STAGES - 1 < mine) issue(kTwo);  // into chunk i - 1's stage
       copies_commit();
 
       const unsigned char* st = ring + stage * AWQ_STAGE_BYTES;
@@ -314,8 +312,8 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       }
     }
   };
-  if (M > 8) pipeline(Rows16<true>());
-  else pipeline(Rows16<false>());
+  if (M > 8) pipeline(true);
+  else pipeline(false);
   copies_wait<0>();  // only empty groups are left; the rings become the combine's buffer
   __syncthreads();
 
