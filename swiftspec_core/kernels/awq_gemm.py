@@ -120,8 +120,8 @@ def check_operands(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out
 
 def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,
              out: torch.Tensor | None = None) -> torch.Tensor:
-    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: the AWQ triple of an [N, K] weight (group a
-    multiple of 32); bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated).
+    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: the AWQ triple of an [N, K] weight (group a power
+    of two, 32 or more: the kernel finds a chunk's group by a shift); bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated).
     -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
     check_operands(x, w, bias, out)
     if out is None:
