@@ -122,7 +122,8 @@ def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,
              out: torch.Tensor | None = None) -> torch.Tensor:
     """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: the AWQ triple of an [N, K] weight (group a power
     of two, 32 or more: the kernel finds a chunk's group by a shift); bias: [N] bf16 or None; out:
-    [M, N] bf16 (written) or None (allocated). -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
+    [M, N] bf16 (written) or None (allocated).
+    -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
     check_operands(x, w, bias, out)
     if out is None:
         out = torch.empty(x.shape[0], w.scales.shape[1], dtype=x.dtype, device=x.device)
