@@ -10,7 +10,9 @@ import re
 import pytest
 import torch
 
-from swiftspec_core.kernels.awq_gemm import MAX_SPLITS, UNROLL, awq_gemm, awq_gemm_reference, plan
+from swiftspec_core.kernels.awq_gemm import (CLUSTERS, MIN_CHUNKS_PER_WARP, SHARED_PER_SM, SPLITS, STAGE_BYTES,
+                                             STAGES, WARPS_PER_SM, awq_gemm, awq_gemm_reference, kernel_for,
+                                             launch_shape, plan, shared_bytes)
 from kernel_checks import assert_rows_bitwise_invariant, replay_on
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
@@ -28,8 +30,11 @@ LAYERS = {
     "qwen1.5b-qkv": (2048, 1536), "qwen1.5b-down": (1536, 8960), "qwen0.5b-qkv": (1152, 896),
 }
 BIASED = {"qwen1.5b-qkv", "qwen0.5b-qkv"}
-# N not a multiple of the block's 64 columns, group 32 and 64, a single chunk.
-ODD = {"odd-1": ((1000, 256), 128), "odd-2": ((72, 96), 32), "odd-3": ((2056, 640), 64), "odd-4": ((8, 32), 32)}
+# N not a multiple of the block's 64 columns, group 32 and 64, a single chunk; odd-1..4 have N % 32 != 0
+# (awq_gemm_narrow), odd-5 N % 64 == 32 (awq_gemm_wide with a half-empty last block).
+ODD = {"odd-1": ((1000, 256), 128), "odd-2": ((72, 96), 32), "odd-3": ((2056, 640), 64), "odd-4": ((8, 32), 32),
+       "odd-5": ((2080, 384), 128)}
+H200_SMS = 132
 
 
 def packed_layer(n: int, k: int, group: int, device: str, seed: int) -> awq.AWQWeight:
@@ -64,7 +69,8 @@ def test_reference_matches_float64(m, n, k, group, bias):
 
 
 @pytest.mark.parametrize("case,pattern", [
-    ("rows", "1..16"), ("k-mismatch", "do not match"), ("group", "multiple of 32"), ("zeros", "do not fit"),
+    ("rows", "1..16"), ("k-mismatch", "do not match"), ("group", "multiple of 32"), ("group-96", "power of two"),
+    ("zeros", "do not fit"),
     ("x-dtype", "bfloat16"), ("scales-dtype", "float16"), ("bias-shape", "bias must be"),
     ("out-shape", "out must be"), ("misaligned", "16-byte aligned"), ("cpu", "CUDA device"),
 ])
@@ -77,6 +83,8 @@ def test_bad_operands_raise(case, pattern):
         x = torch.zeros(4, 96, dtype=torch.bfloat16)
     elif case == "group":
         w = packed_layer(64, 128, 16, "cpu", seed=0)
+    elif case == "group-96":
+        w, x = packed_layer(64, 192, 96, "cpu", seed=0), torch.zeros(4, 192, dtype=torch.bfloat16)
     elif case == "zeros":
         w = w._replace(qzeros=w.qzeros[:, :4])
     elif case == "x-dtype":
@@ -93,17 +101,63 @@ def test_bad_operands_raise(case, pattern):
         awq_gemm(x, w, bias, out)
 
 
-def test_unroll_matches_the_kernel():
-    kernels = re.findall(r"^AWQ_GEMM_KERNEL\((\d+)\)", (CUDA_DIR / "awq_gemm.cu").read_text(), re.MULTILINE)
-    assert [int(u) for u in kernels] == [UNROLL]
+def test_constants_match_the_kernel():
+    source = (CUDA_DIR / "awq_gemm.cu").read_text()
+    kernels = re.findall(r"^AWQ_GEMM_KERNEL\((\w+), (true|false), (\d+), (.*)\)$", source, re.MULTILINE)
+    assert sorted(name for name, *_ in kernels) == sorted(f"awq_gemm_{kind}_c{c}" for kind in ("wide", "narrow")
+                                                           for c in CLUSTERS)
+    for name, wide, cluster, attributes in kernels:
+        assert name == f"awq_gemm_{'wide' if wide == 'true' else 'narrow'}_c{cluster}"
+        assert attributes == ("" if cluster == "1" else f"__cluster_dims__({cluster}, 1, 1)")
+    defines = {name: int(v) for name, v in re.findall(r"^#define (AWQ_\w+) (\d+)", source, re.MULTILINE)}
+    assert defines["AWQ_STAGES"] == STAGES and defines["AWQ_STAGE_BYTES"] == STAGE_BYTES
+    # The stage: codes (32 rows of 32 bytes, 32 bytes of padding after each 8 but the last), x
+    # [16][32] bf16, scales [64] fp16, zeros [8] int32, back to back.
+    assert defines["AWQ_X"] == 32 * 32 + 3 * 32 and defines["AWQ_SCALES"] == defines["AWQ_X"] + 16 * 32 * 2
+    assert defines["AWQ_ZEROS"] == defines["AWQ_SCALES"] + 64 * 2 and STAGE_BYTES == defines["AWQ_ZEROS"] + 8 * 4
+    assert STAGE_BYTES % 16 == 0 and defines["AWQ_X"] % 16 == 0
+
+
+@pytest.mark.parametrize("splits", SPLITS)
+def test_shared_memory_fits(splits):
+    # The rings hold the combine's [S][32][32] floats and a cluster's [32][32] block sums after them,
+    # and fit the 227 KB a block may opt in to.
+    assert (splits + 1) * 32 * 32 * 4 <= shared_bytes(splits) <= 227 * 1024
 
 
 @pytest.mark.parametrize("n,k", [shape for shape in LAYERS.values()] + [shape for shape, _ in ODD.values()])
 def test_plan_fits_the_kernel(n, k):
-    splits = plan(n, k, 132)
-    assert splits in (1, 2, 4, 8) and splits <= MAX_SPLITS
-    assert splits == 1 or k // 32 >= splits * UNROLL
-    assert splits * 32 * 32 * 4 <= 48 * 1024  # the combine's shared memory, without opting in
+    splits, cluster = plan(n, k, H200_SMS)
+    assert splits in SPLITS and cluster in CLUSTERS
+    assert splits * cluster == 1 or k // 32 >= splits * cluster * MIN_CHUNKS_PER_WARP
+    per_sm = -(-(-(-n // 64) * cluster) // H200_SMS)  # one wave: every block resident at once
+    assert per_sm * splits <= WARPS_PER_SM and per_sm * (shared_bytes(splits) + 1024) <= SHARED_PER_SM
+
+
+def test_plan_spreads_70b_layers_over_the_sms():
+    """Llama-3-70B's layers at TP 1 and 2 keep every SM busy in one wave (what the speed rests on)."""
+    for name, (n, k) in list(LAYERS.items())[:7] + [("70b-tp2-gate_up", (28672, 8192))]:
+        splits, cluster = plan(n, k, H200_SMS)
+        grid = -(-n // 64) * cluster
+        per_sm = -(-grid // H200_SMS)
+        assert grid / (H200_SMS * per_sm) >= 0.95 and grid * splits >= 9 * H200_SMS, (name, splits, cluster)
+
+
+def test_kernel_for_needs_aligned_whole_16_bytes():
+    w = packed_layer(2080, 64, 32, "cpu", seed=0)
+    assert kernel_for(w, 1) == "awq_gemm_wide_c1" and kernel_for(w, 4) == "awq_gemm_wide_c4"
+    assert kernel_for(packed_layer(1000, 64, 32, "cpu", seed=0), 2) == "awq_gemm_narrow_c2"  # N / 8 = 125 int32
+    assert kernel_for(w._replace(qweight=misaligned_copy(w.qweight)), 1) == "awq_gemm_narrow_c1"
+    assert kernel_for(w._replace(qzeros=misaligned_copy(w.qzeros)), 1) == "awq_gemm_narrow_c1"
+
+
+def misaligned_copy(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of t whose storage starts 4 bytes past a 16-byte boundary."""
+    flat = torch.empty(t.numel() + 4, dtype=t.dtype, device=t.device)
+    start = next(i for i in range(4) if (flat.data_ptr() + 4 * i) % 16 == 4)
+    out = flat[start:start + t.numel()].view(t.shape)
+    out.copy_(t)
+    return out
 
 
 # --- GPU: the kernel ---------------------------------------------------------------------------
@@ -155,14 +209,44 @@ def run_poisoned(x: torch.Tensor, w: awq.AWQWeight, b: torch.Tensor | None) -> t
 def test_awq_gemm_matches_reference(name):
     w, b = layer(name)
     n, k = w.shape
-    splits = plan(n, k, torch.cuda.get_device_properties(0).multi_processor_count)
-    for m in ((1, 8, 16) if name in LAYERS else range(1, 17)):
+    splits, cluster = plan(n, k, torch.cuda.get_device_properties(0).multi_processor_count)
+    for m in ((1, 8, 9, 16) if name in LAYERS else range(1, 17)):
         x = activations(m, k, "cuda", seed=100 + m)
-        check_close(run_poisoned(x, w, b), x, w, b, f"{name} [{n}, {k}] G={w.group} M={m} S={splits}")
+        check_close(run_poisoned(x, w, b), x, w, b,
+                    f"{name} [{n}, {k}] G={w.group} M={m} S={splits} C={cluster} {kernel_for(w, cluster)}")
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["70b-o", "70b-tp2-down", "qwen1.5b-qkv", "odd-1", "odd-2"])
+@pytest.mark.parametrize("name", ["70b-o", "70b-tp2-qkv", "qwen0.5b-qkv", "odd-5"])
+def test_narrow_kernel_computes_the_wide_kernels_bits(name):
+    """Codes copied 4 bytes at a time (qweight off 16-byte alignment) give the same bits."""
+    w, b = layer(name)
+    narrow = w._replace(qweight=misaligned_copy(w.qweight))
+    cluster = plan(*w.shape, torch.cuda.get_device_properties(0).multi_processor_count)[1]
+    kernels = (kernel_for(w, cluster), kernel_for(narrow, cluster))
+    assert kernels == (f"awq_gemm_wide_c{cluster}", f"awq_gemm_narrow_c{cluster}")
+    for m in (1, 8, 9, 16):
+        x = activations(m, w.shape[1], "cuda", seed=600 + m)
+        check_bitwise(run_poisoned(x, narrow, b), run_poisoned(x, w, b), f"{name} M={m}: narrow vs wide kernel")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["odd-5", "odd-1"])  # awq_gemm_wide (a half-empty last block), awq_gemm_narrow
+def test_every_launch_shape_matches_reference(name):
+    """Every (S warps, C blocks a cluster) the kernel takes, whatever plan() picks today."""
+    w, b = layer(name)
+    n, k = w.shape
+    for splits in SPLITS:
+        for cluster in CLUSTERS:
+            for m in (1, 9):
+                x = activations(m, k, "cuda", seed=700 + m)
+                out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+                launch_shape(x, w, b, out, splits, cluster)
+                check_close(out, x, w, b, f"{name} [{n}, {k}] M={m} S={splits} C={cluster} {kernel_for(w, cluster)}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["70b-o", "70b-tp2-down", "70b-tp2-qkv", "qwen1.5b-qkv", "odd-1", "odd-2", "odd-5"])
 def test_rows_are_bitwise_invariant(name):
     w, b = layer(name)
     k = w.shape[1]

@@ -63,7 +63,8 @@ def test_caches_equal_fresh_prefill_after_every_reroot():
     p = prompt()
     verifier, drafter = Verifier(target, 8), Drafter(draft, 4, 128)
     verified = p + [verifier.prefill(p)]
-    drafter.prefill(p, verified[-1])
+    drafter.prefill(p)
+    drafter.root(verified[-1])
     rng = random.Random(0)
     reused = 0
     for _ in range(12):
@@ -101,7 +102,8 @@ def test_draft_equals_target_accepts_to_a_leaf():
     m = engine(target_state(confidence=20.0))
     p = prompt(seed=4)
     verifier, drafter = Verifier(m, 8), Drafter(m, 8, 128)
-    drafter.prefill(p, verifier.prefill(p))
+    drafter.prefill(p)
+    drafter.root(verifier.prefill(p))
     for _ in range(8):
         drafter.propose(8, 8)  # grown to 8 nodes; the subtree is picked after 3 more steps
         for _ in range(3):

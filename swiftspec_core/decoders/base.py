@@ -147,7 +147,8 @@ def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[in
     drafter = None
     if draft is not None:
         drafter = reuse(draft, Drafter, *drafter_args(settings, draft_width, graft))
-        drafter.prefill(prompt, out.tokens[-1], replay)
+        drafter.prefill(prompt, replay)
+        drafter.root(out.tokens[-1])
     return verifier, drafter, out
 
 

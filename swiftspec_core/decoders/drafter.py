@@ -36,13 +36,18 @@ class Drafter:
         self.topk_logprob_sum: list[float] | None = None  # sorted child log-probs, summed
         self.expansions = 0
 
-    def prefill(self, prompt: list[int], root: int, replay: Replay | None = None) -> None:
-        """Start a request: cache the prompt; the tree starts at `root`, the target's first token."""
+    def prefill(self, prompt: list[int], replay: Replay | None = None) -> None:
+        """Start a request: cache the prompt. It needs nothing from the target, so under a split
+        the draft prefills while the target does; `root` starts the tree when the first token comes."""
         self.replay, self.topk_logprob_sum, self.expansions = replay, None, 0
         self.model.prefill(prompt, self.cache)
-        self.tree, self.pending = TokenTree(root), []
+        self.prompt, self.tree, self.pending = prompt, None, []
+
+    def root(self, token: int) -> None:
+        """The tree starts at `token`, the target's first token."""
+        self.tree = TokenTree(token)
         if self.grafter:
-            self.grafter.start(prompt + [root], replay)
+            self.grafter.start(self.prompt + [token], self.replay)
 
     def step(self, w: int, k: int) -> int:
         """Expand the w best leaves (each gets its k best children) in one forward; returns how

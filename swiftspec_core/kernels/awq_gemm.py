@@ -1,10 +1,11 @@
 """Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu): out = x @ W.T + bias,
 W dequantized inside the kernel from AutoAWQ's layout (models/awq.py), bf16 x and out.
 
-As gemm.py: every call runs 16 rows on the tensor cores (rows M..15 zeros, never loaded), and the
-launch shape (warps splitting K) comes from (N, K) alone, so a row's bits do not depend on M, on
-its index or on the other rows. The kernel reads N * K / 2 bytes of codes where the bf16 GEMM reads
-2 N K: at these M both are bound by reading the weights.
+As gemm.py: every call runs its rows on the tensor cores in the same instructions (16 rows, the
+second 8 only where M > 8), and the launch shape (warps and blocks splitting K) comes from (N, K) and
+the GPU alone, so a row's bits do not depend on M, on its index or on the other rows. The kernel
+reads N * K / 2 bytes of codes where the bf16 GEMM reads 2 N K: at these M both are bound by reading
+the weights, so plan() aims at many bytes in flight on every SM, in one wave.
 
 Numerics: the kernel multiplies x by the exact integers q - zero, sums a 32-wide chunk in fp32 and
 scales the chunk sum by the fp32 scale, so it never rounds a weight; awq_gemm_reference rounds the
@@ -23,10 +24,15 @@ from swiftspec_core.kernels.gemm import _sm_count, check_common, gemm_reference
 from swiftspec_core.models.awq import AWQWeight, dequantize
 
 MAX_ROWS = 16
-COLUMNS_PER_BLOCK = 64  # 8 int32 of a qweight row: a warp's 8 lanes of one t read 32 adjacent bytes
-UNROLL = 1  # chunks a warp loads at once: awq_gemm_u1 at the bottom of cuda/awq_gemm.cu
-MAX_SPLITS = 8  # warps splitting K in one block: __launch_bounds__(256, 2)
-WARPS_PER_SM = 16  # the occupancy the split aims at: two blocks of 8 warps fit an SM (128 registers a lane)
+COLUMNS_PER_BLOCK = 64  # 8 int32 of a qweight row, one warp's mma tiles
+STAGES = 5  # 32-wide K chunks in each warp's shared-memory ring (AWQ_STAGES): 4 KB of codes in flight a warp
+STAGE_BYTES = 2304  # one chunk's codes, x rows, scales and zeros (AWQ_STAGE_BYTES)
+SPLITS = (1, 2, 4, 8, 16)  # warps splitting K in one block: __launch_bounds__(512)
+CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_{wide,narrow}_c{C}
+WARPS_PER_SM = 16  # 128 registers a lane
+SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
+WARPS_IN_FLIGHT = 12  # warps per SM whose rings (4 KB of codes each) cover the DRAM latency at full bandwidth
+MIN_CHUNKS_PER_WARP = 2
 
 
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -36,17 +42,44 @@ def awq_gemm_reference(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None 
 
 
 @functools.cache
-def plan(n: int, k: int, sms: int) -> int:
-    """S, the warps splitting K in a block of 64 output columns of an [n, k] weight on a GPU of `sms`
-    SMs. Decided by (n, k) and the GPU, never by M: that keeps a row's reduction order, so its bits,
-    the same at every M."""
-    blocks = -(-n // COLUMNS_PER_BLOCK)
-    chunks = k // 32
-    splits = 1
-    while (splits * 2 <= MAX_SPLITS and blocks * splits * 2 <= WARPS_PER_SM * sms
-           and chunks >= splits * 2 * UNROLL):
-        splits *= 2
-    return splits
+def plan(n: int, k: int, sms: int) -> tuple[int, int]:
+    """(S, C) for an [n, k] weight on a GPU of `sms` SMs: clusters of C blocks of S warps on each 64
+    output columns, the C S warps splitting K. Decided by (n, k) and the GPU, never by M: that keeps
+    a row's reduction order, so its bits, the same at every M.
+
+    The kernel is bound by reading the codes, and on an SM by issuing its instructions (about 210 a
+    KB of codes): the best shape runs in one wave with the blocks spread evenly over the SMs
+    (`balance`: the busiest SM's blocks against the mean) and enough warps in flight (`fill`).
+    Ties go to fewer blocks per cluster, then more warps per block."""
+    blocks, chunks = -(-n // COLUMNS_PER_BLOCK), k // 32
+    best, best_key = (1, 1), None
+    for cluster in CLUSTERS:
+        for splits in SPLITS:
+            if cluster * splits > 1 and chunks < cluster * splits * MIN_CHUNKS_PER_WARP:
+                continue
+            grid = blocks * cluster
+            per_sm = -(-grid // sms)  # blocks on the busiest SM
+            if per_sm * splits > WARPS_PER_SM or per_sm * (shared_bytes(splits) + 1024) > SHARED_PER_SM:
+                continue  # not one wave
+            balance = grid / (sms * per_sm)
+            fill = min(1.0, grid * splits / (WARPS_IN_FLIGHT * sms))
+            key = (round(balance * fill, 3), -cluster, splits)
+            if best_key is None or key > best_key:
+                best, best_key = (splits, cluster), key
+    return best  # (1, 1) where no shape fits one wave (N over 64 * 16 * sms): many small blocks
+
+
+def shared_bytes(splits: int) -> int:
+    """Dynamic shared memory of a block of `splits` warps: their rings (the combine's [S][32][32]
+    floats and a cluster's [32][32] block sums reuse them)."""
+    return splits * STAGES * STAGE_BYTES
+
+
+def kernel_for(w: AWQWeight, cluster: int) -> str:
+    """awq_gemm_wide_c{cluster} where the codes and zeros can be copied 16 bytes at a time (N % 32 ==
+    0, both 16-byte aligned), else awq_gemm_narrow_c{cluster}. Both compute the same bits."""
+    wide = w.qweight.shape[1] % 4 == 0 and w.qweight.data_ptr() % 16 == 0 and w.qzeros.data_ptr() % 16 == 0
+    return f"awq_gemm_{'wide' if wide else 'narrow'}_c{cluster}"
 
 
 def check_operands(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None) -> None:
@@ -62,29 +95,42 @@ def check_operands(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out
     if k != k_w or k == 0 or n == 0:
         raise ValueError(f"awq_gemm: x {tuple(x.shape)} and qweight {tuple(w.qweight.shape)} ([K, N/8]) do not match")
     groups = w.qzeros.shape[0]
-    if groups == 0 or k % groups or (k // groups) % 32:
-        raise ValueError(f"awq_gemm: K = {k} in {groups} groups: the group size must be a multiple of 32")
+    if groups == 0 or k % groups or (k // groups) % 32 or (k // groups) & (k // groups - 1):
+        raise ValueError(f"awq_gemm: K = {k} in {groups} groups: the group size must be a power of two, "
+                         f"a multiple of 32")
     if tuple(w.qzeros.shape) != (groups, n8) or tuple(w.scales.shape) != (groups, n):
         raise ValueError(f"awq_gemm: qzeros {tuple(w.qzeros.shape)} and scales {tuple(w.scales.shape)} do not fit "
                          f"qweight {tuple(w.qweight.shape)}")
     tensors = {"x": x, "qweight": w.qweight, "qzeros": w.qzeros, "scales": w.scales}
     dtypes = {"x": torch.bfloat16, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
     check_common("awq_gemm", x, m, n, k, tensors, dtypes, bias, out, aligned=("x", "scales"), margin=64)
+    if k > 2**26 or n > 2**27:  # the kernel's lane offsets: 16 rows of x, 32 rows of qweight, in 32 bits
+        raise ValueError(f"awq_gemm: [{n}, {k}] does not fit the kernel's 32-bit offsets")
 
 
 def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,
              out: torch.Tensor | None = None) -> torch.Tensor:
-    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: the AWQ triple of an [N, K] weight (group a
-    multiple of 32); bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated).
+    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: the AWQ triple of an [N, K] weight (group a power
+    of two, 32 or more: the kernel finds a chunk's group by a shift); bias: [N] bf16 or None; out:
+    [M, N] bf16 (written) or None (allocated).
     -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
     check_operands(x, w, bias, out)
-    (m, k), n = x.shape, w.scales.shape[1]
     if out is None:
-        out = torch.empty(m, n, dtype=x.dtype, device=x.device)
-    with torch.cuda.device(x.device):
-        splits = plan(n, k, _sm_count(x.device.index))
-        launch("awq_gemm", f"awq_gemm_u{UNROLL}", (-(-n // COLUMNS_PER_BLOCK),), (32 * splits,),
-               (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
-                ptr(out), np.int32(m), np.int32(n), np.int32(k), np.int32(k // w.qzeros.shape[0])),
-               shared_mem=splits * 32 * 32 * 4, pdl=False)  # [S][32 accumulators][32 lanes] floats; no pdl_start
+        out = torch.empty(x.shape[0], w.scales.shape[1], dtype=x.dtype, device=x.device)
+    splits, cluster = plan(w.scales.shape[1], x.shape[1], _sm_count(x.device.index))
+    launch_shape(x, w, bias, out, splits, cluster)
     return out
+
+
+def launch_shape(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
+                 cluster: int) -> None:
+    """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps (awq_gemm
+    takes them from plan(); the GPU tests run every shape)."""
+    (m, k), n = x.shape, w.scales.shape[1]
+    kernel = kernel_for(w, cluster)
+    group_shift = (k // w.qzeros.shape[0] // 32).bit_length() - 1  # group = chunk >> group_shift
+    with torch.cuda.device(x.device):
+        launch("awq_gemm", kernel, (-(-n // COLUMNS_PER_BLOCK) * cluster,), (32 * splits,),
+               (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
+                ptr(out), np.int32(m), np.int32(n), np.int32(k), np.int32(group_shift)),
+               shared_mem=shared_bytes(splits), pdl=cluster == 1)  # PDL for cluster launches: not tried yet

@@ -53,12 +53,22 @@ def module(name: str, device: int):
         return cupy.RawModule(code=source(name), options=OPTIONS + cuda_include(), backend="nvrtc")
 
 
-@functools.cache
+_shared_limit: dict[tuple[str, str, int], int] = {}  # the dynamic shared memory a function may take
+
+
 def function(name: str, kernel: str, device: int, shared_mem: int = 0):
-    fn = module(name, device).get_function(kernel)
-    if shared_mem > 48 * 1024:  # above 48 KB a kernel must opt in to more dynamic shared memory
-        fn.max_dynamic_shared_size_bytes = shared_mem
+    """The kernel, allowed at least `shared_mem` bytes of dynamic shared memory. Above 48 KB a kernel
+    must opt in; the limit belongs to the one CUDA function, so it only ever rises."""
+    fn = _function(name, kernel, device)
+    key = (name, kernel, device)
+    if shared_mem > max(48 * 1024, _shared_limit.get(key, 0)):
+        fn.max_dynamic_shared_size_bytes = _shared_limit[key] = shared_mem
     return fn
+
+
+@functools.cache
+def _function(name: str, kernel: str, device: int):
+    return module(name, device).get_function(kernel)
 
 
 def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,

@@ -17,7 +17,9 @@ messages (so a transfer never needs sizing, and NCCL can run it from a captured 
 
 Per round on the draft: d expansions (overlapping the target's verification), wait for the
 verdict, re-root, grow back to bs nodes, send the subtree. Only the last three are on the
-critical path. With the same d, tokens and accepted lengths equal the lockstep decoder's.
+critical path. Before the first round the draft prefills the prompt while the target prefills
+it; only the root and the first subtree wait for the target's first token. With the same d,
+tokens and accepted lengths equal the lockstep decoder's.
 """
 from __future__ import annotations
 
@@ -125,12 +127,13 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
     bs, w = settings.tree_bs, settings.tree_w
     msgs = Messages(bs, w, message_device(ctx))
     drafter = reuse(draft, Drafter, *drafter_args(settings, w, graft=True))
+    drafter.prefill(prompt, replay)  # while the target prefills: only the root waits for its first token
     ctx.link.recv(msgs.verdict)
     (first,), stop, _, _ = msgs.get_verdict()
     if stop:
         return
     with Stopwatch(draft.device) as critical:
-        drafter.prefill(prompt, first, replay)
+        drafter.root(first)
         subtree = drafter.propose(bs, w)
     parallel_s, reused = 0.0, None
     while True:
