@@ -4,7 +4,8 @@
 # replayed from the real Qwen-pair CPU run (paper_figures/results/cpu-qwen-pair), six datasets,
 # 256 new tokens. Kernels: --kernels auto unless a step says otherwise (fused: our cuda/ kernels,
 # rows labelled :fused; before issue 10 every row ran torch ops, kernels column torch-compile).
-# REPLAY overrides the replayed recordings.
+# REPLAY overrides the replayed recordings; TARGET, DRAFT (presets), TREE_BS and EXTRA (more run
+# options, before each step's own, which win) the pair and settings.
 #
 #   bash paper_figures/run_2xh200.sh RUN_DIR DEADLINE_S "LIMIT ARGS..." ["LIMIT ARGS..." ...]
 #
@@ -19,9 +20,10 @@ set -uo pipefail
 RUN=${1:?run dir}
 DEADLINE=$(( $(date +%s) + ${2:-560} ))
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-COMMON=(--target llama-3-8b --draft llama-3.2-1b --weights random --device cuda --dtype bfloat16
-        --acceptance "replay:${REPLAY:-paper_figures/results/cpu-qwen-pair}" --datasets all --max-new-tokens 256
-        --tree-bs 8 --tree-w 8 --chain-k 7 --data-dir "${DATA_DIR:-.data/eagle}" --out "$RUN")
+COMMON=(--target "${TARGET:-llama-3-8b}" --draft "${DRAFT:-llama-3.2-1b}" --weights random --device cuda
+        --dtype bfloat16 --acceptance "replay:${REPLAY:-paper_figures/results/cpu-qwen-pair}" --datasets all
+        --max-new-tokens 256 --tree-bs "${TREE_BS:-8}" --tree-w 8 --chain-k 7 --data-dir "${DATA_DIR:-.data/eagle}"
+        --out "$RUN" ${EXTRA:-})
 step() {  # step LIMIT ARGS...: one resumable invocation under what is left of the deadline
   local left=$(( DEADLINE - $(date +%s) ))
   if (( left < 30 )); then echo "skipped (deadline): $*"; return; fi
