@@ -91,7 +91,7 @@ def test_tp2_layer_by_layer_equals_the_plain_way(tp_folders):
 def _run(out: Path, *extra: str, model: str = "tiny-llama"):
     args = ["run", "--target", model, "--draft", model, "--datasets", "gsm8k", "--limit", "1",
             "--max-new-tokens", "12", "--data-dir", str(DATA_DIR), "--weights", "random", "--quant", "awq",
-            "--out", str(out), *extra]
+            "--device", "cpu", "--out", str(out), *extra]  # the CPU path, on a GPU machine too
     return CliRunner().invoke(app, args)
 
 

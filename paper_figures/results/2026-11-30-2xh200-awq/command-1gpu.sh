@@ -18,3 +18,7 @@ TARGET=llama-3-70b DRAFT=llama-3.2-3b EXTRA="--quant awq" REPLAY=$OUT/replay-sou
     bash paper_figures/run_2xh200.sh $OUT/run ${DEADLINE_S:-300} "${LIMIT:-2} --systems ar" > $OUT/run.log 2>&1
 python3 -m swiftspec_bench.cli compare $OUT/run --format markdown > $OUT/run/compare.md 2>&1
 grep -E "^==|error" $OUT/run.log | head; grep -E "overall|lossless" $OUT/run/compare.md | cut -d'|' -f5-8,12-
+# Run: export SWIFTSPEC_COMMIT=6f6d11e && bash paper_figures/results/2026-11-30-2xh200-awq/command-1gpu.sh
+# (11:41 UTC, nvidia-h200), outputs in call-1gpu/: 80 passed, 1 failed (test_random_awq's CLI test
+# ran on the GPU and asked --tp 2 of one GPU; it now pins --device cpu); the run's rows did not come
+# back (the tool's file count), only run/compare.md: ar:fused 29.5 tok/s on 14 queries.
