@@ -23,12 +23,11 @@ for bs in 12 16; do
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems ar
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems swiftspec --draft-steps 3 --graft ngram
 done
-# swiftspec at d = 5, 6 with grafting (the 70B/3B pair's measured d, issue 11), serial tree with and
-# without grafting (about 4 minutes a query here) a prompt at a time, the other d between
-for d in 5 6; do run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram; done
+# serial tree with and without grafting (about 4 minutes a query here) a prompt at a time, swiftspec
+# at d = 4..8 with grafting between
 for limit in 1 2; do
   for g in off ngram; do run --out "$OUT" --tree-bs 8 --limit $limit --systems tree --graft $g; done
-  [ $limit = 1 ] && for d in 4 7 8; do
+  [ $limit = 1 ] && for d in 5 6 4 7 8; do
     run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram
   done
 done
