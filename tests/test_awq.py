@@ -213,6 +213,27 @@ def test_awq_engine_matches_its_dequantized_twin(qkv_bias):
         assert err <= 2e-2, f"bf16 AWQ engine vs fp32 twin: relative error {err:.2e}"
 
 
+def test_tiled_engine_computes_the_same_bits():
+    """AWQLinear.tile_ (what use_kernels("fused") does to every AWQ layer) swaps the hub's tensors
+    for the kernel layout; the torch ops untile it per call, so the engine's logits stay bitwise."""
+    from swiftspec_core.models.transformer import AWQLinear
+
+    args, state, _ = quantized(awq_args(qkv_bias=True), dtype=torch.float32)
+    hub, tiled = (build_engine(args, state, dtype=torch.float32) for _ in range(2))  # both share state's tensors
+    before = {k: v.clone() for k, v in state.items()}
+    layers = [m for m in tiled.modules() if isinstance(m, AWQLinear)]
+    assert len(layers) == 4 * args.n_layers
+    for m in layers:
+        m.tile_()
+        m.tile_()  # once only: a second call keeps the tiled tensors
+    for m, ref in zip(layers, (m for m in hub.modules() if isinstance(m, AWQLinear))):
+        assert isinstance(m.packed, awq.TiledAWQWeight) and m.qweight.dim() == 3
+        assert all(torch.equal(a, b) for a, b in zip(awq.untile(m.packed), ref.packed))
+    for x, y in zip(run_steps(tiled, args.vocab_size), run_steps(hub, args.vocab_size)):
+        assert torch.equal(x, y)
+    assert all(torch.equal(v, before[k]) for k, v in state.items())  # tiling copies: the caller's state is kept
+
+
 @pytest.fixture(scope="module")
 def awq_pair():
     args, state, plain = quantized(awq_args(dim=128, ffn_dim=192, head_dim=32, vocab_size=384), scale=3.0)
