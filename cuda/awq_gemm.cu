@@ -23,10 +23,11 @@
 //
 // Memory: the kernel is bound by reading the codes once (N K / 2 bytes), so what matters is how
 // many bytes are in flight per SM, how DRAM-friendly they are (tiled: a chunk's codes are 1 KB in
-// one piece, the chunks the cluster's warps read at once follow each other), and then how few
-// instructions a byte costs (about 210 a KB of codes at M <= 8). Each warp streams its chunks through its own ring of STAGES shared-memory
-// stages with cp.async (no registers held by loads in flight, no block barrier in the loop): while
-// it computes chunk i, chunks i + 1 .. i + STAGES - 1 are being copied, (STAGES - 1) KB of codes.
+// one piece, and the chunks a cluster's warps read at once follow each other), and then how few
+// instructions a byte costs (about 210 a KB of codes at M <= 8). Each warp streams its chunks
+// through its own ring of STAGES shared-memory stages with cp.async (no registers held by loads in
+// flight, no block barrier in the loop): while it computes chunk i, chunks i + 1 .. i + STAGES - 1
+// are being copied, (STAGES - 1) KB of codes.
 //
 // Layout of the work:
 //   cluster = C blocks (C = 1: one block) on 64 output columns (a tile: 8 int32 of each K row);
@@ -64,9 +65,9 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return a;
 }
 
-// Asynchronous global -> shared copies of 16 bytes, bypassing L1 (read once). Every copy is unconditional: a lane with nothing to copy (x rows M..15) copies row 0's
-// bytes instead, which only feed outputs that are never written; columns past N are the tiles'
-// zero padding.
+// Asynchronous global -> shared copies of 16 bytes, bypassing L1 (read once). Every copy is
+// unconditional: a lane with nothing to copy (x rows M..15) copies row 0's bytes instead, which only
+// feed outputs that are never written; columns past N are the tiles' zero padding.
 __device__ __forceinline__ void copy16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
 }

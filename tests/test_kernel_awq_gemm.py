@@ -105,7 +105,8 @@ def test_tile_positions_by_hand():
 
 
 @pytest.mark.parametrize("case,pattern", [
-    ("hub-layout", "tiled layout"), ("rows", "1..16"), ("k-mismatch", "do not match"), ("n", "do not match"), ("group", "multiple of 32"), ("group-96", "power of two"),
+    ("hub-layout", "tiled layout"), ("rows", "1..16"), ("k-mismatch", "do not match"), ("n", "do not match"),
+    ("group", "multiple of 32"), ("group-96", "power of two"),
     ("zeros", "do not fit"),
     ("x-dtype", "bfloat16"), ("scales-dtype", "float16"), ("bias-shape", "bias must be"),
     ("out-shape", "out must be"), ("misaligned", "16-byte aligned"), ("cpu", "CUDA device"),
