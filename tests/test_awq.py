@@ -3,6 +3,7 @@ holding AWQ layers (their twin, the decoders' losslessness, TP sharding)."""
 from __future__ import annotations
 
 import json
+import weakref
 
 import pytest
 import torch
@@ -219,13 +220,18 @@ def test_tiled_engine_computes_the_same_bits():
     from swiftspec_core.models.transformer import AWQLinear
 
     args, state, _ = quantized(awq_args(qkv_bias=True), dtype=torch.float32)
-    hub, tiled = (build_engine(args, state, dtype=torch.float32) for _ in range(2))  # both share state's tensors
+    hub = build_engine(args, state, dtype=torch.float32)  # it holds state's own tensors
+    tiled = build_engine(args, {k: v.clone() for k, v in state.items()}, dtype=torch.float32)  # its own copies
     before = {k: v.clone() for k, v in state.items()}
     layers = [m for m in tiled.modules() if isinstance(m, AWQLinear)]
     assert len(layers) == 4 * args.n_layers
+    replaced = [weakref.ref(t) for m in layers for t in m.packed]
     for m in layers:
         m.tile_()
+        kept = m.packed
         m.tile_()  # once only: a second call keeps the tiled tensors
+        assert all(a is b for a, b in zip(kept[:3], m.packed[:3]))
+    assert all(r() is None for r in replaced)  # the hub's tensors are freed: one copy held
     for m, ref in zip(layers, (m for m in hub.modules() if isinstance(m, AWQLinear))):
         assert isinstance(m.packed, awq.TiledAWQWeight) and m.qweight.dim() == 3
         assert all(torch.equal(a, b) for a, b in zip(awq.untile(m.packed), ref.packed))

@@ -7,6 +7,7 @@ forward (--kernels fused --quant awq) against its torch path, every decoder emit
 from __future__ import annotations
 
 import re
+import weakref
 
 import pytest
 import torch
@@ -298,18 +299,20 @@ def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
     state = awq.quantize_state(plain, aq.quant_group)
     build = lambda kernels: build_engine(aq, state, dtype=torch.bfloat16, device="cuda", max_seq_len=1024,  # noqa: E731
                                          compile=False, kernels=kernels)
-    torch.cuda.synchronize()
-    start = torch.cuda.memory_allocated()
     fused = build("fused")
-    # use_kernels("fused") tiled every AWQ layer once, in place of the hub's tensors: the GPU holds
-    # the engine's tensors' storages and nothing more (512 bytes: the allocator's rounding of each).
-    held = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-            for t in list(fused.parameters()) + list(fused.buffers())}
-    grown, expected = torch.cuda.memory_allocated() - start, sum(-(-b // 512) * 512 for b in held.values())
     tiled = [m.packed for m in fused.modules() if isinstance(m, AWQLinear)]
-    print(f"fused AWQ engine: {grown} bytes allocated, its tensors {expected}; {len(tiled)} AWQ layers")
     assert len(tiled) == 4 * args.n_layers and all(isinstance(w, awq.TiledAWQWeight) for w in tiled)
-    assert grown <= expected, f"{grown} bytes allocated for {expected} of the engine's tensors: a second copy?"
+    # use_kernels("fused") tiles in place of the hub's tensors: those are gone once the engine
+    # holds the tiled ones (no second copy on the GPU), and a second call tiles nothing anew.
+    probe = build("torch")
+    held = lambda: [t for m in probe.modules() if isinstance(m, AWQLinear) for t in m.packed[:3]]  # noqa: E731
+    hub = [weakref.ref(t) for t in held()]
+    probe.use_kernels("fused")
+    once = held()
+    probe.use_kernels("fused")
+    assert all(r() is None for r in hub), "the hub's tensors outlive tiling"
+    assert all(a is b for a, b in zip(once, held())), "a second use_kernels('fused') tiled again"
+    del probe, once
     ops = build("torch")
     # One 3-token chain after a 40-token prefill: the fused forward (graph, poisoned) against the
     # torch ops' forward on the same AWQ weights (dequantized to bf16 there).
