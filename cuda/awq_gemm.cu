@@ -1,7 +1,9 @@
 // Row-invariant small-M GEMM on 4-bit AWQ weights: out[M, N] = x[M, K] @ W^T (+ bias[N]), where
-// W[n, k] = (code[k, n] - zero[k / G, n]) * scale[k / G, n] in AutoAWQ's GEMM layout (qweight int32
-// [K, N/8], qzeros int32 [K/G, N/8], scales fp16 [K/G, N]; swiftspec_core/models/awq.py). bf16 x and
-// out, 1 <= M <= 16, fp32 accumulation, rounded once (swiftspec_core/kernels/awq_gemm.py launches it).
+// W[n, k] = (code[k, n] - zero[k / G, n]) * scale[k / G, n], AutoAWQ's tensors in the tiled layout of
+// swiftspec_core/models/awq.py (tile(): B = ceil(N / 64) blocks of 64 output columns, each block's
+// rows contiguous, zero-padded past N): qweight int32 [B][K][8], qzeros int32 [B][K/G][8], scales
+// fp16 [B][K/G][64], the int32's nibbles in AutoAWQ's order. bf16 x and out, 1 <= M <= 16, fp32
+// accumulation, rounded once (swiftspec_core/kernels/awq_gemm.py launches it).
 //
 // The tensor-core instruction (mma m16n8k16) runs with the weights as A (16 output columns n as its
 // rows) and x^T as B (8 rows of x as its columns): two mma's per step cover x rows 0..7 and 8..15
@@ -20,13 +22,15 @@
 // (the tolerance of the GPU test says how far apart that puts the two).
 //
 // Memory: the kernel is bound by reading the codes once (N K / 2 bytes), so what matters is how
-// many bytes are in flight per SM, and then how few instructions a byte costs (about 210 a KB of
-// codes at M <= 8). Each warp streams its chunks through its own ring of STAGES shared-memory
-// stages with cp.async (no registers held by loads in flight, no block barrier in the loop): while
-// it computes chunk i, chunks i + 1 .. i + STAGES - 1 are being copied, (STAGES - 1) KB of codes.
+// many bytes are in flight per SM, how DRAM-friendly they are (tiled: a chunk's codes are 1 KB in
+// one piece, and the chunks a cluster's warps read at once follow each other), and then how few
+// instructions a byte costs (about 210 a KB of codes at M <= 8). Each warp streams its chunks
+// through its own ring of STAGES shared-memory stages with cp.async (no registers held by loads in
+// flight, no block barrier in the loop): while it computes chunk i, chunks i + 1 .. i + STAGES - 1
+// are being copied, (STAGES - 1) KB of codes.
 //
 // Layout of the work:
-//   cluster = C blocks (C = 1: one block) on 64 output columns (8 int32 of a qweight row);
+//   cluster = C blocks (C = 1: one block) on 64 output columns (a tile: 8 int32 of each K row);
 //   block = S warps; the cluster's C S warps split K, warp w of block (rank) r being split r S + w;
 //   warp  = K chunks of 32, c = split, split + C S, ... (interleaved), each staged whole in shared
 //           memory: codes [32 k][8 int32], x [16 rows][32 k], the chunk's group's scales and zeros;
@@ -61,15 +65,11 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return a;
 }
 
-// Asynchronous global -> shared copies. 16 bytes bypass L1 (read once); 4-byte copies exist only
-// as .ca. Every copy is unconditional: a lane with nothing to copy (x rows M..15, columns past N)
-// copies row 0's or column col0's bytes instead, which only feed outputs that are never written.
+// Asynchronous global -> shared copies of 16 bytes, bypassing L1 (read once). Every copy is
+// unconditional: a lane with nothing to copy (x rows M..15) copies row 0's bytes instead, which only
+// feed outputs that are never written; columns past N are the tiles' zero padding.
 __device__ __forceinline__ void copy16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
-}
-
-__device__ __forceinline__ void copy4(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(dst), "l"(src) : "memory");
 }
 
 __device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
@@ -105,39 +105,36 @@ __device__ __forceinline__ unsigned permute(unsigned a, unsigned b, unsigned sel
 // values ptxas can derive from the thread index it recomputes inside the loop (about 100
 // instructions a chunk, seen in the SASS), a value loaded from shared memory it keeps.
 struct LaneConstants {
-  unsigned code_src;    // of this lane's code copy in qweight, from the block's column 0 at the chunk's row 0
-  unsigned code_dst;    // its stage offset
+  unsigned code_src;    // of this lane's first code copy in a chunk's 1 KB (its second: + 512)
+  unsigned code_dst;    // its stage offset (the second's: + code_row_offset(16))
   unsigned x_src;       // of its copy of x row x_row (row 0 where x_row >= M) in x, from k 0
   unsigned x_src8;      // the same for row x_row + 8
   unsigned x_dst;       // stage offset of the x_row copy (+ 512: x_row + 8)
-  unsigned scale_src;   // of its scales copy in a group's row, from the block's column 0
+  unsigned scale_src;   // of its scales copy in a group's 64 scales of the tile
   unsigned scale_dst;
-  unsigned zero_src;    // of its zeros copy in a group's row of qzeros, from the block's column 0
+  unsigned zero_src;    // of its zeros copy in a group's 8 int32 of the tile
   unsigned zero_dst;
   unsigned code_read;   // stage offset of this lane's codes at chunk row 8t (row 8t + q: + 32 q)
   unsigned x_read;      // stage offset of x row g at k 8t (row g + 8: + 512)
   unsigned group_read;  // 4 g: int32 column g's zeros from AWQ_ZEROS (its 8 scales: 16 g from AWQ_SCALES)
 };
 
-// kWide: the codes and zeros copied 16 bytes at a time (N % 32 == 0 and qweight, qzeros 16-byte
-// aligned), else 4.
-template <bool kWide>
-__device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K, int n8, int col0) {
+__device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) {
   LaneConstants c;
-  // kWide: chunk rows lane / 2 and 16 + lane / 2 (at + code_row_offset(16)), 16 bytes at int32
-  // column 4 (lane % 2); else rows lane / 8 + 4r (r = 0..7), 4 bytes at column lane % 8.
-  const int row = kWide ? lane >> 1 : lane >> 3, col = kWide ? 4 * (lane & 1) : lane & 7;
-  c.code_src = 4u * ((unsigned)row * n8 + (col0 + col < n8 ? col : 0));
+  // A chunk's codes are 1 KB in the tile, [32 rows][8 int32]: lane copies 16 bytes of chunk rows
+  // lane / 2 and 16 + lane / 2 at int32 column 4 (lane % 2), bytes 16 lane and 512 + 16 lane.
+  const int row = lane >> 1, col = 4 * (lane & 1);
+  c.code_src = 16u * lane;
   c.code_dst = code_row_offset(row) + 4 * col;
   const int x_row = lane >> 2, x_part = lane & 3;  // x rows x_row and x_row + 8, 16 bytes at k 8 x_part
   c.x_src = 2u * ((x_row < M ? x_row : 0) * (unsigned)K + 8 * x_part);
   c.x_src8 = 2u * ((x_row + 8 < M ? x_row + 8 : 0) * (unsigned)K + 8 * x_part);
   c.x_dst = AWQ_X + 64 * x_row + 16 * x_part;
   const int scale_unit = lane & 7;  // the 8 scales of int32 column scale_unit (4 lanes copy each)
-  c.scale_src = col0 + scale_unit < n8 ? 16u * scale_unit : 0u;
+  c.scale_src = 16u * scale_unit;
   c.scale_dst = AWQ_SCALES + 16 * scale_unit;
-  const int zero_col = kWide ? 4 * (lane & 1) : lane & 7;  // kWide: 16 lanes copy each, else 4
-  c.zero_src = col0 + zero_col < n8 ? 4u * zero_col : 0u;
+  const int zero_col = 4 * (lane & 1);  // 16 lanes copy each 16 bytes
+  c.zero_src = 4u * zero_col;
   c.zero_dst = AWQ_ZEROS + 4 * zero_col;
   const int g = lane >> 2, t = lane & 3;
   c.code_read = code_row_offset(8 * t) + 4 * g;
@@ -175,7 +172,7 @@ __device__ __forceinline__ float cluster_load(unsigned address, int rank) {
 }
 
 // One block of a cluster of kCluster (see the layout at the top).
-template <bool kWide, int kCluster>
+template <int kCluster>
 __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const int* __restrict__ qweight,
                                                const int* __restrict__ qzeros, const __half* __restrict__ scales,
                                                const bf16* __restrict__ bias, bf16* __restrict__ out,
@@ -188,9 +185,8 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   const int rank = blockIdx.x % kCluster;           // the block's place in its cluster, the same columns
   const int col_block = blockIdx.x / kCluster;
   const int split = rank * splits + warp, all_splits = kCluster * splits;  // this warp among the cluster's
-  const int n8 = N >> 3;               // int32 columns of qweight
-  const int col0 = col_block * 8;      // the block's first int32 column
   const int chunks = K >> 5;           // K % G == 0 and G % 32 == 0 (checked in awq_gemm.py)
+  const int groups = chunks >> group_shift;
   unsigned char* ring = smem + warp * (AWQ_STAGES * AWQ_STAGE_BYTES);
   const unsigned ring_s = shared_address(ring);
 
@@ -198,7 +194,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   LaneConstants c;
   {
     LaneConstants* slot = reinterpret_cast<LaneConstants*>(ring) + lane;
-    *slot = lane_constants<kWide>(lane, M, K, n8, col0);
+    *slot = lane_constants(lane, M, K);
     __syncwarp();
     c = *slot;
     __syncwarp();
@@ -210,31 +206,26 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   const int mine = split < chunks ? (chunks - 1 - split) / all_splits + 1 : 0;
 
   // The next chunk to copy (this warp's chunks in order), its sources and its stage; each issue()
-  // advances them by one chunk (C S chunks of K).
+  // advances them by one chunk (C S chunks of K: C S KB of the tile's codes).
   const unsigned char* code_next =
-      reinterpret_cast<const unsigned char*>(qweight + (size_t)split * 32 * n8 + col0) + c.code_src;
-  const size_t code_step = (size_t)all_splits * 32 * n8 * 4;  // bytes of qweight between a warp's chunks
+      reinterpret_cast<const unsigned char*>(qweight + ((size_t)col_block * K + split * 32) * 8) + c.code_src;
+  const unsigned code_step = all_splits * 1024;  // bytes of the tile between a warp's chunks
   const unsigned char* x_next = reinterpret_cast<const unsigned char*>(x + split * 32) + c.x_src;
   const int x8_offset = (int)(c.x_src8 - c.x_src);  // negative where row x_row + 8 is row 0
-  const unsigned char* scale_base = reinterpret_cast<const unsigned char*>(scales + (size_t)col0 * 8) + c.scale_src;
-  const unsigned char* zero_base = reinterpret_cast<const unsigned char*>(qzeros + col0) + c.zero_src;
+  const unsigned char* scale_base =
+      reinterpret_cast<const unsigned char*>(scales + (size_t)col_block * groups * 64) + c.scale_src;
+  const unsigned char* zero_base =
+      reinterpret_cast<const unsigned char*>(qzeros + (size_t)col_block * groups * 8) + c.zero_src;
   int chunk_next = split;
   unsigned stage_next = ring_s;
   auto issue = [&](bool two) {
-    if constexpr (kWide) {
-      copy16(stage_next + c.code_dst, code_next);
-      copy16(stage_next + c.code_dst + code_row_offset(16), code_next + (size_t)16 * 4 * n8);
-    } else {
-#pragma unroll
-      for (int r = 0; r < 8; ++r)  // chunk row lane / 8 + 4r: stage offset + 128 r + 32 (r / 2)
-        copy4(stage_next + c.code_dst + 128 * r + 32 * (r >> 1), code_next + (size_t)(4 * r) * 4 * n8);
-    }
+    copy16(stage_next + c.code_dst, code_next);
+    copy16(stage_next + c.code_dst + code_row_offset(16), code_next + 512);
     copy16(stage_next + c.x_dst, x_next);
     if (two) copy16(stage_next + c.x_dst + 512, x_next + x8_offset);
-    const size_t group = (size_t)(chunk_next >> group_shift);
-    copy16(stage_next + c.scale_dst, scale_base + group * N * 2);
-    if constexpr (kWide) copy16(stage_next + c.zero_dst, zero_base + group * n8 * 4);
-    else copy4(stage_next + c.zero_dst, zero_base + group * n8 * 4);
+    const unsigned group = chunk_next >> group_shift;
+    copy16(stage_next + c.scale_dst, scale_base + group * 128);  // 64 fp16 a group
+    copy16(stage_next + c.zero_dst, zero_base + group * 32);     // 8 int32 a group
     code_next += code_step;
     x_next += all_splits * 64;  // 32 k of bf16 per chunk
     chunk_next += all_splits;
@@ -353,18 +344,14 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
 // S * STAGES * STAGE_BYTES (S = 16: 180 KB, opted in above 48 KB by awq_gemm.py). A cluster of C
 // blocks (C > 1: __cluster_dims__, so a plain launch of a grid of whole clusters) splits K C ways
 // more on the same 64 columns.
-#define AWQ_GEMM_KERNEL(NAME, WIDE, C, ATTRIBUTES)                                                       \
+#define AWQ_GEMM_KERNEL(NAME, C, ATTRIBUTES)                                                             \
   extern "C" __global__ void __launch_bounds__(512) ATTRIBUTES NAME(                                     \
       const bf16* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
       const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* __restrict__ out, int M,   \
       int N, int K, int group_shift) {                                                                   \
-    awq_gemm_block<WIDE, C>(x, qweight, qzeros, scales, bias, out, M, N, K, group_shift);                \
+    awq_gemm_block<C>(x, qweight, qzeros, scales, bias, out, M, N, K, group_shift);                      \
   }
-AWQ_GEMM_KERNEL(awq_gemm_wide_c1, true, 1, )
-AWQ_GEMM_KERNEL(awq_gemm_wide_c2, true, 2, __cluster_dims__(2, 1, 1))
-AWQ_GEMM_KERNEL(awq_gemm_wide_c4, true, 4, __cluster_dims__(4, 1, 1))
-AWQ_GEMM_KERNEL(awq_gemm_wide_c8, true, 8, __cluster_dims__(8, 1, 1))
-AWQ_GEMM_KERNEL(awq_gemm_narrow_c1, false, 1, )
-AWQ_GEMM_KERNEL(awq_gemm_narrow_c2, false, 2, __cluster_dims__(2, 1, 1))
-AWQ_GEMM_KERNEL(awq_gemm_narrow_c4, false, 4, __cluster_dims__(4, 1, 1))
-AWQ_GEMM_KERNEL(awq_gemm_narrow_c8, false, 8, __cluster_dims__(8, 1, 1))
+AWQ_GEMM_KERNEL(awq_gemm_c1, 1, )
+AWQ_GEMM_KERNEL(awq_gemm_c2, 2, __cluster_dims__(2, 1, 1))
+AWQ_GEMM_KERNEL(awq_gemm_c4, 4, __cluster_dims__(4, 1, 1))
+AWQ_GEMM_KERNEL(awq_gemm_c8, 8, __cluster_dims__(8, 1, 1))

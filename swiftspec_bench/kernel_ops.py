@@ -58,14 +58,15 @@ def gemm_call(case: Case):
 
 
 def random_awq(n: int, k: int):
-    """Random codes, zero points and scales of an [n, k] weight in AWQ's layout (models/awq.py):
-    the bytes the kernel reads, without quantizing a bf16 weight first."""
-    from swiftspec_core.models.awq import GROUP, AWQWeight
+    """Random codes, zero points and scales of an [n, k] weight in AWQ's layout (models/awq.py),
+    tiled as the engine holds them for the kernel: the bytes it reads, without quantizing a bf16
+    weight first."""
+    from swiftspec_core.models.awq import GROUP, AWQWeight, tile
 
     def codes(rows: int) -> torch.Tensor:
         return torch.randint(-2**31, 2**31 - 1, (rows, n // 8), device="cuda", dtype=torch.int32)
     scales = (torch.rand(k // GROUP, n, device="cuda") * 0.01 + 1e-3).to(torch.float16)
-    return AWQWeight(codes(k), codes(k // GROUP), scales)
+    return tile(AWQWeight(codes(k), codes(k // GROUP), scales))
 
 
 def awq_gemm_call(case: Case):

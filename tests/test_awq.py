@@ -3,6 +3,7 @@ holding AWQ layers (their twin, the decoders' losslessness, TP sharding)."""
 from __future__ import annotations
 
 import json
+import weakref
 
 import pytest
 import torch
@@ -211,6 +212,32 @@ def test_awq_engine_matches_its_dequantized_twin(qkv_bias):
     for x, y in zip(run_steps(bf16, args.vocab_size), run_steps(twin32, args.vocab_size)):
         err = ((x - y).norm() / y.norm()).item()
         assert err <= 2e-2, f"bf16 AWQ engine vs fp32 twin: relative error {err:.2e}"
+
+
+def test_tiled_engine_computes_the_same_bits():
+    """AWQLinear.tile_ (what use_kernels("fused") does to every AWQ layer) swaps the hub's tensors
+    for the kernel layout; the torch ops untile it per call, so the engine's logits stay bitwise."""
+    from swiftspec_core.models.transformer import AWQLinear
+
+    args, state, _ = quantized(awq_args(qkv_bias=True), dtype=torch.float32)
+    hub = build_engine(args, state, dtype=torch.float32)  # it holds state's own tensors
+    tiled = build_engine(args, {k: v.clone() for k, v in state.items()}, dtype=torch.float32)  # its own copies
+    before = {k: v.clone() for k, v in state.items()}
+    layers = [m for m in tiled.modules() if isinstance(m, AWQLinear)]
+    assert len(layers) == 4 * args.n_layers
+    replaced = [weakref.ref(t) for m in layers for t in m.packed]
+    for m in layers:
+        m.tile_()
+        kept = m.packed
+        m.tile_()  # once only: a second call keeps the tiled tensors
+        assert all(a is b for a, b in zip(kept[:3], m.packed[:3]))
+    assert all(r() is None for r in replaced)  # the hub's tensors are freed: one copy held
+    for m, ref in zip(layers, (m for m in hub.modules() if isinstance(m, AWQLinear))):
+        assert isinstance(m.packed, awq.TiledAWQWeight) and m.qweight.dim() == 3
+        assert all(torch.equal(a, b) for a, b in zip(awq.untile(m.packed), ref.packed))
+    for x, y in zip(run_steps(tiled, args.vocab_size), run_steps(hub, args.vocab_size)):
+        assert torch.equal(x, y)
+    assert all(torch.equal(v, before[k]) for k, v in state.items())  # tiling copies: the caller's state is kept
 
 
 @pytest.fixture(scope="module")

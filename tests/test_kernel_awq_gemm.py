@@ -1,18 +1,20 @@
 """The dequantizing AWQ GEMM (cuda/awq_gemm.cu, swiftspec_core/kernels/awq_gemm.py): its torch
-reference against float64 and its input checks on CPU; on GPU the kernel against the reference on
+reference against float64, the tiled layout it reads (a permutation of the hub's) and its input
+checks on CPU; on GPU, on tiled weights as the engine holds them, the kernel against the reference on
 Llama-3-70B / 8B / 3.2-1B and Qwen2.5 layer shapes (TP1 and TP2) and odd ones, a row's bits
 independent of M, of its index and of the other rows, CUDA graph replay, and an AWQ engine's fused
 forward (--kernels fused --quant awq) against its torch path, every decoder emitting fused ar's tokens."""
 from __future__ import annotations
 
 import re
+import weakref
 
 import pytest
 import torch
 
 from swiftspec_core.kernels.awq_gemm import (CLUSTERS, MIN_CHUNKS_PER_WARP, SHARED_PER_SM, SPLITS, STAGE_BYTES,
-                                             STAGES, WARPS_PER_SM, awq_gemm, awq_gemm_reference, kernel_for,
-                                             launch_shape, plan, shared_bytes)
+                                             STAGES, WARPS_PER_SM, awq_gemm, awq_gemm_reference, launch_shape, plan,
+                                             shared_bytes)
 from kernel_checks import assert_rows_bitwise_invariant, replay_on
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
@@ -30,8 +32,8 @@ LAYERS = {
     "qwen1.5b-qkv": (2048, 1536), "qwen1.5b-down": (1536, 8960), "qwen0.5b-qkv": (1152, 896),
 }
 BIASED = {"qwen1.5b-qkv", "qwen0.5b-qkv"}
-# N not a multiple of the block's 64 columns, group 32 and 64, a single chunk; odd-1..4 have N % 32 != 0
-# (awq_gemm_narrow), odd-5 N % 64 == 32 (awq_gemm_wide with a half-empty last block).
+# N not a multiple of the block's 64 columns (the last tile zero-padded), group 32 and 64, a single
+# chunk; odd-1..4 have N % 32 != 0, odd-5 N % 64 == 32 (a half-empty last tile).
 ODD = {"odd-1": ((1000, 256), 128), "odd-2": ((72, 96), 32), "odd-3": ((2056, 640), 64), "odd-4": ((8, 32), 32),
        "odd-5": ((2080, 384), 128)}
 H200_SMS = 132
@@ -68,25 +70,66 @@ def test_reference_matches_float64(m, n, k, group, bias):
     assert (err <= exact.abs() * 2 ** -8 + 1e-4).all(), f"max error {err.max():.3g}"
 
 
+@pytest.mark.parametrize("n,k,group", [(64, 128, 32), (136, 256, 64), (8, 32, 32), (2080, 384, 128)])
+def test_tiling_is_a_permutation(n, k, group):
+    """untile(tile(w)) is w bit for bit; the tiles hold every hub value once and zeros past N; each
+    tile's K rows are contiguous (a warp's 32-row chunk is 1 KB in one piece); and the dequantized
+    weight (so the reference) is the same from either layout."""
+    w = packed_layer(n, k, group, "cpu", seed=n)
+    t = awq.tile(w)
+    blocks = -(-n // 64)
+    assert t.n == n and t.shape == (n, k) and t.group == group
+    assert [tuple(p.shape) for p in t[:3]] == [(blocks, k, 8), (blocks, k // group, 8), (blocks, k // group, 64)]
+    assert all(p.is_contiguous() for p in t[:3]) and t.qweight.stride() == (8 * k, 8, 1)
+    assert [p.dtype for p in t[:3]] == [p.dtype for p in w]
+    back = awq.untile(t)
+    assert all(torch.equal(a, b) and a.is_contiguous() for a, b in zip(back, w))
+    for hub, tiled in zip(w, t[:3]):
+        padded = torch.cat([hub.flatten(), hub.new_zeros(tiled.numel() - hub.numel())])
+        assert torch.equal(padded.sort().values, tiled.flatten().sort().values)
+    assert torch.equal(awq.dequantize(t), awq.dequantize(w))
+
+
+def test_tile_positions_by_hand():
+    """N = 136 (17 int32 columns: tiles 0, 1 whole, tile 2 holds int32 column 16 alone), K = 256, G = 64."""
+    w = packed_layer(136, 256, 64, "cpu", seed=3)
+    t = awq.tile(w)
+    assert t.qweight[1, 37, 2] == w.qweight[37, 10]  # int32 column 10 = tile 1, its column 2
+    assert t.qweight[2, 255, 0] == w.qweight[255, 16]
+    assert t.qzeros[1, 3, 1] == w.qzeros[3, 9]
+    assert t.scales[1, 1, 6] == w.scales[1, 70]  # output column 70 = tile 1, its column 6
+    assert t.scales[2, 2, 7] == w.scales[2, 135]
+    # A warp's chunk c of tile b: K rows 32c .. 32c + 31, 8 int32 each, 1 KB from int32 8 (K b + 32 c).
+    flat = t.qweight.flatten()
+    assert torch.equal(flat[8 * (256 * 1 + 32 * 5):][:256].view(32, 8), w.qweight[160:192, 8:16])
+    assert (t.qweight[2, :, 1:] == 0).all() and (t.qzeros[2, :, 1:] == 0).all() and (t.scales[2, :, 8:] == 0).all()
+
+
 @pytest.mark.parametrize("case,pattern", [
-    ("rows", "1..16"), ("k-mismatch", "do not match"), ("group", "multiple of 32"), ("group-96", "power of two"),
+    ("hub-layout", "tiled layout"), ("rows", "1..16"), ("k-mismatch", "do not match"), ("n", "do not match"),
+    ("group", "multiple of 32"), ("group-96", "power of two"),
     ("zeros", "do not fit"),
     ("x-dtype", "bfloat16"), ("scales-dtype", "float16"), ("bias-shape", "bias must be"),
     ("out-shape", "out must be"), ("misaligned", "16-byte aligned"), ("cpu", "CUDA device"),
 ])
 def test_bad_operands_raise(case, pattern):
-    w = packed_layer(64, 128, 32, "cpu", seed=0)
+    hub = packed_layer(64, 128, 32, "cpu", seed=0)
+    w = awq.tile(hub)
     x, bias, out = torch.zeros(4, 128, dtype=torch.bfloat16), None, None
-    if case == "rows":
+    if case == "hub-layout":
+        w = hub
+    elif case == "n":
+        w = w._replace(n=136)
+    elif case == "rows":
         x = torch.zeros(17, 128, dtype=torch.bfloat16)
     elif case == "k-mismatch":
         x = torch.zeros(4, 96, dtype=torch.bfloat16)
     elif case == "group":
-        w = packed_layer(64, 128, 16, "cpu", seed=0)
+        w = awq.tile(packed_layer(64, 128, 16, "cpu", seed=0))
     elif case == "group-96":
-        w, x = packed_layer(64, 192, 96, "cpu", seed=0), torch.zeros(4, 192, dtype=torch.bfloat16)
+        w, x = awq.tile(packed_layer(64, 192, 96, "cpu", seed=0)), torch.zeros(4, 192, dtype=torch.bfloat16)
     elif case == "zeros":
-        w = w._replace(qzeros=w.qzeros[:, :4])
+        w = w._replace(qzeros=w.qzeros[:, :, :4].contiguous())
     elif case == "x-dtype":
         x = x.half()
     elif case == "scales-dtype":
@@ -103,11 +146,10 @@ def test_bad_operands_raise(case, pattern):
 
 def test_constants_match_the_kernel():
     source = (CUDA_DIR / "awq_gemm.cu").read_text()
-    kernels = re.findall(r"^AWQ_GEMM_KERNEL\((\w+), (true|false), (\d+), (.*)\)$", source, re.MULTILINE)
-    assert sorted(name for name, *_ in kernels) == sorted(f"awq_gemm_{kind}_c{c}" for kind in ("wide", "narrow")
-                                                           for c in CLUSTERS)
-    for name, wide, cluster, attributes in kernels:
-        assert name == f"awq_gemm_{'wide' if wide == 'true' else 'narrow'}_c{cluster}"
+    kernels = re.findall(r"^AWQ_GEMM_KERNEL\((\w+), (\d+), (.*)\)$", source, re.MULTILINE)
+    assert sorted(name for name, *_ in kernels) == sorted(f"awq_gemm_c{c}" for c in CLUSTERS)
+    for name, cluster, attributes in kernels:
+        assert name == f"awq_gemm_c{cluster}"
         assert attributes == ("" if cluster == "1" else f"__cluster_dims__({cluster}, 1, 1)")
     defines = {name: int(v) for name, v in re.findall(r"^#define (AWQ_\w+) (\d+)", source, re.MULTILINE)}
     assert defines["AWQ_STAGES"] == STAGES and defines["AWQ_STAGE_BYTES"] == STAGE_BYTES
@@ -143,32 +185,15 @@ def test_plan_spreads_70b_layers_over_the_sms():
         assert grid / (H200_SMS * per_sm) >= 0.95 and grid * splits >= 9 * H200_SMS, (name, splits, cluster)
 
 
-def test_kernel_for_needs_aligned_whole_16_bytes():
-    w = packed_layer(2080, 64, 32, "cpu", seed=0)
-    assert kernel_for(w, 1) == "awq_gemm_wide_c1" and kernel_for(w, 4) == "awq_gemm_wide_c4"
-    assert kernel_for(packed_layer(1000, 64, 32, "cpu", seed=0), 2) == "awq_gemm_narrow_c2"  # N / 8 = 125 int32
-    assert kernel_for(w._replace(qweight=misaligned_copy(w.qweight)), 1) == "awq_gemm_narrow_c1"
-    assert kernel_for(w._replace(qzeros=misaligned_copy(w.qzeros)), 1) == "awq_gemm_narrow_c1"
-
-
-def misaligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous copy of t whose storage starts 4 bytes past a 16-byte boundary."""
-    flat = torch.empty(t.numel() + 4, dtype=t.dtype, device=t.device)
-    start = next(i for i in range(4) if (flat.data_ptr() + 4 * i) % 16 == 4)
-    out = flat[start:start + t.numel()].view(t.shape)
-    out.copy_(t)
-    return out
-
-
 # --- GPU: the kernel ---------------------------------------------------------------------------
 
-def exact_weights_reference(x: torch.Tensor, w: awq.AWQWeight, b: torch.Tensor | None) -> torch.Tensor:
+def exact_weights_reference(x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Tensor | None) -> torch.Tensor:
     """The kernel's own numerics: the unrounded weights (q - zero) * scale, fp32 sums, one rounding."""
     y = gemm_reference(x.float(), awq.dequantize(w, torch.float32), None if b is None else b.float())
     return y.to(torch.bfloat16)
 
 
-def check_close(got: torch.Tensor, x: torch.Tensor, w: awq.AWQWeight, b: torch.Tensor | None, label: str) -> None:
+def check_close(got: torch.Tensor, x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Tensor | None, label: str) -> None:
     # awq_gemm_reference rounds each weight to bf16 (2^-9 relative) before its fp32 sum; the kernel
     # sums the exact weights. On CPU, for these shapes, that puts the two at most 0.6% of max|ref|
     # apart, bitwise equal on only ~57% of the elements: so against it, 1e-2 max|ref|. Against the
@@ -188,18 +213,19 @@ _layers: dict = {}
 
 
 def layer(name: str):
-    """(weight, bias) per name, one at a time on the GPU (70B gate_up is 235 MB of codes)."""
+    """(tiled weight, bias) per name, one at a time on the GPU (70B gate_up is 235 MB of codes): the
+    weights tiled on the GPU once, as the engine holds them (Transformer.use_kernels)."""
     if name not in _layers:
         _layers.clear()
         (n, k), group = ODD[name] if name in ODD else (LAYERS[name], 128)
         g = torch.Generator(device="cuda").manual_seed(len(name))
         bias = torch.randn(n, generator=g, device="cuda").to(torch.bfloat16) if name in BIASED or name in ODD else None
-        _layers[name] = (packed_layer(n, k, group, "cuda", seed=len(name)), bias)
+        _layers[name] = (awq.tile(packed_layer(n, k, group, "cuda", seed=len(name))), bias)
     return _layers[name]
 
 
-def run_poisoned(x: torch.Tensor, w: awq.AWQWeight, b: torch.Tensor | None) -> torch.Tensor:
-    out = torch.full((x.shape[0], w.scales.shape[1]), float("nan"), dtype=torch.bfloat16, device=x.device)
+def run_poisoned(x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Tensor | None) -> torch.Tensor:
+    out = torch.full((x.shape[0], w.n), float("nan"), dtype=torch.bfloat16, device=x.device)
     assert awq_gemm(x, w, b, out=out) is out
     return out
 
@@ -213,25 +239,11 @@ def test_awq_gemm_matches_reference(name):
     for m in ((1, 8, 9, 16) if name in LAYERS else range(1, 17)):
         x = activations(m, k, "cuda", seed=100 + m)
         check_close(run_poisoned(x, w, b), x, w, b,
-                    f"{name} [{n}, {k}] G={w.group} M={m} S={splits} C={cluster} {kernel_for(w, cluster)}")
+                    f"{name} [{n}, {k}] G={w.group} M={m} S={splits} C={cluster}")
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["70b-o", "70b-tp2-qkv", "qwen0.5b-qkv", "odd-5"])
-def test_narrow_kernel_computes_the_wide_kernels_bits(name):
-    """Codes copied 4 bytes at a time (qweight off 16-byte alignment) give the same bits."""
-    w, b = layer(name)
-    narrow = w._replace(qweight=misaligned_copy(w.qweight))
-    cluster = plan(*w.shape, torch.cuda.get_device_properties(0).multi_processor_count)[1]
-    kernels = (kernel_for(w, cluster), kernel_for(narrow, cluster))
-    assert kernels == (f"awq_gemm_wide_c{cluster}", f"awq_gemm_narrow_c{cluster}")
-    for m in (1, 8, 9, 16):
-        x = activations(m, w.shape[1], "cuda", seed=600 + m)
-        check_bitwise(run_poisoned(x, narrow, b), run_poisoned(x, w, b), f"{name} M={m}: narrow vs wide kernel")
-
-
-@needs_gpu
-@pytest.mark.parametrize("name", ["odd-5", "odd-1"])  # awq_gemm_wide (a half-empty last block), awq_gemm_narrow
+@pytest.mark.parametrize("name", ["odd-5", "odd-1"])  # a half-empty last tile; N % 32 != 0
 def test_every_launch_shape_matches_reference(name):
     """Every (S warps, C blocks a cluster) the kernel takes, whatever plan() picks today."""
     w, b = layer(name)
@@ -242,7 +254,7 @@ def test_every_launch_shape_matches_reference(name):
                 x = activations(m, k, "cuda", seed=700 + m)
                 out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
                 launch_shape(x, w, b, out, splits, cluster)
-                check_close(out, x, w, b, f"{name} [{n}, {k}] M={m} S={splits} C={cluster} {kernel_for(w, cluster)}")
+                check_close(out, x, w, b, f"{name} [{n}, {k}] M={m} S={splits} C={cluster}")
 
 
 @needs_gpu
@@ -276,6 +288,7 @@ def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
     from engine_fixtures import prompt, target_state
     from swiftspec_core.decoders import DECODERS, SpecSettings
     from swiftspec_core.graphs import PaddedForward
+    from swiftspec_core.models.transformer import AWQLinear
     from swiftspec_core.models.weights import build_engine
     from swiftspec_core.tree import tree_mask
     from test_gpu_fused import kernel_args, prefilled
@@ -286,7 +299,21 @@ def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
     state = awq.quantize_state(plain, aq.quant_group)
     build = lambda kernels: build_engine(aq, state, dtype=torch.bfloat16, device="cuda", max_seq_len=1024,  # noqa: E731
                                          compile=False, kernels=kernels)
-    fused, ops = build("fused"), build("torch")
+    fused = build("fused")
+    tiled = [m.packed for m in fused.modules() if isinstance(m, AWQLinear)]
+    assert len(tiled) == 4 * args.n_layers and all(isinstance(w, awq.TiledAWQWeight) for w in tiled)
+    # use_kernels("fused") tiles in place of the hub's tensors: those are gone once the engine
+    # holds the tiled ones (no second copy on the GPU), and a second call tiles nothing anew.
+    probe = build("torch")
+    held = lambda: [t for m in probe.modules() if isinstance(m, AWQLinear) for t in m.packed[:3]]  # noqa: E731
+    hub = [weakref.ref(t) for t in held()]
+    probe.use_kernels("fused")
+    once = held()
+    probe.use_kernels("fused")
+    assert all(r() is None for r in hub), "the hub's tensors outlive tiling"
+    assert all(a is b for a, b in zip(once, held())), "a second use_kernels('fused') tiled again"
+    del probe, once
+    ops = build("torch")
     # One 3-token chain after a 40-token prefill: the fused forward (graph, poisoned) against the
     # torch ops' forward on the same AWQ weights (dequantized to bf16 there).
     n, tokens, visible = 40, [5, 9, 200], [[40], [40, 41], [40, 41, 42]]

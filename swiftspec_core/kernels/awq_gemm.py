@@ -1,5 +1,6 @@
 """Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu): out = x @ W.T + bias,
-W dequantized inside the kernel from AutoAWQ's layout (models/awq.py), bf16 x and out.
+W dequantized inside the kernel from AutoAWQ's tensors in the tiled layout (models/awq.py: tile(),
+which the engine converts its AWQ layers to once, Transformer.use_kernels), bf16 x and out.
 
 As gemm.py: every call runs its rows on the tensor cores in the same instructions (16 rows, the
 second 8 only where M > 8), and the launch shape (warps and blocks splitting K) comes from (N, K) and
@@ -21,23 +22,24 @@ import torch
 
 from swiftspec_core.kernels.build import launch, ptr
 from swiftspec_core.kernels.gemm import _sm_count, check_common, gemm_reference
-from swiftspec_core.models.awq import AWQWeight, dequantize
+from swiftspec_core.models.awq import TILE_COLUMNS, AWQWeight, TiledAWQWeight, dequantize
 
 MAX_ROWS = 16
-COLUMNS_PER_BLOCK = 64  # 8 int32 of a qweight row, one warp's mma tiles
+COLUMNS_PER_BLOCK = TILE_COLUMNS  # a tile, one warp's mma tiles
 STAGES = 5  # 32-wide K chunks in each warp's shared-memory ring (AWQ_STAGES): 4 KB of codes in flight a warp
 STAGE_BYTES = 2304  # one chunk's codes, x rows, scales and zeros (AWQ_STAGE_BYTES)
 SPLITS = (1, 2, 4, 8, 16)  # warps splitting K in one block: __launch_bounds__(512)
-CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_{wide,narrow}_c{C}
+CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_c{C}
 WARPS_PER_SM = 16  # 128 registers a lane
 SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
 WARPS_IN_FLIGHT = 12  # warps per SM whose rings (4 KB of codes each) cover the DRAM latency at full bandwidth
 MIN_CHUNKS_PER_WARP = 2
 
 
-def awq_gemm_reference(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None) -> torch.Tensor:
+def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
+                       bias: torch.Tensor | None = None) -> torch.Tensor:
     """x [M, K] @ dequantize(w, x.dtype).T (+ bias), fp32 accumulation, rounded once to x's dtype;
-    any device."""
+    either layout, any device."""
     return gemm_reference(x, dequantize(w, x.dtype), bias)
 
 
@@ -75,62 +77,59 @@ def shared_bytes(splits: int) -> int:
     return splits * STAGES * STAGE_BYTES
 
 
-def kernel_for(w: AWQWeight, cluster: int) -> str:
-    """awq_gemm_wide_c{cluster} where the codes and zeros can be copied 16 bytes at a time (N % 32 ==
-    0, both 16-byte aligned), else awq_gemm_narrow_c{cluster}. Both compute the same bits."""
-    wide = w.qweight.shape[1] % 4 == 0 and w.qweight.data_ptr() % 16 == 0 and w.qzeros.data_ptr() % 16 == 0
-    return f"awq_gemm_{'wide' if wide else 'narrow'}_c{cluster}"
-
-
-def check_operands(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None) -> None:
-    """ValueError unless the operands are what the kernel reads and writes (shapes and dtypes first,
-    then alignment, then device)."""
-    if x.dim() != 2 or any(t.dim() != 2 for t in w):
-        raise ValueError(f"awq_gemm: x and the AWQ tensors must be 2-D, got {tuple(x.shape)} and "
-                         f"{[tuple(t.shape) for t in w]}")
-    (m, k), (k_w, n8) = x.shape, w.qweight.shape
-    n = 8 * n8
+def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None) -> None:
+    """ValueError unless the operands are what the kernel reads and writes (layout, shapes and dtypes
+    first, then alignment, then device)."""
+    if not isinstance(w, TiledAWQWeight):
+        raise ValueError(f"awq_gemm: the kernel reads the tiled layout (models/awq.py: tile()), not {type(w).__name__}")
+    if x.dim() != 2 or any(t.dim() != 3 for t in w[:3]):
+        raise ValueError(f"awq_gemm: x must be 2-D and the tiled tensors 3-D, got {tuple(x.shape)} and "
+                         f"{[tuple(t.shape) for t in w[:3]]}")
+    (m, k), (blocks, k_w, _) = x.shape, w.qweight.shape
+    n = w.n
     if not 1 <= m <= MAX_ROWS:
         raise ValueError(f"awq_gemm: x has {m} rows; the kernel takes 1..{MAX_ROWS}")
-    if k != k_w or k == 0 or n == 0:
-        raise ValueError(f"awq_gemm: x {tuple(x.shape)} and qweight {tuple(w.qweight.shape)} ([K, N/8]) do not match")
-    groups = w.qzeros.shape[0]
+    if k != k_w or k == 0 or n <= 0 or n % 8 or blocks != -(-n // COLUMNS_PER_BLOCK):
+        raise ValueError(f"awq_gemm: x {tuple(x.shape)} and qweight {tuple(w.qweight.shape)} ([ceil(N/64), K, 8]) "
+                         f"of N = {n} do not match")
+    groups = w.qzeros.shape[1]
     if groups == 0 or k % groups or (k // groups) % 32 or (k // groups) & (k // groups - 1):
         raise ValueError(f"awq_gemm: K = {k} in {groups} groups: the group size must be a power of two, "
                          f"a multiple of 32")
-    if tuple(w.qzeros.shape) != (groups, n8) or tuple(w.scales.shape) != (groups, n):
+    if tuple(w.qweight.shape) != (blocks, k, 8) or tuple(w.qzeros.shape) != (blocks, groups, 8) \
+            or tuple(w.scales.shape) != (blocks, groups, COLUMNS_PER_BLOCK):
         raise ValueError(f"awq_gemm: qzeros {tuple(w.qzeros.shape)} and scales {tuple(w.scales.shape)} do not fit "
                          f"qweight {tuple(w.qweight.shape)}")
     tensors = {"x": x, "qweight": w.qweight, "qzeros": w.qzeros, "scales": w.scales}
     dtypes = {"x": torch.bfloat16, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
-    check_common("awq_gemm", x, m, n, k, tensors, dtypes, bias, out, aligned=("x", "scales"), margin=64)
-    if k > 2**26 or n > 2**27:  # the kernel's lane offsets: 16 rows of x, 32 rows of qweight, in 32 bits
+    check_common("awq_gemm", x, m, n, k, tensors, dtypes, bias, out, aligned=("x", "qweight", "qzeros", "scales"),
+                 margin=64)
+    if k > 2**26 or n > 2**27:  # the kernel's lane offsets: 16 rows of x in 32 bits
         raise ValueError(f"awq_gemm: [{n}, {k}] does not fit the kernel's 32-bit offsets")
 
 
-def awq_gemm(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None = None,
+def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = None,
              out: torch.Tensor | None = None) -> torch.Tensor:
-    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: the AWQ triple of an [N, K] weight (group a power
-    of two, 32 or more: the kernel finds a chunk's group by a shift); bias: [N] bf16 or None; out:
-    [M, N] bf16 (written) or None (allocated).
+    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: an [N, K] weight's AWQ tensors tiled (awq.tile;
+    group a power of two, 32 or more: the kernel finds a chunk's group by a shift); bias: [N] bf16
+    or None; out: [M, N] bf16 (written) or None (allocated).
     -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
     check_operands(x, w, bias, out)
     if out is None:
-        out = torch.empty(x.shape[0], w.scales.shape[1], dtype=x.dtype, device=x.device)
-    splits, cluster = plan(w.scales.shape[1], x.shape[1], _sm_count(x.device.index))
+        out = torch.empty(x.shape[0], w.n, dtype=x.dtype, device=x.device)
+    splits, cluster = plan(w.n, x.shape[1], _sm_count(x.device.index))
     launch_shape(x, w, bias, out, splits, cluster)
     return out
 
 
-def launch_shape(x: torch.Tensor, w: AWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
+def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
                  cluster: int) -> None:
     """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps (awq_gemm
     takes them from plan(); the GPU tests run every shape)."""
-    (m, k), n = x.shape, w.scales.shape[1]
-    kernel = kernel_for(w, cluster)
-    group_shift = (k // w.qzeros.shape[0] // 32).bit_length() - 1  # group = chunk >> group_shift
+    (m, k), n = x.shape, w.n
+    group_shift = (w.group // 32).bit_length() - 1  # group = chunk >> group_shift
     with torch.cuda.device(x.device):
-        launch("awq_gemm", kernel, (-(-n // COLUMNS_PER_BLOCK) * cluster,), (32 * splits,),
+        launch("awq_gemm", f"awq_gemm_c{cluster}", (w.qweight.shape[0] * cluster,), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k), np.int32(group_shift)),
                shared_mem=shared_bytes(splits), pdl=cluster == 1)  # PDL for cluster launches: not tried yet

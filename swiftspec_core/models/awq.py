@@ -16,6 +16,13 @@ REVERSE_ORDER[j]. The same order holds for qzeros.
 The engine keeps nn.Linear's [N, K] orientation everywhere else; unpack()/pack() convert between
 the packed triple and plain [N, K] codes with [N, K / G] zeros and scales (what sharding selects
 columns of), and dequantize() gives the [N, K] weight.
+
+The fused GEMM (cuda/awq_gemm.cu) reads another arrangement of the same tensors, tile(): in the
+hub's layout the 64 output columns a thread block computes are 32 bytes of each qweight row, rows
+N / 2 bytes apart (a DRAM page apart at these N); tiled, each 64-column block's rows are
+back to back, so the 32 K rows x 64 columns a warp stages at once (1 KB) are contiguous, and the
+chunks a cluster's warps read at once follow one another. A permutation (zero-padded to whole
+blocks): untile() gives the hub's tensors back, bit for bit.
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ GROUP = 128  # input columns per scale and zero point: what the hub's AWQ checkp
 PACK = 8  # 4-bit codes per int32
 ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # nibble i of an int32 holds column 8c + ORDER[i]
 REVERSE_ORDER = tuple(ORDER.index(j) for j in range(PACK))  # column 8c + j is in nibble REVERSE_ORDER[j]
+TILE_COLUMNS = 64  # output columns of one tile (8 int32 of a qweight row): a thread block of the fused GEMM
 QUANT_METHODS = ("none", "awq")  # --quant
 PARTS = ("qweight", "qzeros", "scales")  # an AWQ layer's tensors, by their hub names
 
@@ -48,6 +56,53 @@ class AWQWeight(NamedTuple):
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self)
+
+
+class TiledAWQWeight(NamedTuple):
+    """An AWQWeight in the fused GEMM's layout (tile()): B = ceil(N / 64) blocks of 64 output columns,
+    each block's slice of the hub's tensors contiguous, zeros past column N."""
+    qweight: torch.Tensor  # int32 [B, K, 8]: [b, k, i] = hub qweight[k, 8b + i]
+    qzeros: torch.Tensor  # int32 [B, K / G, 8]: [b, g, i] = hub qzeros[g, 8b + i]
+    scales: torch.Tensor  # float16 [B, K / G, 64]: [b, g, j] = hub scales[g, 64b + j]
+    n: int  # output columns (N)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.qweight.shape[1]
+
+    @property
+    def group(self) -> int:
+        return self.qweight.shape[1] // self.qzeros.shape[1]
+
+
+def _by_block(t: torch.Tensor, width: int) -> torch.Tensor:
+    """[R, C] -> [ceil(C / width), R, width]: out[b, r, i] = t[r, width b + i], zeros past column C."""
+    r, c = t.shape
+    full = c // width
+    out = t.new_zeros(-(-c // width), r, width)
+    out[:full] = t[:, : full * width].view(r, full, width).transpose(0, 1)
+    if c % width:
+        out[full, :, : c % width] = t[:, full * width:]
+    return out
+
+
+def _from_blocks(t: torch.Tensor, c: int) -> torch.Tensor:
+    """The inverse of _by_block: [B, R, width] -> [R, c]."""
+    blocks, r, width = t.shape
+    return t.transpose(0, 1).reshape(r, blocks * width)[:, :c].contiguous()
+
+
+def tile(w: AWQWeight) -> TiledAWQWeight:
+    """The fused GEMM's layout of w (a new copy, on w's device; w unchanged)."""
+    n8 = w.qweight.shape[1]
+    return TiledAWQWeight(_by_block(w.qweight, TILE_COLUMNS // PACK), _by_block(w.qzeros, TILE_COLUMNS // PACK),
+                          _by_block(w.scales, TILE_COLUMNS), PACK * n8)
+
+
+def untile(w: TiledAWQWeight) -> AWQWeight:
+    """The hub's layout back (the inverse of tile)."""
+    return AWQWeight(_from_blocks(w.qweight, w.n // PACK), _from_blocks(w.qzeros, w.n // PACK),
+                     _from_blocks(w.scales, w.n))
 
 
 def check_shape(n: int, k: int, group: int) -> None:
@@ -112,9 +167,11 @@ def quantize(weight: torch.Tensor, group: int = GROUP) -> AWQWeight:
     return pack(codes.reshape(n, k).to(torch.uint8), zeros.to(torch.uint8), scales)
 
 
-def dequantize(w: AWQWeight, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def dequantize(w: AWQWeight | TiledAWQWeight, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The [N, K] weight: (code - zero) * scale, computed in fp32 (exact: a 5-bit integer times an
-    fp16 scale) and rounded once to `dtype`."""
+    fp16 scale) and rounded once to `dtype`. A tiled weight is untiled first (a temporary copy)."""
+    if isinstance(w, TiledAWQWeight):
+        w = untile(w)
     codes = _unpack_nibbles(w.qweight)  # [K, N]
     k, n = codes.shape
     g = w.group
@@ -124,10 +181,10 @@ def dequantize(w: AWQWeight, dtype: torch.dtype = torch.float32) -> torch.Tensor
 
 
 def linear(x: torch.Tensor, weight, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """F.linear over a plain weight or an AWQWeight. An AWQWeight is dequantized to x's dtype on
-    every call (nothing kept): the engine then holds 4-bit bytes only, which is what lets a 70B
-    target fit one GPU; the dequantized weight equals the bf16 twin's (dequantize(w, x.dtype))."""
-    if isinstance(weight, AWQWeight):
+    """F.linear over a plain weight or an AWQ one (either layout). An AWQ weight is dequantized to
+    x's dtype on every call (nothing kept): the engine then holds 4-bit bytes only, which is what lets
+    a 70B target fit one GPU; the dequantized weight equals the bf16 twin's (dequantize(w, x.dtype))."""
+    if isinstance(weight, (AWQWeight, TiledAWQWeight)):
         weight = dequantize(weight, x.dtype)
     return torch.nn.functional.linear(x, weight, bias)
 

@@ -18,7 +18,7 @@ from torch import nn
 from ..cache import KVCache
 from ..comm.group import Group, SingleGroup
 from .args import ModelArgs
-from .awq import AWQWeight, linear
+from .awq import AWQWeight, TiledAWQWeight, linear, tile
 from .rope import apply_rope, rope_tables
 
 KERNEL_SETS = ("torch", "fused")  # --kernels
@@ -58,21 +58,32 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
 
 
 class AWQLinear(nn.Module):
-    """A projection's AWQ tensors as buffers (state names WEIGHT.qweight / .qzeros / .scales)."""
+    """A projection's AWQ tensors as buffers (state names WEIGHT.qweight / .qzeros / .scales): the
+    hub's layout, or after tile_() the fused GEMM's (awq.tile) in its place."""
 
     def __init__(self, n: int, k: int, group: int):
         super().__init__()
+        self.n, self.tiled = n, False
         self.register_buffer("qweight", torch.empty(k, n // 8, dtype=torch.int32))
         self.register_buffer("qzeros", torch.empty(k // group, n // 8, dtype=torch.int32))
         self.register_buffer("scales", torch.empty(k // group, n, dtype=torch.float16))
 
     @property
-    def packed(self) -> AWQWeight:
+    def packed(self) -> AWQWeight | TiledAWQWeight:
+        if self.tiled:
+            return TiledAWQWeight(self.qweight, self.qzeros, self.scales, self.n)
         return AWQWeight(self.qweight, self.qzeros, self.scales)
 
+    def tile_(self) -> None:
+        """Hold the fused GEMM's layout instead of the hub's (once; the torch ops untile it per call),
+        so that the GPU holds one copy of the weights."""
+        if not self.tiled:
+            self.qweight, self.qzeros, self.scales = tile(self.packed)[:3]
+            self.tiled = True
 
-def weight_of(p: nn.Module | torch.Tensor) -> AWQWeight | torch.Tensor:
-    """What the blocks take as a projection's weight: the tensor, or the AWQ triple."""
+
+def weight_of(p: nn.Module | torch.Tensor) -> AWQWeight | TiledAWQWeight | torch.Tensor:
+    """What the blocks take as a projection's weight: the tensor, or the AWQ tensors."""
     return p.packed if isinstance(p, AWQLinear) else p
 
 
@@ -154,11 +165,16 @@ class Transformer(nn.Module):
     def use_kernels(self, kernels: str) -> None:
         """torch: the layers as torch ops (compiled blocks on GPU); fused: every fixed-width
         forward (graphs.PaddedForward) runs our row-invariant kernels (kernels/forward.py), bf16
-        on GPU only. Prefills stay torch ops either way."""
+        on GPU only. Prefills stay torch ops either way. fused also tiles the AWQ layers (once, for
+        good: the torch ops read the tiled layout too)."""
         if kernels not in KERNEL_SETS:
             raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)}")
         if kernels == "fused" and (self.device.type != "cuda" or self.dtype != torch.bfloat16):
             raise ValueError(f"fused kernels run bfloat16 on a GPU, not {self.dtype} on {self.device}")
+        if kernels == "fused":  # the AWQ GEMM reads the tiled layout: convert the hub's once, here
+            for module in self.modules():
+                if isinstance(module, AWQLinear):
+                    module.tile_()
         self.kernels = kernels
 
     # The three blocks of a layer. Between them, eagerly: the cache write and the all-reduces.
