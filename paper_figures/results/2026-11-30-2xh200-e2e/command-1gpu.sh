@@ -34,3 +34,7 @@ done
 grep -hE "^== |skipped|error" $OUT/bs*.log | head -20
 rm -rf $OUT/replay-source
 tar czf /tmp/all.tgz -C $OUT . && rm -rf $OUT/* && mv /tmp/all.tgz $OUT/
+# Run: export SWIFTSPEC_COMMIT=28c4e49 && bash paper_figures/results/2026-11-30-2xh200-e2e/command-1gpu.sh
+# (11:58 UTC, nvidia-h200), outputs unpacked in one-gpu/: 156 tests passed; bs8 ran swiftspec:d3
+# with and without grafting and ar on 35 queries (serial tree skipped at the deadline); bs12 33 and
+# bs16 29 queries before theirs.
