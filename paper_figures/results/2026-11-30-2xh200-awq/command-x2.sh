@@ -17,3 +17,5 @@ TARGET=llama-3-70b DRAFT=llama-3.2-3b EXTRA="--quant awq" REPLAY=/tmp/replay-sou
 python3 -m swiftspec_bench.cli compare $OUT/run --format markdown > $OUT/run/compare.md 2>&1
 grep -E "^==|skipped|error" $OUT/run.log | head; grep -E "overall|lossless" $OUT/run/compare.md | cut -d'|' -f5-8,12-
 tar czf /tmp/all.tgz -C $OUT . && rm -rf $OUT/* && mv /tmp/all.tgz $OUT/
+# Run: export SWIFTSPEC_COMMIT=fa225a7 && bash paper_figures/results/2026-11-30-2xh200-awq/command-x2.sh
+# (12:04 UTC, nvidia-h200-x2), outputs unpacked in x2/.
