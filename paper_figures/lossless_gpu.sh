@@ -61,7 +61,7 @@ for c in "${configs[@]}"; do
   systems=ar,chain,tree,swiftspec$([ "$2" = same ] && echo ,hf-ar)
   gpu=$(( GPUS ? i % GPUS : 0 ))
   one_process() {  # every system, then the grafting ones again for each further graft setting
-    run "$OUT/$1-$2" "$3" --systems "$systems" $(draft_args "$2")
+    run "$OUT/$1-$2" "$3" --systems "$systems" --graft off $(draft_args "$2")
     for g in ${GRAFTS:-off}; do
       [ "$g" = off ] || run "$OUT/$1-$2" "$3" --systems tree,swiftspec --graft "$g" $(draft_args "$2")
     done
@@ -82,7 +82,7 @@ if (( TWO )); then
     set -- $c
     two_processes() {
       local gpus=$([ "$DEVICE" = cuda ] && echo 0,1)
-      run "$OUT/$1-$2" "$gpus" --systems ar,chain,tree,swiftspec --tp 2 --split 1+1 $(draft_args "$2")
+      run "$OUT/$1-$2" "$gpus" --systems ar,chain,tree,swiftspec --tp 2 --split 1+1 --graft off $(draft_args "$2")
       for g in ${GRAFTS:-off}; do
         [ "$g" = off ] || run "$OUT/$1-$2" "$gpus" --systems tree,swiftspec --tp 2 --split 1+1 --graft "$g" $(draft_args "$2")
       done
