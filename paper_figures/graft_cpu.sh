@@ -4,9 +4,9 @@
 #      ngram; 6 datasets x 2 prompts (14 queries), 64 new tokens. compare checks losslessness.
 #   2. OUT-bs12, OUT-bs16: ar and swiftspec d = 3 with grafting, 1 prompt each (7 queries): the
 #      verification budget's accepted tokens (tree_bs is a run setting, so one folder each).
-#   3. OUT: serial tree with and without grafting at 1 prompt each, then swiftspec at d = 4..8 with
-#      grafting, 1 prompt each (replay recordings for GPU runs whose measured d is past 3;
-#      replay_source takes the nearest recorded d), then tree's second prompts.
+#   3. OUT: serial tree with and without grafting at 1 prompt each, swiftspec at d = 5, 6 with
+#      grafting, the tree's second prompts, then d = 4, 7, 8 (1 prompt each: replay recordings for
+#      GPU runs whose measured d is past 3; replay_source takes the nearest recorded d).
 # Steps resume: rerunning the script skips finished rows. Accepted lengths and tokens are what
 # these runs are for; their latencies shared the CPU with other work and are not speed results.
 #   bash paper_figures/graft_cpu.sh OUT
@@ -23,11 +23,9 @@ for bs in 12 16; do
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems ar
   run --out "$OUT-bs$bs" --tree-bs $bs --limit 1 --systems swiftspec --draft-steps 3 --graft ngram
 done
-# serial tree with and without grafting (about 4 minutes a query here) a prompt at a time, swiftspec
-# at d = 4..8 with grafting between
-for limit in 1 2; do
-  for g in off ngram; do run --out "$OUT" --tree-bs 8 --limit $limit --systems tree --graft $g; done
-  [ $limit = 1 ] && for d in 5 6 4 7 8; do
-    run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram
-  done
-done
+# serial tree with and without grafting, and swiftspec with grafting at d = 5, 6, then the tree's
+# second prompts, then d = 4, 7, 8 (replay recordings: replay_source takes the nearest recorded d)
+for g in off ngram; do run --out "$OUT" --tree-bs 8 --limit 1 --systems tree --graft $g; done
+for d in 5 6; do run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram; done
+for g in off ngram; do run --out "$OUT" --tree-bs 8 --limit 2 --systems tree --graft $g; done
+for d in 4 7 8; do run --out "$OUT" --tree-bs 8 --limit 1 --systems swiftspec --draft-steps $d --graft ngram; done
