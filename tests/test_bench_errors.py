@@ -149,13 +149,14 @@ def test_question_ids_met_twice(tmp_path):
 
 def context_filling_prompt(extra: int) -> str:
     """A user turn whose chat prompt needs exactly tiny-llama's 2048 positions (+ `extra`) under
-    base_args (4 new tokens; a tree of 8, a chain of 7 + 1; one pending token): the byte tokenizer
-    makes each ASCII character one token."""
+    base_args (4 new tokens; a tree of the default --tree-bs, a chain of 7 + 1; one pending token):
+    the byte tokenizer makes each ASCII character one token."""
+    from swiftspec_bench.cli import DEFAULT_CHAIN_K, DEFAULT_TREE_BS
     from swiftspec_bench.datasets import chat_prompt_ids
     from swiftspec_core.models.tiny_tokenizer import tiny_tokenizer
 
     template = len(chat_prompt_ids(tiny_tokenizer(), ["x"], [])) - 1
-    return "x" * (2048 - 4 - 8 - 1 - template + extra)
+    return "x" * (2048 - 4 - max(DEFAULT_TREE_BS, DEFAULT_CHAIN_K + 1) - 1 - template + extra)
 
 
 def test_prompt_that_exactly_fills_the_context(tmp_path):

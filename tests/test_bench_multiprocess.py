@@ -25,11 +25,12 @@ def test_placements_lossless_then_replayed(tmp_path, monkeypatch):
     run(real, "--systems", "ar,swiftspec", "--draft-steps", "2")  # in process
     run(real, "--systems", "ar,tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2")
     frame = pd.read_parquet(real / "results.parquet")
-    assert set(frame.system) == {"ar", "swiftspec:d2", "ar@tp2", "tree@tp2", "swiftspec@1+1:d2"}
+    # grafting is on by default: the tree decoders' labels say so
+    assert set(frame.system) == {"ar", "swiftspec:d2:graft", "ar@tp2", "tree@tp2:graft", "swiftspec@1+1:d2:graft"}
     assert frame.output_sha.nunique() == 1  # every placement emitted the target's greedy tokens
     assert ((frame.prefill_s > 0) & (frame.prefill_s < frame.latency_s)).all()
-    split = frame[frame.system == "swiftspec@1+1:d2"].iloc[0]
-    lockstep = frame[frame.system == "swiftspec:d2"].iloc[0]
+    split = frame[frame.system == "swiftspec@1+1:d2:graft"].iloc[0]
+    lockstep = frame[frame.system == "swiftspec:d2:graft"].iloc[0]
     assert list(split.accepted_lengths) == list(lockstep.accepted_lengths)
     assert len(split.link_wait_s) == len(split.draft_parallel_s) == split.rounds
     res = CliRunner().invoke(app, ["compare", str(real)])
@@ -44,11 +45,11 @@ def test_placements_lossless_then_replayed(tmp_path, monkeypatch):
     run(replayed, "--systems", "ar,tree,swiftspec", "--weights", "random", "--acceptance", f"replay:{real}",
         "--split", "1+1")
     rows = pd.read_parquet(replayed / "results.parquet")
-    d = int(rows[rows.system == "swiftspec@1+1"].draft_steps.iloc[0])
+    d = int(rows[rows.system == "swiftspec@1+1:graft"].draft_steps.iloc[0])
     assert d >= 1 and {a for a in asked if a[0] == "swiftspec"} == {("swiftspec", d)}
     assert set(rows.acceptance) == {"replayed"} and set(rows.weights) == {"random"}
-    drawn = set(frame[frame.system == "tree@tp2"].accepted_lengths.iloc[0])
-    assert set(rows[rows.system == "tree"].accepted_lengths.iloc[0][:-1]) <= drawn  # the last is cut by the budget
+    drawn = set(frame[frame.system == "tree@tp2:graft"].accepted_lengths.iloc[0])
+    assert set(rows[rows.system == "tree:graft"].accepted_lengths.iloc[0][:-1]) <= drawn  # the last is cut by the budget
     res = CliRunner().invoke(app, ["compare", str(replayed)])
     assert res.exit_code == 0 and "not checked" in res.stdout
 

@@ -223,7 +223,7 @@ def test_cli_graft_setting_labels_and_rows(tmp_path):
                                         "gsm8k", "--limit", "1", "--max-new-tokens", "12", "--data-dir",
                                         str(DATA_DIR), "--out", str(tmp_path / "run"), *extra])
 
-    for extra in ([], ["--graft", "ngram", "--graft-len", "4", "--graft-ngram", "2,3"]):
+    for extra in (["--graft", "off"], ["--graft-len", "4", "--graft-ngram", "2,3"]):  # grafting is the default
         res = run("--systems", "ar,tree,swiftspec", "--draft-steps", "2", *extra)
         assert res.exit_code == 0, (res.stdout, res.exception)
     frame = pd.read_parquet(tmp_path / "run" / "results.parquet")

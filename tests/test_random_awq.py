@@ -117,7 +117,7 @@ def test_cli_awq_rows_lossless_in_process_and_across_processes(tmp_path, monkeyp
     assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
     assert len(built) == 1  # the draft (plain weights); the target's shards were drawn in the workers
     frame = pd.read_parquet(out / "results.parquet")
-    assert set(frame.system) == {"ar", "tree@tp2", "swiftspec@1+1:d2"}
+    assert set(frame.system) == {"ar", "tree@tp2:graft", "swiftspec@1+1:d2:graft"}  # grafting by default
     assert set(frame.quant) == {"awq"} and set(frame.weights) == {"random"}
     assert frame.output_sha.nunique() == 1  # both placements emit in-process ar's tokens
     res = CliRunner().invoke(app, ["compare", str(out)])
