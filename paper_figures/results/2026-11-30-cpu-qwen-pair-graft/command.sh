@@ -14,3 +14,9 @@ COMMON="--target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b --datasets all --
 swiftspec-bench run $COMMON --limit 1 --systems swiftspec --draft-steps 3 --graft ngram
 swiftspec-bench run $COMMON --limit 1 --systems swiftspec --draft-steps 2 --graft ngram
 swiftspec-bench compare paper_figures/results/2026-11-30-cpu-qwen-pair-graft --format markdown > compare.md
+# Third session (10:52-13:20 UTC; each row names the commit it ran at, this session's b4f47a4..; the queue was
+# reordered and restarted a few times, each restart resuming): the same script,
+#   bash paper_figures/graft_cpu.sh paper_figures/results/2026-11-30-cpu-qwen-pair-graft
+# finished swiftspec:d2:graft and swiftspec:d3:graft (14 each), the -bs12 and -bs16 folders (ar and
+# swiftspec:d3:graft, 7 each), tree and tree:graft (14 each), swiftspec:dD:graft for D = 5, 6, 4, 7
+# (7 each) and 8 where the log shows it. compare.md regenerated at the end: lossless yes.
