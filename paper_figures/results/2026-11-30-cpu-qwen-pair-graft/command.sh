@@ -18,5 +18,5 @@ swiftspec-bench compare paper_figures/results/2026-11-30-cpu-qwen-pair-graft --f
 # reordered and restarted a few times, each restart resuming): the same script,
 #   bash paper_figures/graft_cpu.sh paper_figures/results/2026-11-30-cpu-qwen-pair-graft
 # finished swiftspec:d2:graft and swiftspec:d3:graft (14 each), the -bs12 and -bs16 folders (ar and
-# swiftspec:d3:graft, 7 each), tree and tree:graft (14 each), swiftspec:dD:graft for D = 5, 6, 4, 7
-# (7 each) and 8 where the log shows it. compare.md regenerated at the end: lossless yes.
+# swiftspec:d3:graft, 7 each), tree and tree:graft (14 each), swiftspec:dD:graft for D = 4..8
+# (7 each). compare.md regenerated at the end: lossless yes.
