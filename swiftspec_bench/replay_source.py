@@ -41,7 +41,7 @@ class ReplaySource:
         real = frame[frame["acceptance"] == "real"].copy()  # measured, not themselves replayed
         real["base"] = [base_name(s) for s in real["system"]]  # tree@tp2 replays as tree
         real["graft"] = real["graft"].fillna("off") if "graft" in real else "off"
-        self.graft = graft
+        self.graft, self.real = graft, real
         self.frame = real[(real["tree_bs"] == tree_bs) & (real["tree_w"] == tree_w) & (real["chain_k"] == chain_k)]
         self.path = path
 
@@ -51,7 +51,16 @@ class ReplaySource:
             for dataset in datasets:
                 if system in REPLAYED and self._rows(system, dataset).empty:
                     raise UserError(f"{self.path} has no measured {system} rows for {dataset} with these "
-                                    f"tree and graft settings: nothing to replay")
+                                    f"tree and graft settings: nothing to replay ({self._recorded(system)})")
+
+    def _recorded(self, system: str) -> str:
+        """The settings the source's `system` rows were recorded with (what a run must ask to replay them)."""
+        rows = self.real[self.real["base"] == system]
+        if rows.empty:
+            return f"it holds no measured {system} rows"
+        settings = sorted({f"--tree-bs {b} --tree-w {w} --chain-k {k} --graft {g}"
+                           for b, w, k, g in zip(rows["tree_bs"], rows["tree_w"], rows["chain_k"], rows["graft"])})
+        return f"its {system} rows were recorded with {'; '.join(settings)}"
 
     def _rows(self, system: str, dataset: str) -> pd.DataFrame:
         frame = self.frame
