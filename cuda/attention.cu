@@ -191,14 +191,12 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     // cache rows from the prefix on (its ancestors, then itself), and past the end position c0's
     // row (finite values: their weights are 0, and 0 times a finite value adds nothing).
     const long long *vis = blk + (long long)t * cols + COL_VISIBLE;
-    auto key_of = [&](int r) -> const bf16 * {
+    auto row_of = [&](const bf16 *tile, const bf16 *cache, int r) -> const bf16 * {
       const int j = c0 + r < end ? c0 + r : c0;
-      return j < n ? k_tile + (j - c0) * S::ROW : k_cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
+      return j < n ? tile + (j - c0) * S::ROW : cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
     };
-    auto value_of = [&](int r) -> const bf16 * {
-      const int j = c0 + r < end ? c0 + r : c0;
-      return j < n ? v_tile + (j - c0) * S::ROW : v_cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
-    };
+    auto key_of = [&](int r) { return row_of(k_tile, k_cache, r); };
+    auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };
     __syncwarp();
 
     // Scores: 4 position tiles x KS dim steps, in dim order.

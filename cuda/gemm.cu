@@ -76,13 +76,19 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
   const bf16* x_lo = x + (size_t)(lo_ok ? g : 0) * K + t * 8;
   const bf16* x_hi = x + (size_t)(hi_ok ? g + 8 : 0) * K + t * 8;
 
-  // Chunks c0, c0 + S, .., c0 + (U-1) S; those past K load zeros.
+  // Chunk c0 + u S: whether it lies inside K (chunks past K load zeros), and its first k.
+  auto chunk = [&](int c0, int u, int& k) {
+    const int c = c0 + u * splits;
+    const bool in_k = c < chunks && c * 32 + t * 8 < K;  // K % 8 == 0: a lane's 8 are all in or out
+    k = in_k ? c * 32 : 0;
+    return in_k;
+  };
+  // Chunks c0, c0 + S, .., c0 + (U-1) S: the weights apart from x, which a previous kernel writes.
   auto load_weights = [&](Operands<NT, U>& o, int c0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int c = c0 + u * splits;
-      const bool in_k = c < chunks && c * 32 + t * 8 < K;  // K % 8 == 0: a lane's 8 are all in or out
-      const int k = in_k ? c * 32 : 0;
+      int k;
+      const bool in_k = chunk(c0, u, k);
 #pragma unroll
       for (int j = 0; j < NT; ++j) o.w[u][j] = load16<true>(w_row[j] + k, in_k && w_ok[j]);
     }
@@ -90,9 +96,8 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
   auto load_x = [&](Operands<NT, U>& o, int c0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int c = c0 + u * splits;
-      const bool in_k = c < chunks && c * 32 + t * 8 < K;
-      const int k = in_k ? c * 32 : 0;
+      int k;
+      const bool in_k = chunk(c0, u, k);
       o.lo[u] = load16<false>(x_lo + k, in_k && lo_ok);
       o.hi[u] = load16<false>(x_hi + k, in_k && hi_ok);
     }

@@ -13,9 +13,11 @@ import torch.nn.functional as F
 
 from swiftspec_core.graphs import spans
 from swiftspec_core import staged
+from swiftspec_core.models.args import awq_bytes
+from swiftspec_core.models.awq import GROUP as AWQ_GROUP
 from swiftspec_core.staged import POSITION, VISIBLE
 
-from .kernel_shapes import BF16, Case, awq_bytes, gemm_shape, kv_bytes, shard_args
+from .kernel_shapes import BF16, Case, gemm_shape, kv_bytes, shard_args
 
 CALLS = 20  # calls captured in one graph at least
 MAX_COPIES = 128
@@ -70,10 +72,10 @@ def random_awq(n: int, k: int):
 
 
 def awq_gemm_call(case: Case):
-    """Our dequantizing GEMM on a layer projection's 4-bit weights (kernel_shapes.awq_bytes)."""
+    """Our dequantizing GEMM on a layer projection's 4-bit weights (args.awq_bytes)."""
     n, k, has_bias = gemm_shape(shard_args(case.model, case.tp), case.projection)
     awq_gemm = ours("awq_gemm", "awq_gemm")
-    copies = input_copies(awq_bytes(n, k))
+    copies = input_copies(awq_bytes(n * k, AWQ_GROUP))
     ws = [random_awq(n, k) for _ in range(copies)]
     bias = randn(n, scale=0.02) if has_bias else None
     x, out = randn(case.m, k), torch.empty(case.m, n, device="cuda", dtype=torch.bfloat16)

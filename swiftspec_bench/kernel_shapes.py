@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swiftspec_core.errors import UserError
-from swiftspec_core.models.args import ModelArgs
+from swiftspec_core.models.args import ModelArgs, awq_bytes
 from swiftspec_core.models.awq import GROUP as AWQ_GROUP
 from swiftspec_core.models.presets import PRESETS
 from swiftspec_core.models.sharding import shard_state
@@ -107,11 +107,6 @@ def gemm_shape(args: ModelArgs, projection: str) -> tuple[int, int, bool]:
     }[projection]
 
 
-def awq_bytes(n: int, k: int, group: int = AWQ_GROUP) -> int:
-    """An [n, k] weight in AWQ's layout: 4-bit codes, a 4-bit zero point and an fp16 scale a group."""
-    return n * k // 2 + (k // group) * n // 2 + (k // group) * n * 2
-
-
 def kv_bytes(args: ModelArgs, tokens: int, layers: int = 1) -> int:
     """The keys and values of `tokens` positions in `layers` layers."""
     return layers * 2 * tokens * args.n_kv_heads * args.head_dim * BF16
@@ -126,7 +121,7 @@ def floor_bytes(case: Case) -> int | None:
         return BF16 * (n * k + m * k + m * n + (n if bias else 0))  # the all-reduce not counted
     if case.group == "awq_gemm":
         n, k, bias = gemm_shape(a, case.projection)
-        return awq_bytes(n, k) + BF16 * (m * k + m * n + (n if bias else 0))
+        return awq_bytes(n * k, AWQ_GROUP) + BF16 * (m * k + m * n + (n if bias else 0))
     if case.op == "allreduce":
         return None
     if case.op == "attention":  # q in, out written, and the keys/values of its positions

@@ -25,7 +25,7 @@ def floors(pair, device: str) -> dict:
 
     if device != "cuda":
         return dict(bandwidth_tb_s=None, target_floor_ms=None, draft_floor_ms=None)
-    from swiftspec_core.models.awq import group_for
+    from swiftspec_core.models.awq import quantized_args
     from swiftspec_core.runtime.floor import copy_bandwidth
 
     bw = copy_bandwidth()
@@ -34,7 +34,7 @@ def floors(pair, device: str) -> dict:
     def floor(loaded, quant: str = "none") -> float:
         args = loaded.awq[0] if loaded.awq is not None else ModelArgs.from_hf_config(loaded.config)
         if quant == "awq" and args.quant != "awq":  # quantized as the engine does it (weights.engine_from_hf)
-            args = args.with_(quant="awq", quant_group=group_for(args))
+            args = quantized_args(args)
         return args.weight_bytes(size) / bw * 1e3
 
     return dict(bandwidth_tb_s=bw / 1e12, target_floor_ms=floor(pair.target, pair.quant),

@@ -295,7 +295,7 @@ def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
 
     args = kernel_args(qkv_bias)
     plain = {k: v.float() for k, v in target_state(0, 0.5, args).items()}  # flat: near-ties abound
-    aq = args.with_(quant="awq", quant_group=awq.group_for(args))
+    aq = awq.quantized_args(args)
     state = awq.quantize_state(plain, aq.quant_group)
     build = lambda kernels: build_engine(aq, state, dtype=torch.bfloat16, device="cuda", max_seq_len=1024,  # noqa: E731
                                          compile=False, kernels=kernels)

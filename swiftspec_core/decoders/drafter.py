@@ -31,6 +31,7 @@ class Drafter:
         self.grafter = Grafter(graft_len, graft_ngram) if graft_len else None
         self.max_tree_rows = max_tree_rows
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
+        self.prompt: list[int] = []  # the request's prompt (prefill), which the grafter looks up in
         self.tree: TokenTree | None = None
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
         self.topk_logprob_sum: list[float] | None = None  # sorted child log-probs, summed

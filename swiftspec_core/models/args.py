@@ -75,5 +75,11 @@ class ModelArgs:
         head = self.vocab_size * self.dim  # lm_head; the embedding row gather is negligible
         layers = self.n_layers * (attn + mlp)  # parameters of the quantizable projections
         if self.quant == "awq":
-            return layers // 2 + layers // self.quant_group * 5 // 2 + bytes_per_param * head
+            return awq_bytes(layers, self.quant_group) + bytes_per_param * head
         return bytes_per_param * (layers + head)
+
+
+def awq_bytes(params: int, group: int) -> int:
+    """Bytes of `params` layer weights in AWQ (models/awq.py): a 4-bit code each, and per group of
+    `group` inputs of an output column a 4-bit zero point and an fp16 scale."""
+    return params // 2 + params // group * 5 // 2

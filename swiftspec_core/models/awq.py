@@ -210,6 +210,11 @@ def group_for(args) -> int:
     raise ValueError(f"awq: input widths {widths} are not all multiples of 32")
 
 
+def quantized_args(args):
+    """`args` (a ModelArgs) of the same model with its layer projections in AWQ, at group_for's group."""
+    return args.with_(quant="awq", quant_group=group_for(args))
+
+
 def quantize_state(state: dict[str, torch.Tensor], group: int = GROUP) -> dict[str, torch.Tensor]:
     """An engine state with every layer projection replaced by its AWQ tensors (NAME.qweight,
     NAME.qzeros, NAME.scales), quantized by round-to-nearest; the other entries as they are."""

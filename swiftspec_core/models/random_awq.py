@@ -21,7 +21,7 @@ import torch
 
 from ..comm.group import Group, SingleGroup
 from .args import ModelArgs
-from .awq import group_for, quantize_state
+from .awq import quantize_state, quantized_args
 from .transformer import Transformer
 from .weights import draw_random_, engine_named, engine_of_shard, hf_layer, random_generator
 
@@ -52,8 +52,7 @@ def random_awq_engine(recipe: RandomAWQ, *, dtype: torch.dtype, device="cpu", gr
     """This rank's AWQ engine of the recipe's random model, as weights.engine_from_hf(quant="awq")
     builds it from that model, with no more than one part of the model in the dtype at a time."""
     group = group or SingleGroup()
-    args = ModelArgs.from_hf_config(recipe.config)
-    args = args.with_(quant="awq", quant_group=group_for(args))
+    args = quantized_args(ModelArgs.from_hf_config(recipe.config))
     gen = random_generator(recipe.seed, recipe.device)
     local, state, vocab_start = args, {}, 0
     # Consecutive runs of one part: the embedding, layer 0, ..., layer L - 1, then norm and lm_head.

@@ -189,9 +189,9 @@ def engine_from_hf(hf_model, *, dtype: torch.dtype, device="cpu", group: Group |
     fuse_projections(hf_model)
     args, state = state_from_hf(hf_model)
     if quant == "awq":
-        from .awq import group_for, quantize_state
+        from .awq import quantize_state, quantized_args
 
-        args = args.with_(quant="awq", quant_group=group_for(args))
+        args = quantized_args(args)
         state = quantize_state(state, args.quant_group)
     elif quant != "none":
         raise ValueError(f"quant {quant!r}: choose none or awq")
