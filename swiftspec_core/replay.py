@@ -8,7 +8,8 @@ tree's shape and reuse honest:
 - the draft's scores use the recorded mean top-w child log-probs (random weights would give a
   flat, bushy tree), ranked as the random draft ranks its own children;
 - whether the bonus token was a node of the draft's tree (then the evolving tree keeps the
-  subtree under it), drawn from the recorded per-round flags;
+  subtree under it), drawn from the recorded per-round flags; SwiftSpec's first token (the draft
+  grew candidates for it during the prefill) is drawn the same way;
 - with grafting, whether a draft step's lookup fires and how many chain nodes it keeps, drawn
   from the recorded grafts (random text never repeats, so the lookup itself would never fire, the
   tree would deepen one level a step and long drawn lengths would be cut at its depth).
@@ -47,8 +48,7 @@ class Replay:
         """The accepted node indices (root first) of a sent tree: the first children from the
         root (the draft's best path: siblings are created best first), as many as drawn."""
         n_emitted = self.rng.choice(self.profile.emitted)
-        flags = self.profile.bonus_in_tree
-        self.bonus_hint = self.rng.choice(flags) if flags else False
+        self.draw_bonus_hint()
         first_child: dict[int, int] = {}
         for i in range(1, len(parents)):
             first_child.setdefault(parents[i], i)
@@ -56,6 +56,12 @@ class Replay:
         while len(path) < n_emitted and path[-1] in first_child:
             path.append(first_child[path[-1]])
         return path
+
+    def draw_bonus_hint(self) -> bool:
+        """Whether the next bonus token was a node of the draft's tree, drawn from the recorded flags."""
+        flags = self.profile.bonus_in_tree
+        self.bonus_hint = self.rng.choice(flags) if flags else False
+        return self.bonus_hint
 
     def scores(self, k: int) -> list[float] | None:
         """Child log-probs for a draft expansion keeping k children, best first."""

@@ -112,7 +112,7 @@ def test_grafted_nodes_are_what_expansion_creates_and_caches_stay_fresh(models, 
     verifier, drafter = Verifier(target, 8), Drafter(draft, w, 128, graft_len=6, graft_ngram=(3, 2))
     verified = REPEATS + [verifier.prefill(REPEATS)]
     drafter.prefill(REPEATS)
-    drafter.root(verified[-1])
+    drafter.first(verified[-1])
     rng, checked, longest = random.Random(0), 0, 0
     for _ in range(10):
         for _ in range(1 + rng.randrange(3)):

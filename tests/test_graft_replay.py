@@ -76,7 +76,7 @@ def test_a_replayed_graft_keeps_the_drawn_nodes_along_the_best_children():
     draft = engine(target_state(seed=3))
     drafter = Drafter(draft, 4, 128, graft_len=6, graft_ngram=(3, 2))
     drafter.prefill(list(range(100, 124)), Replay(replayed_profile(fire=1.0, kept=(3,)), seed=0))
-    drafter.root(7)
+    drafter.first(7)
     drafter.step(4, 4)
     tree, node, path = drafter.tree, 0, []
     while tree.children[node] and tree.expanded(node):

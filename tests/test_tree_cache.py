@@ -64,9 +64,10 @@ def test_caches_equal_fresh_prefill_after_every_reroot():
     verifier, drafter = Verifier(target, 8), Drafter(draft, 4, 128)
     verified = p + [verifier.prefill(p)]
     drafter.prefill(p)
-    drafter.root(verified[-1])
     rng = random.Random(0)
-    reused = 0
+    for _ in range(2):  # SwiftSpec's draft grows from the prompt's last token during the prefill
+        drafter.step(4, 4)
+    reused = drafter.first(verified[-1])[1]
     for _ in range(12):
         subtree = drafter.propose(8, 4)
         emitted, _ = verifier.verify(*subtree)
@@ -103,7 +104,7 @@ def test_draft_equals_target_accepts_to_a_leaf():
     p = prompt(seed=4)
     verifier, drafter = Verifier(m, 8), Drafter(m, 8, 128)
     drafter.prefill(p)
-    drafter.root(verifier.prefill(p))
+    drafter.first(verifier.prefill(p))
     for _ in range(8):
         drafter.propose(8, 8)  # grown to 8 nodes; the subtree is picked after 3 more steps
         for _ in range(3):
@@ -125,3 +126,21 @@ def test_cache_truncate_and_keep_bounds():
         cache.keep([3, 6], verified=1)  # row 3 is verified already: not a tree row
     cache.keep([6, 9], verified=2)
     assert cache.length == 6
+
+
+def test_the_first_token_reuses_the_tree_grown_during_the_prefill():
+    """SwiftSpec's draft grows from the prompt's last token while the target prefills; with draft =
+    target its best child is the target's first token, so the first re-root keeps that subtree,
+    its KV rows, and the prompt's last token joins the prefix."""
+    m = engine(target_state(confidence=20.0))
+    p = prompt(seed=4)
+    verifier, drafter = Verifier(m, 8), Drafter(m, 8, 128)
+    drafter.prefill(p)
+    assert drafter.cache.length == len(p) - 1 and drafter.tree.token[0] == p[-1]
+    for _ in range(3):
+        drafter.step(8, 8)
+    first = verifier.prefill(p)
+    token, reused = drafter.first(first)
+    assert (token, reused) == (first, True)
+    assert drafter.cache.length == len(p) and drafter.pending == []
+    assert drafter.tree.token[0] == first and drafter.tree.expanded(0) and len(drafter.tree) > 8

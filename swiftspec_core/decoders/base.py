@@ -134,10 +134,12 @@ def drafter_args(settings: SpecSettings, width: int, graft: bool = False) -> tup
 
 
 def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[int], settings: SpecSettings,
-          *, verify_width: int, draft_width: int = 0, graft: bool = False, replay=None):
+          *, verify_width: int, draft_width: int = 0, graft: bool = False, early_steps: int = 0, replay=None):
     """Prefill both sides for a request. Returns (verifier, drafter or None, output holding the
     first token). The sides (caches, CUDA graphs) are built once per model and width, then reused.
-    graft: the decoder grafts chains when the settings ask for it (tree decoders)."""
+    graft: the decoder grafts chains when the settings ask for it (tree decoders). early_steps:
+    draft steps grown from the prompt's last token before the first token is known (SwiftSpec's
+    draft runs them while the target prefills; the split runtime does the same)."""
     need = positions_needed(len(prompt), max_new_tokens, settings)
     if need > target.max_seq_len:
         raise ValueError(f"{len(prompt)} prompt tokens + {max_new_tokens} new ones (+ one tree) need "
@@ -148,7 +150,9 @@ def start(target, draft, prompt: list[int], max_new_tokens: int, eos_ids: set[in
     if draft is not None:
         drafter = reuse(draft, Drafter, *drafter_args(settings, draft_width, graft))
         drafter.prefill(prompt, replay)
-        drafter.root(out.tokens[-1])
+        for _ in range(early_steps):
+            drafter.step(draft_width, draft_width)
+        out.tokens[-1], _ = drafter.first(out.tokens[-1], verifier.first_hint() if early_steps else None)
     return verifier, drafter, out
 
 

@@ -38,17 +38,25 @@ class Drafter:
         self.expansions = 0
 
     def prefill(self, prompt: list[int], replay: Replay | None = None) -> None:
-        """Start a request: cache the prompt. It needs nothing from the target, so under a split
-        the draft prefills while the target does; `root` starts the tree when the first token comes."""
+        """Start a request: cache the prompt but its last token, which roots the tree. It needs
+        nothing from the target, so under a split the draft prefills while the target does, and its
+        steps can grow the tree (the first token's candidates, then theirs) before the target's
+        first token arrives (`first`)."""
         self.replay, self.topk_logprob_sum, self.expansions = replay, None, 0
-        self.model.prefill(prompt, self.cache)
-        self.prompt, self.tree, self.pending = prompt, None, []
-
-    def root(self, token: int) -> None:
-        """The tree starts at `token`, the target's first token."""
-        self.tree = TokenTree(token)
+        if len(prompt) > 1:
+            self.model.prefill(prompt[:-1], self.cache)
+        else:
+            self.cache.length = 0
+        self.prompt, self.tree, self.pending, self.sent = prompt, TokenTree(prompt[-1]), [], set()
         if self.grafter:
-            self.grafter.start(self.prompt + [token], self.replay)
+            self.grafter.start(prompt, replay)
+
+    def first(self, token: int, bonus_hint: bool | None = None) -> tuple[int, bool]:
+        """The target's first token arrived: re-root there, as after a verification that accepted
+        nothing (advance). Returns the token (under replay, possibly the draft's pick) and whether
+        the tree had drafted it (its subtree and KV kept)."""
+        (token,), reused = self.advance([token], bonus_hint)
+        return token, reused
 
     def step(self, w: int, k: int) -> int:
         """Expand the w best leaves (each gets its k best children) in one forward; returns how

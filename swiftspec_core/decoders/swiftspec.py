@@ -6,6 +6,9 @@ One round, as the multi-GPU runtime runs it with the two groups side by side:
     draft:  d expansions of its w best leaves (while S is checked) -> receive, re-root, grow back
                                                                       to bs nodes, send the new S
 
+The first round starts the same way: the draft grows d expansions from the prompt's last token
+(while the target prefills), then re-roots at the target's first token.
+
 Here both sides run in one process, one after the other; the draft does exactly d expansions per
 round, so the tokens and accepted lengths equal the parallel run's. d is settings.draft_steps,
 else measured once per engine pair by a warm-up request (run_draft_steps), by the same rule as
@@ -39,8 +42,8 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
            settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     bs, w = settings.tree_bs, settings.tree_w
     steps = run_draft_steps(target, draft, settings)  # before start(): a warm-up reuses the same sides
-    verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
-                                   verify_width=bs, draft_width=w, graft=True, replay=replay)
+    verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings, verify_width=bs,
+                                   draft_width=w, graft=True, early_steps=steps, replay=replay)
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s, draft_steps=steps)
     with Stopwatch(draft.device) as grow:
         subtree = drafter.propose(bs, w)

@@ -28,6 +28,11 @@ class Verifier:
         """Under replay: whether the last round's bonus token should come from the draft's tree."""
         return None if self.replay is None else self.replay.bonus_hint
 
+    def first_hint(self) -> bool | None:
+        """Under replay: whether the first token should come from the draft's tree (drawn as a
+        round's bonus flag is: SwiftSpec's draft has grown candidates for it during the prefill)."""
+        return None if self.replay is None else self.replay.draw_bonus_hint()
+
     def prefill(self, prompt: list[int], replay: Replay | None = None) -> int:
         """Start a request: run the prompt; return the target's first token (the first root)."""
         self.replay = replay

@@ -18,8 +18,10 @@ messages (so a transfer never needs sizing, and NCCL can run it from a captured 
 Per round on the draft: d expansions (overlapping the target's verification), wait for the
 verdict, re-root, grow back to bs nodes, send the subtree. Only the last three are on the
 critical path. Before the first round the draft prefills the prompt while the target prefills
-it; only the root and the first subtree wait for the target's first token. With the same d,
-tokens and accepted lengths equal the lockstep decoder's.
+it and grows d expansions from the prompt's last token (the first token's candidates); the first
+VERDICT carries the target's first token (and, under replay, its drawn hint), and the draft
+re-roots there as after any verdict. With the same d, tokens and accepted lengths equal the
+lockstep decoder's.
 """
 from __future__ import annotations
 
@@ -94,7 +96,7 @@ def target_request(ctx, target, prompt: list[int], *, max_new_tokens: int, eos_i
     verifier = reuse(target, Verifier, settings.tree_bs)
     out = Output(verifier.prefill(prompt, replay), max_new_tokens, eos_ids)
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
-    ctx.link.send(msgs.put_verdict(out.tokens[-1:], out.done, None))
+    ctx.link.send(msgs.put_verdict(out.tokens[-1:], out.done, verifier.first_hint()))
 
     def receive() -> tuple[TreeMessage, float]:
         t0 = time.perf_counter()
@@ -127,13 +129,15 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
     bs, w = settings.tree_bs, settings.tree_w
     msgs = Messages(bs, w, message_device(ctx))
     drafter = reuse(draft, Drafter, *drafter_args(settings, w, graft=True))
-    drafter.prefill(prompt, replay)  # while the target prefills: only the root waits for its first token
+    drafter.prefill(prompt, replay)  # while the target prefills, and the first d steps too
+    for _ in range(draft_steps):
+        drafter.step(w, w)
     ctx.link.recv(msgs.verdict)
-    (first,), stop, _, _ = msgs.get_verdict()
+    (first,), stop, hint, _ = msgs.get_verdict()
     if stop:
         return
     with Stopwatch(draft.device) as critical:
-        drafter.root(first)
+        drafter.first(first, hint)
         subtree = drafter.propose(bs, w)
     parallel_s, reused = 0.0, None
     while True:
