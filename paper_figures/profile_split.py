@@ -55,7 +55,7 @@ def _own_forward(ctx, target, draft, settings, prompt):
         call = lambda: v.forward(list(range(bs)), rows, rows, n, visible).argmax(-1).tolist()
         return {"verify forward (call)": _timed(call), "verify forward (replay)": _timed(_graph(v.forward, n + bs))}
     d = reuse(draft, Drafter, *drafter_args(settings, w, graft=True))  # the split workers' drafter
-    d.prefill(prompt, 5)
+    d.prefill(prompt)
 
     def step():
         d.tree, d.pending = TokenTree(5), []
