@@ -169,8 +169,14 @@ def quantize(weight: torch.Tensor, group: int = GROUP) -> AWQWeight:
 
 def dequantize(w: AWQWeight | TiledAWQWeight, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The [N, K] weight: (code - zero) * scale, computed in fp32 (exact: a 5-bit integer times an
-    fp16 scale) and rounded once to `dtype`. A tiled weight is untiled first (a temporary copy)."""
+    fp16 scale) and rounded once to `dtype`. A tiled weight on CUDA in bf16 (what a fused engine's
+    prefill asks for) goes through the dequantize kernel (kernels/awq_dequantize.py: the same bits,
+    codes read once); any other is computed in torch, a tiled one untiled first (a temporary copy)."""
     if isinstance(w, TiledAWQWeight):
+        if w.qweight.is_cuda and dtype == torch.bfloat16:
+            # Imported here: kernels/ is the layer above models/ (awq_gemm.py imports this module), no cycle.
+            from swiftspec_core.kernels.awq_dequantize import awq_dequantize
+            return awq_dequantize(w.qweight, w.qzeros, w.scales, w.n)
         w = untile(w)
     codes = _unpack_nibbles(w.qweight)  # [K, N]
     k, n = codes.shape
@@ -182,8 +188,9 @@ def dequantize(w: AWQWeight | TiledAWQWeight, dtype: torch.dtype = torch.float32
 
 def linear(x: torch.Tensor, weight, bias: torch.Tensor | None = None) -> torch.Tensor:
     """F.linear over a plain weight or an AWQ one (either layout). An AWQ weight is dequantized to
-    x's dtype on every call (nothing kept): the engine then holds 4-bit bytes only, which is what lets
-    a 70B target fit one GPU; the dequantized weight equals the bf16 twin's (dequantize(w, x.dtype))."""
+    x's dtype on every call (nothing kept; by the kernel for a tiled weight on CUDA in bf16, see
+    dequantize): the engine then holds 4-bit bytes only, which is what lets a 70B target fit one GPU;
+    the dequantized weight equals the bf16 twin's (dequantize(w, x.dtype)), bit for bit either way."""
     if isinstance(weight, (AWQWeight, TiledAWQWeight)):
         weight = dequantize(weight, x.dtype)
     return torch.nn.functional.linear(x, weight, bias)
