@@ -1,11 +1,13 @@
 """The AWQ dequantize kernel (cuda/awq_dequantize.cu, swiftspec_core/kernels/awq_dequantize.py): its
-operand checks on CPU, and that models/awq.py dequantize() takes it only for a tiled weight on CUDA in
-bf16; on GPU, the kernel's output bitwise equal to the torch path of dequantize() on the hub layout
-(which the kernel never takes) over odd N, K % 64 == 32, groups 32/64/128, fp16 scales of every
-magnitude and a Llama-3-70B down projection, with its output poisoned and nothing written past it."""
+operand checks on CPU, that the runtime hands it to models/awq.py for --kernels fused, and that
+dequantize() then takes it only for a tiled weight on CUDA in bf16; on GPU, the kernel's output
+bitwise equal to the torch path of dequantize() on the hub layout (which the kernel never takes) over
+odd N, K % 64 == 32, groups 32/64/128, fp16 scales of every magnitude and a Llama-3-70B down
+projection, with its output poisoned and nothing written past it."""
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -74,9 +76,9 @@ def test_bad_operands_raise(case, pattern):
 
 
 def test_torch_path_where_the_kernel_does_not_apply(monkeypatch):
-    """On CPU (any dtype) and for the hub layout, dequantize() stays in torch: the kernel entry is
-    never called, and a tiled weight gives the hub layout's bits."""
-    calls = count_kernel_calls(monkeypatch)
+    """With the kernel handed in, dequantize() still stays in torch on CPU (any dtype) and for the hub
+    layout: the kernel is never called, and a tiled weight gives the hub layout's bits."""
+    calls = hand_in_counted_kernel(monkeypatch)
     hub = packed_layer(200, 96, 32, "cpu", seed=1)
     tiled = awq.tile(hub)
     for dtype in (torch.bfloat16, torch.float32):
@@ -84,16 +86,36 @@ def test_torch_path_where_the_kernel_does_not_apply(monkeypatch):
     assert calls == []
 
 
-def count_kernel_calls(monkeypatch) -> list:
-    """Record every call of the kernel's entry (dequantize() imports it at call time, so it sees this)."""
-    calls, entry = [], kernel.awq_dequantize
+def hand_in_counted_kernel(monkeypatch) -> list:
+    """awq.use_dequantize_kernel(the kernel entry, counting its calls: the n of each); -> the calls.
+    The module's previous kernel (normally none) comes back after the test."""
+    monkeypatch.setattr(awq, "_tiled_kernel", awq._tiled_kernel)
+    calls = []
 
     def counted(*args, **kwargs):
         calls.append(args[3])
-        return entry(*args, **kwargs)
+        return kernel.awq_dequantize(*args, **kwargs)
 
-    monkeypatch.setattr(kernel, "awq_dequantize", counted)
+    awq.use_dequantize_kernel(counted)
     return calls
+
+
+def test_fused_runtime_hands_the_kernel_in(monkeypatch):
+    """The runtime's engine setup for --kernels fused hands awq_dequantize to models/awq.py (so the
+    target's prefills take it); for --kernels torch it hands in nothing."""
+    from swiftspec_core.models import loading
+    from swiftspec_core.runtime import service
+
+    monkeypatch.setattr(awq, "_tiled_kernel", None)
+    monkeypatch.setattr(loading, "load_engine", lambda spec, **kwargs: spec)
+    ctx = SimpleNamespace(group=SimpleNamespace(size=1), device="cpu", role="target",
+                          placement=SimpleNamespace(draft_ranks=[1]))
+    plan = SimpleNamespace(dtype="bfloat16", kernels="torch", weights="random", seed=0, max_seq_len=64,
+                           target="target", draft="draft", quant="awq", system="ar", draft_noise=0.0)
+    assert service._engines(plan, ctx) == ("target", None)
+    assert awq._tiled_kernel is None
+    service._engines(SimpleNamespace(**{**vars(plan), "kernels": "fused"}), ctx)
+    assert awq._tiled_kernel is kernel.awq_dequantize
 
 
 # --- GPU: bitwise the torch path -----------------------------------------------------------------
@@ -156,13 +178,16 @@ def test_llama_70b_down_projection():
 
 @needs_gpu
 def test_dequantize_and_linear_take_the_kernel(monkeypatch):
-    """dequantize(tiled, bf16) and linear() on CUDA go through the kernel (same bits as the hub
-    layout's torch path); dequantize(tiled, fp32) and the hub layout do not."""
-    calls = count_kernel_calls(monkeypatch)
+    """Once handed in, dequantize(tiled, bf16) and linear() on CUDA go through the kernel (same bits
+    as the hub layout's torch path); dequantize(tiled, fp32), the hub layout, and a tiled weight
+    with no kernel handed in do not."""
+    monkeypatch.setattr(awq, "_tiled_kernel", None)
     hub = packed_layer(200, 96, 32, "cuda", seed=2)
     tiled = awq.tile(hub)
     want = awq.dequantize(hub, torch.bfloat16)
-    assert calls == []
+    check_bitwise(awq.dequantize(tiled, torch.bfloat16), want, "dequantize(tiled, bf16), torch path")
+    calls = hand_in_counted_kernel(monkeypatch)
+    assert torch.equal(awq.dequantize(hub, torch.bfloat16), want) and calls == []
     check_bitwise(awq.dequantize(tiled, torch.bfloat16), want, "dequantize(tiled, bf16)")
     assert calls == [200]
     assert torch.equal(awq.dequantize(tiled, torch.float32), awq.dequantize(hub, torch.float32))

@@ -1,11 +1,11 @@
 """AWQ weights in the tiled layout -> the bf16 [N, K] nn.Linear weight, on the GPU in one pass
-(cuda/awq_dequantize.cu): what a prefill's F.linear takes (models/awq.py dequantize() calls it for a
-tiled weight on CUDA in bf16), reading the 4-bit codes once and writing the weight once.
+(cuda/awq_dequantize.cu): what a prefill's F.linear takes, reading the 4-bit codes once and writing
+the weight once. The runtime hands awq_dequantize to models/awq.py (use_dequantize_kernel) for
+--kernels fused engines; dequantize() then calls it for a tiled weight on CUDA in bf16.
 
 Bitwise the torch path of models/awq.py dequantize(w, torch.bfloat16) (its reference; the GPU tests
 compare the two with torch.equal): (q - zero) * scale in fp32, rounded once to bf16. Elementwise, so
-no reduction order to keep. This module takes the raw tensors and never imports swiftspec_core.models:
-models/awq.py imports it, lazily.
+no reduction order to keep. It takes the raw tensors and imports nothing of swiftspec_core.models.
 """
 from __future__ import annotations
 
@@ -51,10 +51,11 @@ def check_operands(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Te
     dtypes = {"qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16, "out": torch.bfloat16}
     for name, t in tensors.items():
         if t.dtype != dtypes[name]:
-            raise ValueError(f"awq_dequantize: {name} must be {str(dtypes[name]).removeprefix('torch.')}, got {t.dtype}")
+            want = str(dtypes[name]).removeprefix("torch.")
+            raise ValueError(f"awq_dequantize: {name} must be {want}, got {t.dtype}")
         if not t.is_contiguous():
             raise ValueError(f"awq_dequantize: {name} must be contiguous")
-    for name in ("qweight", "out"):  # 16-byte loads of code rows, 16-byte stores of 8 k (K % 32 == 0 keeps rows aligned)
+    for name in ("qweight", "out"):  # 16-byte code loads, 16-byte stores of 8 k (K % 32 == 0 keeps rows aligned)
         if name in tensors and tensors[name].data_ptr() % 16:
             raise ValueError(f"awq_dequantize: {name} is not 16-byte aligned (the kernel moves 16 bytes at a time)")
     device = qweight.device
