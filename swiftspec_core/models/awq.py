@@ -26,7 +26,7 @@ blocks): untile() gives the hub's tensors back, bit for bit.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -167,10 +167,30 @@ def quantize(weight: torch.Tensor, group: int = GROUP) -> AWQWeight:
     return pack(codes.reshape(n, k).to(torch.uint8), zeros.to(torch.uint8), scales)
 
 
+# The dequantize kernel for tiled bf16 weights on CUDA (kernels/awq_dequantize.py), handed in from
+# above rather than imported: kernels/ imports models/ (tests/test_layout.py: no cycle between parts).
+TiledKernel = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor]  # (qweight, qzeros, scales, n)
+_tiled_kernel: TiledKernel | None = None
+
+
+def use_dequantize_kernel(kernel: TiledKernel | None) -> None:
+    """Send dequantize(tiled weight on CUDA, bf16) to kernel(qweight, qzeros, scales, n) from now on
+    (kernels.awq_dequantize.awq_dequantize: bitwise the torch path); None: the torch path again. The
+    runtime hands it in for --kernels fused engines (the only ones holding tiled weights), as it hands
+    the group its fused all-reduce."""
+    global _tiled_kernel
+    _tiled_kernel = kernel
+
+
 def dequantize(w: AWQWeight | TiledAWQWeight, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The [N, K] weight: (code - zero) * scale, computed in fp32 (exact: a 5-bit integer times an
-    fp16 scale) and rounded once to `dtype`. A tiled weight is untiled first (a temporary copy)."""
+    fp16 scale) and rounded once to `dtype`. A tiled weight on CUDA in bf16 (what a fused engine's
+    prefill asks for) goes through the dequantize kernel where one was handed in (use_dequantize_kernel:
+    the same bits, codes read once); any other is computed in torch, a tiled one untiled first (a
+    temporary copy)."""
     if isinstance(w, TiledAWQWeight):
+        if _tiled_kernel is not None and w.qweight.is_cuda and dtype == torch.bfloat16:
+            return _tiled_kernel(w.qweight, w.qzeros, w.scales, w.n)
         w = untile(w)
     codes = _unpack_nibbles(w.qweight)  # [K, N]
     k, n = codes.shape
@@ -182,8 +202,9 @@ def dequantize(w: AWQWeight | TiledAWQWeight, dtype: torch.dtype = torch.float32
 
 def linear(x: torch.Tensor, weight, bias: torch.Tensor | None = None) -> torch.Tensor:
     """F.linear over a plain weight or an AWQ one (either layout). An AWQ weight is dequantized to
-    x's dtype on every call (nothing kept): the engine then holds 4-bit bytes only, which is what lets
-    a 70B target fit one GPU; the dequantized weight equals the bf16 twin's (dequantize(w, x.dtype))."""
+    x's dtype on every call (nothing kept; by the kernel for a tiled weight on CUDA in bf16 where one
+    was handed in, see dequantize): the engine then holds 4-bit bytes only, which is what lets a 70B target fit one GPU;
+    the dequantized weight equals the bf16 twin's (dequantize(w, x.dtype)), bit for bit either way."""
     if isinstance(weight, (AWQWeight, TiledAWQWeight)):
         weight = dequantize(weight, x.dtype)
     return torch.nn.functional.linear(x, weight, bias)

@@ -165,8 +165,9 @@ class Transformer(nn.Module):
     def use_kernels(self, kernels: str) -> None:
         """torch: the layers as torch ops (compiled blocks on GPU); fused: every fixed-width
         forward (graphs.PaddedForward) runs our row-invariant kernels (kernels/forward.py), bf16
-        on GPU only. Prefills stay torch ops either way. fused also tiles the AWQ layers (once, for
-        good: the torch ops read the tiled layout too)."""
+        on GPU only. Prefills stay torch ops either way (their AWQ dequantize aside: awq.py's
+        use_dequantize_kernel). fused also tiles the AWQ layers (once, for good: the torch ops read
+        the tiled layout too)."""
         if kernels not in KERNEL_SETS:
             raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)}")
         if kernels == "fused" and (self.device.type != "cuda" or self.dtype != torch.bfloat16):
