@@ -108,8 +108,10 @@ class LoadedPair:
         storage (fuse_projections points the model's q/k/v and gate/up at views of the engine's
         fused blocks), so each model's weights are in memory once. Under --quant awq the target's
         engine holds 4-bit AWQ tensors of its own (loading.engine_of)."""
+        from swiftspec_core.kernels.awq_dequantize import use_for_prefills
         from swiftspec_core.models.loading import engine_of
 
+        use_for_prefills(self.kernels)
         return engine_of(loaded, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
                          kernels=self.kernels, quant=quant)
 

@@ -118,6 +118,20 @@ def test_fused_runtime_hands_the_kernel_in(monkeypatch):
     assert awq._tiled_kernel is kernel.awq_dequantize
 
 
+@pytest.mark.parametrize("kernels", ["torch", "fused"])
+def test_single_process_engines_hand_the_kernel_in_too(monkeypatch, kernels):
+    """ar and the lockstep decoders build their engines in the bench's own process (systems.py):
+    their prefills take the kernel under --kernels fused as the runtime workers' do."""
+    from swiftspec_bench import systems
+    from swiftspec_core.models import loading
+
+    monkeypatch.setattr(awq, "_tiled_kernel", None)
+    monkeypatch.setattr(loading, "engine_of", lambda loaded, **kwargs: loaded)
+    engines = systems.LoadedPair("target", None, dtype=torch.bfloat16, device="cpu", kernels=kernels)
+    assert engines._build("target", "awq") == "target"
+    assert awq._tiled_kernel is (kernel.awq_dequantize if kernels == "fused" else None)
+
+
 # --- GPU: bitwise the torch path -----------------------------------------------------------------
 
 def check_against_torch_path(hub: awq.AWQWeight, label: str) -> None:

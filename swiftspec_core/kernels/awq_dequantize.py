@@ -1,21 +1,21 @@
 """AWQ weights in the tiled layout -> the bf16 [N, K] nn.Linear weight, on the GPU in one pass
 (cuda/awq_dequantize.cu): what a prefill's F.linear takes, reading the 4-bit codes once and writing
-the weight once. The runtime hands awq_dequantize to models/awq.py (use_dequantize_kernel) for
---kernels fused engines; dequantize() then calls it for a tiled weight on CUDA in bf16.
+the weight once. use_for_prefills hands it to models/awq.py (use_dequantize_kernel) in every
+process that builds --kernels fused engines; dequantize() then calls it for a tiled weight on CUDA
+in bf16.
 
 Bitwise the torch path of models/awq.py dequantize(w, torch.bfloat16) (its reference; the GPU tests
 compare the two with torch.equal): (q - zero) * scale in fp32, rounded once to bf16. Elementwise, so
-no reduction order to keep. It takes the raw tensors and imports nothing of swiftspec_core.models.
+no reduction order to keep.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from ..models.awq import PACK, TILE_COLUMNS, use_dequantize_kernel
 from .build import launch, ptr
 
-TILE_COLUMNS = 64  # output columns per tile of the layout (models/awq.py TILE_COLUMNS)
-PACK = 8  # 4-bit codes per int32
 ROWS = 64  # k per block (DQ_ROWS): the last block of a K % 64 == 32 weight takes 32
 THREADS = 256  # DQ_THREADS
 MAX_TILES = 65535  # gridDim.y
@@ -79,3 +79,9 @@ def awq_dequantize(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Te
         launch("awq_dequantize", "awq_dequantize", (-(-k // ROWS), tiles), (THREADS,),
                (ptr(qweight), ptr(qzeros), ptr(scales), ptr(out), np.int32(n), np.int32(k), np.int32(group_shift)))
     return out
+
+
+def use_for_prefills(kernels: str) -> None:
+    """Prefills of this process's engines dequantize tiled AWQ layers with the kernel under
+    --kernels fused (the only engines holding the tiled layout), in torch otherwise."""
+    use_dequantize_kernel(awq_dequantize if kernels == "fused" else None)

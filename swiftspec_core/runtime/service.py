@@ -59,11 +59,9 @@ def _engines(plan: WorkerPlan, ctx):
     from ..models.loading import load_engine
 
     dtype = getattr(torch, plan.dtype)
-    if plan.kernels == "fused":  # prefills dequantize the tiled AWQ layers with our kernel, not in torch
-        from ..kernels.awq_dequantize import awq_dequantize
-        from ..models.awq import use_dequantize_kernel
+    from ..kernels.awq_dequantize import use_for_prefills
 
-        use_dequantize_kernel(awq_dequantize)
+    use_for_prefills(plan.kernels)
     if plan.kernels == "fused" and ctx.group.size > 1:  # the fused kernels' all-reduce: LL over peer memory
         from ..kernels.allreduce import LLAllReduce, exchange_over
 
