@@ -10,8 +10,9 @@
 # One run folder per pair under RUN_ROOT; each step resumes and stops at the deadline keeping its rows.
 # DRY=1: the same matrix on this machine's CPU with tiny-llama / tiny-qwen2 standing in for every
 # pair (--tp 2, --split 1+1 over gloo, 8 new tokens): a check of the script, not a result.
-# Not in it yet: "the split the suite picks itself" (no automatic split exists), the 70B AWQ random
-# build (it needs layer-by-layer construction to fit one rank, issue 11), figures 6/7/9.
+# Not in it yet: "the split the suite picks itself" (no automatic split exists). The AWQ targets
+# build layer by layer on their ranks (models/random_awq.py). `swiftspec-bench plot` draws figures
+# 6 and 7 per pair, and 9 (speed against the target's GPUs) where a pair ran several splits.
 set -uo pipefail
 ROOT=${1:?run root}
 DEADLINE=$(( $(date +%s) + ${2:-3000} ))
@@ -19,7 +20,13 @@ LIMIT=${3:-20}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 PAIRS=("llama-3-70b llama-3.2-3b 4+4 awq" "qwen2-72b qwen2-1.5b 4+4 awq" "deepseek-coder-33b deepseek-coder-1.3b 6+2 none"
        "r1-distill-qwen-32b r1-distill-qwen-1.5b 6+2 none" "r1-distill-llama-70b r1-distill-llama-8b 4+4 awq")
-REPLAY=${REPLAY:-paper_figures/results/2026-11-30-2xh200-graft/replay-source}
+# The real pair's recordings with grafting (tree, swiftspec at d = 2..8; the CLI grafts by default),
+# then cpu-qwen-pair's for chain: one replay source, built here unless REPLAY names one.
+if [ -z "${REPLAY:-}" ]; then
+  REPLAY=$ROOT/replay-source
+  PYTHONPATH=. python3 "$(dirname "$0")/replay_union.py" "$REPLAY" paper_figures/results/2026-11-30-cpu-qwen-pair-graft \
+      paper_figures/results/cpu-qwen-pair > /dev/null
+fi
 for pair in "${PAIRS[@]}"; do
   set -- $pair
   target=$1 draft=$2 split=$3 quant=$4 tp=8 tokens=512 device=cuda datasets=all

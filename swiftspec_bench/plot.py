@@ -1,9 +1,12 @@
 """Figures from a run's rows, each as PNG and PDF:
 (a) speed per dataset and system, grouped bars (the paper's Fig. 6 shape);
 (b) per-query speed of each system, sorted, the slow tail (p95 of time per token) marked (Fig. 7);
-(c) mean accepted length (tokens per target verification) per dataset and system."""
+(c) mean accepted length (tokens per target verification) per dataset and system;
+(d) where a pair ran swiftspec at several splits: its speed against the target group's GPUs, the
+    other systems as lines across (Fig. 9)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -99,8 +102,43 @@ def accepted_length(frame: pd.DataFrame, out: Path) -> list[Path]:
                      "accepted_length")
 
 
+SPLIT = re.compile(r"@(\d+)\+(\d+)")  # swiftspec@TARGET+DRAFT in a system's label (systems.label)
+
+
+def by_target_gpus(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """One pair's rows -> (mean tokens/s of each split system family [target GPUs x family, e.g.
+    swiftspec:graft:fused], the other systems' mean tokens/s)."""
+    gpus = rows["system"].str.extract(SPLIT)[0].astype(float)  # NaN: not a split system
+    split_rows = rows[gpus.notna()]
+    family = split_rows["system"].str.replace(SPLIT, "", regex=True)
+    table = split_rows.pivot_table(index=gpus[gpus.notna()].rename("target GPUs"), columns=family,
+                                   values="tokens_per_s", aggfunc="mean", sort=True)
+    others = rows[gpus.isna()].groupby("system", sort=False)["tokens_per_s"].mean()
+    return table, others
+
+
+def speed_by_target_gpus(frame: pd.DataFrame, out: Path) -> list[Path]:
+    """Fig. 9's shape, drawn only where some pair ran swiftspec at two splits or more."""
+    if max(len(by_target_gpus(rows)[0]) for _, rows in frame.groupby(["target", "draft"])) < 2:
+        return []
+
+    def draw(ax, rows):
+        table, others = by_target_gpus(rows)
+        for family in table.columns:
+            ax.plot(table.index, table[family].to_numpy(), marker="o", label=family)
+        for system, speed in others.items():
+            ax.axhline(speed, ls="--", lw=0.8, label=system)
+        ax.set_xlabel("GPUs of the target group")
+        ax.legend(fontsize="small")
+        ax.grid(alpha=0.3)
+
+    return _per_pair(frame, draw, "Speed against the target's share of the GPUs", "tokens/s (mean)", out,
+                     "speed_by_target_gpus")
+
+
 def plot_run(frame: pd.DataFrame, out: Path) -> list[Path]:
     """Draw every figure of a run into `out` (created); returns the files written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    return speed_by_dataset(frame, out) + per_query_speed(frame, out) + accepted_length(frame, out)
+    return (speed_by_dataset(frame, out) + per_query_speed(frame, out) + accepted_length(frame, out)
+            + speed_by_target_gpus(frame, out))

@@ -244,3 +244,22 @@ def test_figures_draw_each_target_and_draft_apart(tmp_path):
     panels = []
     written = plot._per_pair(frame, lambda ax, rows: panels.append(sorted(set(rows.draft))), "t", "y", tmp_path, "x")
     assert panels == [["small"], ["big"]] and [p.name for p in written] == ["x.png", "x.pdf"]
+
+
+def test_speed_by_target_gpus_draws_only_several_splits(tmp_path):
+    """Fig. 9's data: swiftspec's mean speed per target group size, the other systems beside it;
+    no figure where no pair ran two splits."""
+    from swiftspec_bench.plot import by_target_gpus, speed_by_target_gpus
+
+    rows = [("swiftspec@4+4:fused", 300.0), ("swiftspec@4+4:fused", 320.0), ("swiftspec@6+2:fused", 280.0),
+            ("swiftspec@2+6:fused", 200.0), ("tree@tp8:fused", 250.0), ("tree@tp8:fused", 230.0)]
+    frame = pd.DataFrame([{"target": "t", "draft": "d", "dataset": "qa", "system": s, "tokens_per_s": v,
+                           "device": "cuda", "weights": "random", "acceptance": "replayed"} for s, v in rows])
+    table, others = by_target_gpus(frame)
+    assert table.index.tolist() == [2.0, 4.0, 6.0] and table.columns.tolist() == ["swiftspec:fused"]
+    assert table["swiftspec:fused"].tolist() == [200.0, 310.0, 280.0]
+    assert others.to_dict() == {"tree@tp8:fused": 240.0}
+    assert [p.name for p in speed_by_target_gpus(frame, tmp_path)] == ["speed_by_target_gpus.png",
+                                                                        "speed_by_target_gpus.pdf"]
+    one_split = frame[~frame.system.isin(["swiftspec@6+2:fused", "swiftspec@2+6:fused"])]
+    assert speed_by_target_gpus(one_split, tmp_path / "one") == []
