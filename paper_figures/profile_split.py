@@ -1,6 +1,6 @@
 """Where does a split (1+1) SwiftSpec round spend its time? A diagnostic, not a result.
 
-    python3 paper_figures/profile_split.py --out DIR [--prompt-len 3400 --tokens 128 --draft-steps 2
+    PYTHONPATH=. python3 paper_figures/profile_split.py --out DIR [--prompt-len 3400 --tokens 128 --draft-steps 2
                                                       --graft off|ngram --kernels torch|fused]
 
 On two GPUs, target on rank 0 and draft on rank 1 (random bf16 weights, a made-up replay

@@ -35,6 +35,9 @@ class TokenTree:
         self.row = [-1]  # cache row offset after the prefix; -1 until expanded
         self.children: list[dict[int, int]] = [{}]  # token -> node
         self.n_rows = 0
+        # A heap of _order keys of the nodes not yet expanded (a node expanded since it was pushed
+        # is dropped when it comes up), so a draft step finds its leaves without scanning the tree.
+        self.frontier: list[tuple[float, int, int]] = [self._order(0)]
 
     def __len__(self) -> int:
         return len(self.token)
@@ -47,10 +50,17 @@ class TokenTree:
         return (-self.score[node], self.depth[node], node)
 
     def best_leaves(self, w: int, max_depth: int | None = None) -> list[int]:
-        """The w best nodes not yet expanded (and at most max_depth deep)."""
+        """The w best nodes not yet expanded (and at most max_depth deep), best first."""
         deep = len(self) if max_depth is None else max_depth
-        return heapq.nsmallest(w, (i for i in range(len(self)) if self.row[i] < 0 and self.depth[i] <= deep),
-                               key=self._order)
+        picked, passed = [], []
+        while self.frontier and len(picked) < w:
+            key = heapq.heappop(self.frontier)
+            if self.row[key[2]] >= 0:
+                continue  # expanded: it leaves the frontier for good
+            (picked if self.depth[key[2]] <= deep else passed).append(key)
+        for key in picked + passed:  # still unexpanded: the caller may or may not expand them
+            heapq.heappush(self.frontier, key)
+        return [key[2] for key in picked]
 
     def best_subtree(self, bs: int) -> list[int]:
         """The best ancestor-closed set of at most bs nodes, root included, in index order."""
@@ -71,21 +81,22 @@ class TokenTree:
         draft's own ranking of tokens."""
         for node, values, toks in zip(nodes, logprobs, tokens):
             values = scores or values
+            toks = toks[:len(values)]
             self.row[node] = self.n_rows
             self.n_rows += 1
-            for lp, tok in zip(values, toks):
-                self._add(node, tok, self.score[node] + lp)
-
-    def _add(self, parent: int, token: int, score: float) -> int:
-        node = len(self)
-        self.token.append(token)
-        self.parent.append(parent)
-        self.depth.append(self.depth[parent] + 1)
-        self.score.append(score)
-        self.row.append(-1)
-        self.children.append({})
-        self.children[parent][token] = node
-        return node
+            # The children, appended together: new nodes first..first + len(toks) - 1, best first.
+            first, depth, base = len(self), self.depth[node] + 1, self.score[node]
+            added = range(first, first + len(toks))
+            self.token += toks
+            self.parent += [node] * len(toks)
+            self.depth += [depth] * len(toks)
+            child_scores = [base + lp for lp in values[:len(toks)]]
+            self.score += child_scores
+            self.row += [-1] * len(toks)
+            self.children += [{} for _ in toks]
+            self.children[node].update(zip(toks, added))
+            for child, score in zip(added, child_scores):
+                heapq.heappush(self.frontier, (-score, depth, child))  # _order(child)
 
     def subtree_closed(self, bs: int) -> bool:
         """Every node of the best bs-subtree is expanded: expanding more cannot change it."""
@@ -133,6 +144,8 @@ class TokenTree:
         tree.row = [new_row[self.row[n]] if self.row[n] >= 0 else -1 for n in keep]
         tree.children = [{t: index[c] for t, c in self.children[n].items() if c in index} for n in keep]
         tree.n_rows = len(kept_rows)
+        tree.frontier = [tree._order(i) for i in range(len(tree)) if tree.row[i] < 0]
+        heapq.heapify(tree.frontier)
         return tree, Reroot(path_rows + kept_rows, len(path_rows), pending, True)
 
 

@@ -144,3 +144,22 @@ def test_the_first_token_reuses_the_tree_grown_during_the_prefill():
     assert (token, reused) == (first, True)
     assert drafter.cache.length == len(p) and drafter.pending == []
     assert drafter.tree.token[0] == first and drafter.tree.expanded(0) and len(drafter.tree) > 8
+
+
+def test_best_leaves_are_the_best_unexpanded_nodes_after_expansions_and_reroots():
+    """The frontier heap gives what a scan of every node gives (ties: shallower, then older)."""
+    rng = random.Random(3)
+    tree = TokenTree(1)
+    for _ in range(40):
+        deep = rng.choice([None, 2, 4])
+        brute = sorted((i for i in range(len(tree)) if not tree.expanded(i) and (deep is None or tree.depth[i] <= deep)),
+                       key=lambda i: (-tree.score[i], tree.depth[i], i))[:4]
+        leaves = tree.best_leaves(4, deep)
+        assert leaves == brute
+        if rng.random() < 0.2 and len(tree) > 1:
+            child = rng.choice(list(tree.children[0].values()))
+            tree, _ = tree.reroot([tree.token[child]])
+            continue
+        toks = [[rng.randrange(50) for _ in range(3)] for _ in leaves]
+        toks = [list(dict.fromkeys(t)) for t in toks]  # distinct children
+        tree.expand(leaves, [[-rng.choice([0.5, 1.0, 2.0]) for _ in t] for t in toks], toks)
