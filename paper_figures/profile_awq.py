@@ -1,6 +1,6 @@
 """One AWQ GEMM shape called back to back, for a profiler (ncu) to pick one launch:
 
-    ncu --kernel-name regex:awq_gemm --launch-skip 3 --launch-count 1 ... \
+    PYTHONPATH=. ncu --kernel-name regex:awq_gemm --launch-skip 3 --launch-count 1 ... \
         python3 paper_figures/profile_awq.py N K [M]
 
 Random codes, zeros and scales in the tiled layout the engine holds (kernel_ops.random_awq)."""
