@@ -10,9 +10,11 @@
 # One run folder per pair under RUN_ROOT; each step resumes and stops at the deadline keeping its rows.
 # DRY=1: the same matrix on this machine's CPU with tiny-llama / tiny-qwen2 standing in for every
 # pair (--tp 2, --split 1+1 over gloo, 8 new tokens): a check of the script, not a result.
-# Not in it yet: "the split the suite picks itself" (no automatic split exists). The AWQ targets
-# build layer by layer on their ranks (models/random_awq.py). `swiftspec-bench plot` draws figures
-# 6 and 7 per pair, and 9 (speed against the target's GPUs) where a pair ran several splits.
+# The split the suite picks itself: swiftspec at each of CANDIDATES ("2+6 4+4 6+2", the paper's
+# Fig. 9 degrees) on one prompt a dataset into RUN_ROOT/PAIR-calibrate, the fastest over the queries
+# all ran (placement.best_split, paper_figures/pick_split.py), then the full run at that split where
+# it is not the paper's. The calibration folder is Fig. 9's data. The AWQ targets build layer by
+# layer on their ranks (models/random_awq.py). `swiftspec-bench plot` draws figures 6, 7 and 9.
 set -uo pipefail
 ROOT=${1:?run root}
 DEADLINE=$(( $(date +%s) + ${2:-3000} ))
@@ -30,19 +32,26 @@ fi
 for pair in "${PAIRS[@]}"; do
   set -- $pair
   target=$1 draft=$2 split=$3 quant=$4 tp=8 tokens=512 device=cuda datasets=all
+  candidates=${CANDIDATES:-2+6 4+4 6+2}
   if [ "${DRY:-0}" = 1 ]; then  # sum's prompts pass the tiny presets' 2048 positions
     target=tiny-llama draft=tiny-llama split=1+1 quant=none tp=2 tokens=8 device=cpu datasets=mt_bench,humaneval,gsm8k,alpaca,qa
+    candidates="1+1 2+1"
   fi
   out="$ROOT/$1"
-  step() {
-    local left=$(( DEADLINE - $(date +%s) ))
-    if (( left < 30 )); then echo "skipped (deadline): $out $*"; return; fi
-    echo "== $(date -u +%T) $out: $*"
+  step() {  # step FOLDER LIMIT ARGS...
+    local dir=$1 limit=$2 left=$(( DEADLINE - $(date +%s) ))
+    shift 2
+    if (( left < 30 )); then echo "skipped (deadline): $dir $*"; return; fi
+    echo "== $(date -u +%T) $dir: $*"
     timeout "$left" python3 -m swiftspec_bench.cli run --target "$target" --draft "$draft" --weights random \
-        --device "$device" --acceptance "replay:$REPLAY" --datasets "$datasets" --limit "$LIMIT" --max-new-tokens "$tokens" \
-        --tree-bs 8 --tree-w 8 --chain-k 7 --quant "$quant" --data-dir "${DATA_DIR:-.data/eagle}" --out "$out" "$@"
+        --device "$device" --acceptance "replay:$REPLAY" --datasets "$datasets" --limit "$limit" --max-new-tokens "$tokens" \
+        --tree-bs 8 --tree-w 8 --chain-k 7 --quant "$quant" --data-dir "${DATA_DIR:-.data/eagle}" --out "$dir" "$@"
     echo "== exit $?"
   }
-  step --systems ar,chain,tree --tp "$tp"
-  step --systems swiftspec --split "$split"
+  step "$out" "$LIMIT" --systems ar,chain,tree --tp "$tp"
+  step "$out" "$LIMIT" --systems swiftspec --split "$split"
+  for c in $candidates; do step "$out-calibrate" 1 --systems swiftspec --split "$c"; done
+  picked=$(PYTHONPATH=. python3 "$(dirname "$0")/pick_split.py" "$out-calibrate") || { echo "no split picked: $out"; continue; }
+  echo "== picked split $picked for $1"
+  [ "$picked" = "$split" ] || step "$out" "$LIMIT" --systems swiftspec --split "$picked"
 done

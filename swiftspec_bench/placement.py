@@ -2,7 +2,11 @@
 each row says about its placement and kernels."""
 from __future__ import annotations
 
+import re
+
 from swiftspec_core.errors import UserError
+
+SPLIT_LABEL = re.compile(r"@(\d+)\+(\d+)")  # swiftspec@TARGET+DRAFT in a row's system label (systems.label)
 
 
 def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
@@ -52,3 +56,22 @@ def where(pair, system: str) -> dict:
         return dict(gpus=processes, kernels="fused")
     compiled = cuda and sys.on_engine  # on GPU our engines fuse their layers' ops with torch.compile
     return dict(gpus=processes if cuda else 0, kernels="torch-compile" if compiled else "torch")
+
+
+def best_split(frame) -> tuple[int, int]:
+    """The split the suite picks from a calibration run (swiftspec at several --split values into
+    one folder): the highest mean tokens/s over the queries every split ran, ties to more target
+    GPUs. ValueError where the rows hold no swiftspec split or no query all splits ran."""
+    rows = frame[frame["system"].map(lambda s: SPLIT_LABEL.search(s) is not None)]
+    if rows.empty:
+        raise ValueError("no swiftspec rows at a --split to pick from")
+    rows = rows.assign(split=rows["system"].map(lambda s: "+".join(SPLIT_LABEL.search(s).groups())))
+    keys = ["dataset", "question_id", "turn"]
+    per_query = rows.pivot_table(index=keys, columns="split", values="tokens_per_s", aggfunc="mean").dropna()
+    if per_query.empty:
+        splits = ", ".join(sorted(set(rows["split"])))
+        raise ValueError(f"no query ran at every split ({splits})")
+    speed = per_query.mean()
+    best = max(speed.index, key=lambda sp: (round(speed[sp], 6), int(sp.split("+")[0])))
+    target, draft = (int(x) for x in best.split("+"))
+    return target, draft

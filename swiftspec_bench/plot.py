@@ -6,7 +6,6 @@
     other systems as lines across (Fig. 9)."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import matplotlib
@@ -17,6 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .compare import mean_accepted  # noqa: E402
+from .placement import SPLIT_LABEL as SPLIT  # noqa: E402
 
 
 def provenance(rows: pd.DataFrame) -> str:
@@ -102,9 +102,6 @@ def accepted_length(frame: pd.DataFrame, out: Path) -> list[Path]:
                      "accepted_length")
 
 
-SPLIT = re.compile(r"@(\d+)\+(\d+)")  # swiftspec@TARGET+DRAFT in a system's label (systems.label)
-
-
 def by_target_gpus(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
     """One pair's rows -> (mean tokens/s of each split system family [target GPUs x family, e.g.
     swiftspec:graft:fused], the other systems' mean tokens/s)."""
@@ -128,6 +125,7 @@ def speed_by_target_gpus(frame: pd.DataFrame, out: Path) -> list[Path]:
             ax.plot(table.index, table[family].to_numpy(), marker="o", label=family)
         for system, speed in others.items():
             ax.axhline(speed, ls="--", lw=0.8, label=system)
+        ax.set_xticks(table.index)
         ax.set_xlabel("GPUs of the target group")
         ax.legend(fontsize="small")
         ax.grid(alpha=0.3)

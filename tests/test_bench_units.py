@@ -263,3 +263,21 @@ def test_speed_by_target_gpus_draws_only_several_splits(tmp_path):
                                                                         "speed_by_target_gpus.pdf"]
     one_split = frame[~frame.system.isin(["swiftspec@6+2:fused", "swiftspec@2+6:fused"])]
     assert speed_by_target_gpus(one_split, tmp_path / "one") == []
+
+
+def test_best_split_is_the_fastest_over_the_queries_every_split_ran():
+    from swiftspec_bench.placement import best_split
+
+    def row(system, q, speed):
+        return {"system": system, "dataset": "qa", "question_id": q, "turn": 1, "tokens_per_s": speed}
+    rows = [row("swiftspec@4+4:fused", 1, 300.0), row("swiftspec@4+4:fused", 2, 100.0),
+            row("swiftspec@6+2:fused", 1, 250.0), row("swiftspec@6+2:fused", 2, 160.0),
+            row("swiftspec@6+2:fused", 3, 900.0),  # only 6+2 ran query 3: not counted
+            row("tree@tp8:fused", 1, 999.0)]
+    assert best_split(pd.DataFrame(rows)) == (6, 2)  # 205 against 200 a query
+    tie = [row("swiftspec@4+4", 1, 200.0), row("swiftspec@6+2", 1, 200.0)]
+    assert best_split(pd.DataFrame(tie)) == (6, 2)
+    with pytest.raises(ValueError, match="no swiftspec rows"):
+        best_split(pd.DataFrame([row("tree@tp8", 1, 1.0)]))
+    with pytest.raises(ValueError, match="no query ran at every split"):
+        best_split(pd.DataFrame([row("swiftspec@4+4", 1, 1.0), row("swiftspec@6+2", 2, 1.0)]))
