@@ -60,7 +60,10 @@ def _own_forward(ctx, target, draft, settings, prompt):
     def step():
         d.tree, d.pending = TokenTree(5), []
         d.step(w, w)
-    return {"draft step (call)": _timed(step), "draft forward (replay)": _timed(_graph(d.forward, d.cache.length + w))}
+    times = {"draft step (call)": _timed(step), "draft forward (replay)": _timed(_graph(d.forward, d.cache.length + w))}
+    if d.narrow is not d.forward:  # grafting: steps without a chain run the narrower forward
+        times["draft forward, no chain (replay)"] = _timed(_graph(d.narrow, d.cache.length + w))
+    return times
 
 
 def _worker(rank: int, world_size: int, ctx):

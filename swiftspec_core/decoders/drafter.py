@@ -25,9 +25,11 @@ class Drafter:
         self.model, self.replay = model, None
         self.cache = model.new_cache(model.max_seq_len + max_tree_rows)
         # A forward holds the leaves, a pending token and a chain. A token sees at most: pending
-        # tokens (only before a fresh root), or its ancestors, and itself.
-        width += 1 + graft_len
-        self.forward = make_forward(model, self.cache, width, max_visible=max(width, max_tree_rows + 1))
+        # tokens (only before a fresh root), or its ancestors, and itself. A step without a chain
+        # runs the narrower forward (on GPU its own graphs: the chain's rows would be padding).
+        visible = max(width + 1 + graft_len, max_tree_rows + 1)
+        self.forward = make_forward(model, self.cache, width + 1 + graft_len, max_visible=visible)
+        self.narrow = make_forward(model, self.cache, width + 1, max_visible=visible) if graft_len else self.forward
         self.grafter = Grafter(graft_len, graft_ngram) if graft_len else None
         self.max_tree_rows = max_tree_rows
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
@@ -92,7 +94,8 @@ class Drafter:
         positions = (list(range(n, n + p)) + [base + tree.depth[l] for l in leaves]
                      + [base + tree.depth[leaves[0]] + 1 + i for i in range(len(chain))])
         rows = list(range(n, n + p)) + list(range(first_row, first_row + L)) + chain_rows
-        logits = self.forward(tokens, positions, rows, n, visible)[p:].float()
+        forward = self.forward if chain else self.narrow
+        logits = forward(tokens, positions, rows, n, visible)[p:].float()
         # Children: the k best tokens with their log-probs, read back in one transfer.
         top = logits.topk(k, dim=-1)
         values = top.values - torch.logsumexp(logits, dim=-1, keepdim=True)
