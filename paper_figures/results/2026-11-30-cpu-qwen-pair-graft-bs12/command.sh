@@ -5,3 +5,12 @@
 # queries). Made by paper_figures/graft_cpu.sh's step 2 (2026-11-30, 11:18-11:55 UTC):
 #   bash paper_figures/graft_cpu.sh paper_figures/results/2026-11-30-cpu-qwen-pair-graft
 # which writes this folder as its OUT-bs12. compare.md: lossless yes.
+# Fourth session, 14:11-14:34 UTC (rows: tree at ac4b315, swiftspec d = 6 at 2be9874): serial tree with
+# grafting and swiftspec d = 6 with grafting, the same 7 queries, so that runs at the CLI's defaults
+# (--tree-bs 12, --graft ngram) can replay tree and the d measured on the 70B/3B pair (6).
+# Accepted a round (compare.md, lossless yes): swiftspec d = 3 4.01, d = 6 4.89, tree 5.73.
+COMMON="--target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b --datasets all --max-new-tokens 64 --chain-k 7
+        --tree-w 8 --device cpu --dtype float32 --data-dir ../shared/datasets/eagle --tree-bs 12 --limit 1
+        --out paper_figures/results/2026-11-30-cpu-qwen-pair-graft-bs12"
+python3 -m swiftspec_bench.cli run $COMMON --systems tree --graft ngram
+python3 -m swiftspec_bench.cli run $COMMON --systems swiftspec --draft-steps 6 --graft ngram
