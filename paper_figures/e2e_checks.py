@@ -1,0 +1,61 @@
+"""Issue 10's end-to-end checks from run folders, as a markdown table: each system's mean speed
+against ar and the serial baseline on the queries both ran, how often swiftspec beats that baseline,
+and swiftspec's link waits (steady ones against its verification, the first one against a steady one).
+
+    PYTHONPATH=. python3 paper_figures/e2e_checks.py FOLDER [FOLDER ...] [--ar ar:fused]
+                                                     [--baseline tree@tp2:graft:fused]
+
+A system found in an earlier folder is not taken from a later one (as replay_union.py).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import pandas as pd
+
+from swiftspec_bench.compare import QUERY
+from swiftspec_bench.results import read_frame
+
+
+def ratio(rows: pd.DataFrame, other: pd.DataFrame) -> tuple[float, float, int]:
+    """(mean speed / other's mean speed, share of queries faster, queries) on the queries both ran."""
+    both = rows.merge(other, on=QUERY, suffixes=("", "_other"))
+    if both.empty:
+        return float("nan"), float("nan"), 0
+    faster = (both.tokens_per_s > both.tokens_per_s_other).mean()
+    return both.tokens_per_s.mean() / both.tokens_per_s_other.mean(), faster, len(both)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folders", nargs="+")
+    ap.add_argument("--ar", default="ar:fused")
+    ap.add_argument("--baseline", default="tree@tp2:graft:fused")
+    a = ap.parse_args()
+    frames, seen = [], set()
+    for folder in a.folders:
+        f = read_frame(folder)
+        f = f[~f.system.isin(seen)].assign(folder=folder)
+        seen |= set(f.system)
+        frames.append(f)
+    d = pd.concat(frames, ignore_index=True)
+    ar, base = d[d.system == a.ar], d[d.system == a.baseline]
+    print(f"| system | folder | queries | tok/s | vs {a.ar} | vs {a.baseline} | faster than it |")
+    print("|---|---|---|---|---|---|---|")
+    for system, g in d.groupby("system", sort=False):
+        vs_ar, _, _ = ratio(g, ar)
+        vs_base, faster, n = ratio(g, base)
+        print(f"| {system} | {g.folder.iloc[0]} | {len(g)} | {g.tokens_per_s.mean():.1f} | {vs_ar:.2f}x | "
+              f"{vs_base:.2f}x | {faster:.0%} of {n} |")
+    for system, g in d[d.system.str.startswith("swiftspec@")].groupby("system"):
+        verify = statistics.median(t for ts in g.target_s for t in ts)
+        steady = statistics.median(w for ws in g.link_wait_s for w in ws[1:])
+        first = statistics.median(ws[0] for ws in g.link_wait_s)
+        print(f"\n{system}: d {sorted(set(g.draft_steps))}; median verification {verify * 1e3:.2f} ms, "
+              f"steady link wait {steady * 1e3:.2f} ms ({steady / verify:.1%} of it), first wait "
+              f"{first * 1e3:.2f} ms ({first / steady:.1f}x a steady one)")
+
+
+if __name__ == "__main__":
+    main()
