@@ -248,3 +248,25 @@ def test_link_peers_pair_every_rank(split):
             senders[d] = r
     # Every rank gets each message from exactly the rank it listens to.
     assert senders == {r: p.link_peers(r)[1] for r in range(p.world_size)}
+
+
+def test_pipe_link_carries_long_messages_and_reports_a_gone_sender(tmp_path):
+    """Both ends in one process: a 20 KB message (past the pipe's atomic write size) arrives whole,
+    each direction keeps its own stream, bad buffers are refused, and a closed sender is an error."""
+    from swiftspec_core.comm.pipe import PipeLink
+
+    a, b = PipeLink(str(tmp_path), 0, [1], 1), PipeLink(str(tmp_path), 1, [0], 0)
+    for step in ("create", "open_inbound", "open_outbound"):
+        getattr(a, step)()
+        getattr(b, step)()
+    msg = torch.arange(5000, dtype=torch.int32)
+    a.send(msg)
+    b.send(msg[:3].clone())
+    assert torch.equal(b.recv(torch.empty(5000, dtype=torch.int32)), msg)
+    assert a.recv(torch.full((3,), -1, dtype=torch.int32)).tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="int32 CPU"):
+        a.send(msg.float())
+    a.close()
+    with pytest.raises(ConnectionError, match="closed the link"):
+        b.recv(torch.empty(3, dtype=torch.int32))
+    b.close()

@@ -1,4 +1,4 @@
-"""Group and Link on GPU through CuPy's NCCL binding, on torch tensors and torch's current stream.
+"""Group on GPU through CuPy's NCCL binding, on torch tensors and torch's current stream.
 
 Why not torch.distributed's NCCL backend: its eager all-reduce costs ~39 us on 16 KB where a
 direct ncclAllReduce costs ~13 us (2xH200; ../shared/design.md, outside the repo), and calls made
@@ -15,7 +15,6 @@ import os
 import torch
 import torch.distributed as dist
 
-from .gloo import check_message
 
 # NVLink SHARP multicast (NVLS) stays off on the lent machines; NCCL reads these at its first
 # init and torch / NVSHMEM at theirs, so they are set before any communicator exists.
@@ -132,46 +131,3 @@ class NcclGroup:
         self.comm.allGather(x.data_ptr(), out.data_ptr(), x.numel(), nccl_dtype(x.dtype), _stream())
         # NCCL concatenates rank-major; move the rank axis next to the last one to concat there.
         return out.movedim(0, -2).reshape(tuple(x.shape[:-1]) + (self.size * x.shape[-1],))
-
-
-class NcclLink:
-    """The draft<->target channel of one rank on an NCCL communicator spanning the world.
-
-    Same peers and contract as gloo.TorchLink, but stream-ordered: send and recv enqueue on
-    torch's current stream and return at once (capturable); the received values are there for
-    later work on that stream, and for the host after a synchronize.
-    """
-
-    def __init__(self, comm, send_to: list[int], recv_from: int):
-        self.comm, self.send_to, self.recv_from = comm, list(send_to), recv_from
-
-    def send(self, buf: torch.Tensor) -> None:
-        check_message(buf)
-        _check_cuda(buf)
-        nccl = _nccl()
-        nccl.groupStart()  # one fused launch when a message goes to several ranks
-        for dst in self.send_to:
-            self.comm.send(buf.data_ptr(), buf.numel(), nccl.NCCL_INT32, dst, _stream())
-        nccl.groupEnd()
-
-    def recv(self, buf: torch.Tensor) -> torch.Tensor:
-        check_message(buf)
-        _check_cuda(buf)
-        self.comm.recv(buf.data_ptr(), buf.numel(), _nccl().NCCL_INT32, self.recv_from, _stream())
-        return buf
-
-    def connect(self) -> None:
-        """Exchange one message with every peer, all ranks at once, so that NCCL's lazy p2p
-        connection setup happens here and not inside a CUDA graph capture or a timed round."""
-        nccl = _nccl()
-        out = torch.zeros(1, dtype=torch.int32, device="cuda")
-        into = torch.empty(1, dtype=torch.int32, device="cuda")
-        nccl.groupStart()  # sends and the recv together: no rank waits for another to go first
-        for dst in self.send_to:
-            self.comm.send(out.data_ptr(), 1, nccl.NCCL_INT32, dst, _stream())
-        self.comm.recv(into.data_ptr(), 1, nccl.NCCL_INT32, self.recv_from, _stream())
-        nccl.groupEnd()
-        torch.cuda.current_stream().synchronize()
-
-    def close(self) -> None:
-        pass  # sends are stream-ordered; the launcher synchronizes before destroying the comm

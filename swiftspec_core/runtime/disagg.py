@@ -1,7 +1,7 @@
 """SwiftSpec across two GPU groups: the target verifies round n while the draft grows round n+1.
 
-Every rank of a group runs the same code on its shard; the link carries two fixed-size int32
-messages (so a transfer never needs sizing, and NCCL can run it from a captured stream):
+Every rank of a group runs the same code on its shard; the link (comm/pipe.py: host to host)
+carries two fixed-size int32 messages, so a transfer never needs sizing:
 
     VERDICT  target -> draft  [count, stop, hint, target_us, tokens[bs]]
              the tokens the target emitted (accepted, then its bonus); hint: replayed runs'
@@ -51,10 +51,10 @@ class TreeMessage:
 
 
 class Messages:
-    def __init__(self, bs: int, w: int, device: torch.device):
-        self.bs, self.w = bs, w
-        self.verdict = torch.zeros(4 + bs, dtype=torch.int32, device=device)
-        self.tree = torch.zeros(TREE_HEAD + 2 * bs + 2 * w, dtype=torch.int32, device=device)
+    def __init__(self, bs: int, w: int):
+        self.bs, self.w = bs, w  # host buffers: the link carries host memory (comm/pipe.py)
+        self.verdict = torch.zeros(4 + bs, dtype=torch.int32)
+        self.tree = torch.zeros(TREE_HEAD + 2 * bs + 2 * w, dtype=torch.int32)
 
     def put_verdict(self, tokens: list[int], stop: bool, hint: bool | None, target_us: int = 0) -> torch.Tensor:
         head = [len(tokens), int(stop), -1 if hint is None else int(hint), target_us]
@@ -76,7 +76,7 @@ class Messages:
         return self.tree
 
     def get_tree(self) -> TreeMessage:
-        v = self.tree.cpu()
+        v = self.tree
         head = v[:TREE_HEAD].tolist()
         n, bs = head[SIZE], self.bs
         body = v[TREE_HEAD: TREE_HEAD + 2 * bs].tolist()
@@ -85,14 +85,10 @@ class Messages:
                            None if head[REUSED] < 0 else bool(head[REUSED]), topk)
 
 
-def message_device(ctx) -> torch.device:
-    return ctx.device if ctx.device.type == "cuda" else torch.device("cpu")
-
-
 def target_request(ctx, target, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
                    settings: SpecSettings, replay=None) -> DecodeResult:
     """The target group's side of one request (every target rank runs it)."""
-    msgs = Messages(settings.tree_bs, settings.tree_w, message_device(ctx))
+    msgs = Messages(settings.tree_bs, settings.tree_w)
     verifier = reuse(target, Verifier, settings.tree_bs)
     out = Output(verifier.prefill(prompt, replay), max_new_tokens, eos_ids)
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
@@ -127,7 +123,7 @@ def target_request(ctx, target, prompt: list[int], *, max_new_tokens: int, eos_i
 def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draft_steps: int, replay=None) -> None:
     """The draft group's side of one request (every draft rank runs it)."""
     bs, w = settings.tree_bs, settings.tree_w
-    msgs = Messages(bs, w, message_device(ctx))
+    msgs = Messages(bs, w)
     drafter = reuse(draft, Drafter, *drafter_args(settings, w, graft=True))
     drafter.prefill(prompt, replay)  # while the target prefills, and the first d steps too
     for _ in range(draft_steps):

@@ -11,7 +11,7 @@ rank 0; other ranks' return values are dropped. It must not swallow communicatio
 rank that raises ends the run, and that is how a peer stuck in a collective gets released.
 
 Placement: `split=(x, y)` puts the target on world ranks [0, x) (TP x) and the draft on
-[x, x + y) (TP y), joined by a Link; without a split all ranks form one TP group (the serial
+[x, x + y) (TP y), joined by a PipeLink (comm/pipe.py); without a split all ranks form one TP group (the serial
 systems). On GPU world rank r drives cuda:r.
 
 Failure: the first worker that raises, dies or stalls ends the run. The parent polls every 50 ms,
@@ -45,8 +45,9 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from ..comm.gloo import TorchGroup, TorchLink
+from ..comm.gloo import TorchGroup
 from ..comm.group import Group, SingleGroup
+from ..comm.pipe import PipeLink
 from ..errors import Fault, UserError
 from .heartbeat import DEFAULT_TIMEOUT_S, Watch, start_beating
 
@@ -127,7 +128,7 @@ class WorkerContext:
     group: Group  # this rank's TP group: NCCL on GPU, gloo on CPU, SingleGroup when alone
     world: TorchGroup  # gloo over all ranks, CPU tensors: host-side agreement and barriers
     placement: Placement
-    link: Any | None  # TorchLink / NcclLink to the other group; None in a serial run
+    link: PipeLink | None  # to the other group; None in a serial run
     args: Any  # run_workers' args, as given
     _comms: list = field(default_factory=list, repr=False)
 
@@ -177,27 +178,26 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
     tp = list(placement.tp_ranks(rank))
     split = bool(placement.draft_ranks)
     groups = [list(placement.target_ranks)] + ([list(placement.draft_ranks)] if split else [])
-    comms, link = [], None
+    comms = []
     if device == "cuda":
-        from ..comm.nccl import NcclGroup, NcclLink, create_comms
+        from ..comm.nccl import NcclGroup, create_comms
 
-        lists = [g for g in groups if len(g) > 1] + ([list(range(world_size))] if split else [])
+        lists = [g for g in groups if len(g) > 1]
         comms = create_comms(lists, rank, world.pg) if lists else []  # one GPU alone needs no CuPy
         mine = [c for c, g in zip(comms, lists) if g == tp]
         # Each TP group's gloo twin (new_group is collective: every rank creates each, in order),
         # over which the LL all-reduce of --kernels fused exchanges its IPC handles.
         hosts = [dist.new_group(g) if len(g) > 1 else None for g in groups]
         group = NcclGroup(mine[0], host_pg=hosts[groups.index(tp)]) if mine else SingleGroup()
-        if split:
-            link = NcclLink(comms[-1], *placement.link_peers(rank))
-            link.connect()
     else:
         # new_group is collective over the world: every rank creates every group, in order.
         pgs = [dist.new_group(g) if len(g) > 1 else None for g in groups]
         pg = pgs[groups.index(tp)]
         group = TorchGroup(pg) if pg is not None else SingleGroup()
-        if split:
-            link = TorchLink(*placement.link_peers(rank))
+    link = PipeLink(os.path.dirname(init_file), rank, *placement.link_peers(rank)) if split else None
+    for make in (link.create, link.open_inbound, link.open_outbound) if link else ():
+        make()
+        world.barrier()  # each step after every rank's previous one (pipe.py)
     where = torch.device("cuda", rank) if device == "cuda" else torch.device("cpu")
     return WorkerContext(rank, placement.role(rank), where, group, world, placement, link, args,
                          [c for c in comms if c is not None])
