@@ -182,26 +182,25 @@ def test_nccl_group_eager_and_in_graph():
     assert_no_workers_left()
 
 
-def _nccl_link_worker(rank, world_size, ctx):
-    buf = torch.zeros(16, dtype=torch.int32, device=ctx.device)
+def _gpu_link_worker(rank, world_size, ctx):
+    """The link between GPU processes carries host buffers; the target computes on its GPU between."""
+    buf = torch.zeros(16, dtype=torch.int32)
     for rnd in range(3):
         if ctx.role == "draft":
-            buf.copy_(torch.arange(16, device=ctx.device, dtype=torch.int32) + rnd)
+            buf.copy_(torch.arange(16, dtype=torch.int32) + rnd)
             ctx.link.send(buf)
             ctx.link.recv(buf)
-            got = buf.tolist()  # .tolist() synchronizes the stream the recv is on
-            if got != [2 * (i + rnd) for i in range(16)]:
-                raise AssertionError(f"draft got {got}")
+            if buf.tolist() != [2 * (i + rnd) for i in range(16)]:
+                raise AssertionError(f"draft got {buf.tolist()}")
         else:
             ctx.link.recv(buf)
-            buf.mul_(2)  # stream-ordered after the recv
-            ctx.link.send(buf)
+            ctx.link.send((buf.to(ctx.device) * 2).cpu())
     return ctx.role
 
 
 @needs_2_gpus
-def test_nccl_link_round_trip():
-    assert run_workers(_nccl_link_worker, 2, device="cuda", split=(1, 1), timeout=300) == "target"
+def test_link_round_trip_between_gpu_processes():
+    assert run_workers(_gpu_link_worker, 2, device="cuda", split=(1, 1), timeout=300) == "target"
     assert_no_workers_left()
 
 
