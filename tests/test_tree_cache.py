@@ -57,7 +57,9 @@ def fresh_kv(model, tokens: list[int]):
     return cache.k[:, :n], cache.v[:, :n]
 
 
-def test_caches_equal_fresh_prefill_after_every_reroot():
+@pytest.mark.parametrize("defer", [False, True])
+def test_caches_equal_fresh_prefill_after_every_reroot(defer):
+    """defer: the split runtime's re-root, whose cache move waits for the next step (settle)."""
     base = target_state()
     target, draft = engine(base), engine(perturbed(base, 0.3))
     p = prompt()
@@ -73,7 +75,11 @@ def test_caches_equal_fresh_prefill_after_every_reroot():
         emitted, _ = verifier.verify(*subtree)
         for _ in range(rng.randrange(3)):  # the parallel draft keeps expanding meanwhile
             drafter.step(4, 4)
-        reused += drafter.advance(emitted)[1]
+        length = drafter.cache.length
+        reused += drafter.advance(emitted, defer_cache=defer)[1]
+        if defer:
+            assert drafter.cache.length == length and drafter.kept_rows is not None  # nothing moved yet
+            drafter.settle()
         verified += emitted
         # The target holds every verified token but the newest (the next root).
         assert verifier.cache.length == len(verified) - 1

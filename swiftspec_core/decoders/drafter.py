@@ -36,6 +36,7 @@ class Drafter:
         self.prompt: list[int] = []  # the request's prompt (prefill), which the grafter looks up in
         self.tree: TokenTree | None = None
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
+        self.kept_rows: tuple[list[int], int] | None = None  # a deferred re-root's cache move (settle)
         self.topk_logprob_sum: list[float] | None = None  # sorted child log-probs, summed
         self.expansions = 0
 
@@ -50,14 +51,15 @@ class Drafter:
         else:
             self.cache.length = 0
         self.prompt, self.tree, self.pending, self.sent = prompt, TokenTree(prompt[-1]), [], set()
+        self.kept_rows = None
         if self.grafter:
             self.grafter.start(prompt, replay)
 
-    def first(self, token: int, bonus_hint: bool | None = None) -> tuple[int, bool]:
+    def first(self, token: int, bonus_hint: bool | None = None, defer_cache: bool = False) -> tuple[int, bool]:
         """The target's first token arrived: re-root there, as after a verification that accepted
         nothing (advance). Returns the token (under replay, possibly the draft's pick) and whether
         the tree had drafted it (its subtree and KV kept)."""
-        (token,), reused = self.advance([token], bonus_hint)
+        (token,), reused = self.advance([token], bonus_hint, defer_cache)
         return token, reused
 
     def step(self, w: int, k: int) -> int:
@@ -68,6 +70,7 @@ class Drafter:
         the front of the same forward, causally, and join the prefix. With grafting, a chain under
         the best leaf rides at the back (graft.py).
         """
+        self.settle()
         tree, pending = self.tree, self.pending
         n, p = self.cache.length, len(pending)
         assert p == 0 or tree.n_rows == 0, "pending tokens come only before a fresh root"
@@ -130,12 +133,15 @@ class Drafter:
         where = {node: i for i, node in enumerate(nodes)}
         return [self.tree.token[i] for i in nodes], [where.get(self.tree.parent[i], -1) for i in nodes]
 
-    def advance(self, emitted: list[int], bonus_hint: bool | None = None) -> tuple[list[int], bool]:
+    def advance(self, emitted: list[int], bonus_hint: bool | None = None,
+                defer_cache: bool = False) -> tuple[list[int], bool]:
         """Re-root at the bonus token after `emitted` (accepted tokens, then the bonus).
 
         Under replay (`bonus_hint` given), a hint of True makes the bonus the best child of the
         last accepted node that was not sent, where the draft has one. Returns the emitted tokens
         (with that bonus) and whether the bonus was a node of the tree (its subtree and KV kept).
+        defer_cache: move the cache's kept rows only at the next step (or `settle`), so that the
+        split runtime sends the next subtree (tree work alone) before any GPU work.
         """
         if bonus_hint:
             last = self.tree.follow(emitted[:-1])
@@ -146,6 +152,15 @@ class Drafter:
         if self.grafter:
             self.grafter.extend(emitted)
         n = self.cache.length
-        self.cache.keep([n + row for row in r.keep_rows], verified=r.verified_rows)
+        self.kept_rows = ([n + row for row in r.keep_rows], r.verified_rows)
+        if not defer_cache:
+            self.settle()
         self.pending = r.pending
         return emitted, r.reused
+
+    def settle(self) -> None:
+        """Move the rows the last re-root kept, if it deferred that (advance's defer_cache)."""
+        if self.kept_rows is not None:
+            rows, verified = self.kept_rows
+            self.cache.keep(rows, verified=verified)
+            self.kept_rows = None

@@ -133,7 +133,7 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
     if stop:
         return
     with Stopwatch(draft.device) as critical:
-        drafter.first(first, hint)
+        drafter.first(first, hint, defer_cache=True)
         subtree = drafter.propose(bs, w)
     parallel_s, reused = 0.0, None
     while True:
@@ -145,8 +145,8 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
         parallel_s = parallel.seconds
         ctx.link.recv(msgs.verdict)
         emitted, stop, hint, _ = msgs.get_verdict()
-        with Stopwatch(draft.device) as critical:
-            _, reused = drafter.advance(emitted, hint)
+        with Stopwatch(draft.device) as critical:  # the cache's rows move at the next step, after the send
+            _, reused = drafter.advance(emitted, hint, defer_cache=True)
             if not stop:
                 subtree = drafter.propose(bs, w)
         if stop:
