@@ -15,7 +15,6 @@ import os
 import torch
 import torch.distributed as dist
 
-
 # NVLink SHARP multicast (NVLS) stays off on the lent machines; NCCL reads these at its first
 # init and torch / NVSHMEM at theirs, so they are set before any communicator exists.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}

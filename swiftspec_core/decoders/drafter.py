@@ -33,7 +33,6 @@ class Drafter:
         self.grafter = Grafter(graft_len, graft_ngram) if graft_len else None
         self.max_tree_rows = max_tree_rows
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
-        self.prompt: list[int] = []  # the request's prompt (prefill), which the grafter looks up in
         self.tree: TokenTree | None = None
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
         self.kept_rows: tuple[list[int], int] | None = None  # a deferred re-root's cache move (settle)
@@ -50,8 +49,7 @@ class Drafter:
             self.model.prefill(prompt[:-1], self.cache)
         else:
             self.cache.length = 0
-        self.prompt, self.tree, self.pending, self.sent = prompt, TokenTree(prompt[-1]), [], set()
-        self.kept_rows = None
+        self.tree, self.pending, self.sent, self.kept_rows = TokenTree(prompt[-1]), [], set(), None
         if self.grafter:
             self.grafter.start(prompt, replay)
 

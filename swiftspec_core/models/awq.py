@@ -175,9 +175,9 @@ _tiled_kernel: TiledKernel | None = None
 
 def use_dequantize_kernel(kernel: TiledKernel | None) -> None:
     """Send dequantize(tiled weight on CUDA, bf16) to kernel(qweight, qzeros, scales, n) from now on
-    (kernels.awq_dequantize.awq_dequantize: bitwise the torch path); None: the torch path again. The
-    runtime hands it in for --kernels fused engines (the only ones holding tiled weights), as it hands
-    the group its fused all-reduce."""
+    (kernels.awq_dequantize.awq_dequantize: bitwise the torch path); None: the torch path again.
+    kernels.awq_dequantize.use_for_prefills hands it in, in every process that builds --kernels fused
+    engines (the only ones holding tiled weights)."""
     global _tiled_kernel
     _tiled_kernel = kernel
 

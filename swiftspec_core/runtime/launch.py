@@ -194,10 +194,12 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
         pgs = [dist.new_group(g) if len(g) > 1 else None for g in groups]
         pg = pgs[groups.index(tp)]
         group = TorchGroup(pg) if pg is not None else SingleGroup()
-    link = PipeLink(os.path.dirname(init_file), rank, *placement.link_peers(rank)) if split else None
-    for make in (link.create, link.open_inbound, link.open_outbound) if link else ():
-        make()
-        world.barrier()  # each step after every rank's previous one (pipe.py)
+    link = None
+    if split:
+        link = PipeLink(os.path.dirname(init_file), rank, *placement.link_peers(rank))
+        for make in (link.create, link.open_inbound, link.open_outbound):
+            make()
+            world.barrier()  # each step after every rank's previous one (pipe.py)
     where = torch.device("cuda", rank) if device == "cuda" else torch.device("cpu")
     return WorkerContext(rank, placement.role(rank), where, group, world, placement, link, args,
                          [c for c in comms if c is not None])

@@ -56,11 +56,10 @@ class Request:
 
 
 def _engines(plan: WorkerPlan, ctx):
+    from ..kernels.awq_dequantize import use_for_prefills
     from ..models.loading import load_engine
 
     dtype = getattr(torch, plan.dtype)
-    from ..kernels.awq_dequantize import use_for_prefills
-
     use_for_prefills(plan.kernels)
     if plan.kernels == "fused" and ctx.group.size > 1:  # the fused kernels' all-reduce: LL over peer memory
         from ..kernels.allreduce import LLAllReduce, exchange_over
