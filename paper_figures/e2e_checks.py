@@ -5,7 +5,7 @@ and swiftspec's link waits (steady ones against its verification, the first one 
     PYTHONPATH=. python3 paper_figures/e2e_checks.py FOLDER [FOLDER ...] [--ar ar:fused]
                                                      [--baseline tree@tp2:graft:fused]
 
-A system found in an earlier folder is not taken from a later one (as replay_union.py).
+A system found in an earlier folder is not taken from a later one (replay_union.first_seen).
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import statistics
 
 import pandas as pd
 
+from replay_union import first_seen
 from swiftspec_bench.compare import QUERY
-from swiftspec_bench.results import read_frame
 
 
 def ratio(rows: pd.DataFrame, other: pd.DataFrame) -> tuple[float, float, int]:
@@ -33,13 +33,7 @@ def main() -> None:
     ap.add_argument("--ar", default="ar:fused")
     ap.add_argument("--baseline", default="tree@tp2:graft:fused")
     a = ap.parse_args()
-    frames, seen = [], set()
-    for folder in a.folders:
-        f = read_frame(folder)
-        f = f[~f.system.isin(seen)].assign(folder=folder)
-        seen |= set(f.system)
-        frames.append(f)
-    d = pd.concat(frames, ignore_index=True)
+    d = pd.concat([rows.assign(folder=folder) for folder, rows in first_seen(a.folders)], ignore_index=True)
     ar, base = d[d.system == a.ar], d[d.system == a.baseline]
     print(f"| system | folder | queries | tok/s | vs {a.ar} | vs {a.baseline} | faster than it |")
     print("|---|---|---|---|---|---|---|")

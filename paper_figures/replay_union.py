@@ -16,17 +16,24 @@ import pandas as pd
 from swiftspec_bench.results import read_frame
 
 
-def main() -> None:
-    out, folders = Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]]
-    frames, seen = [], set()
+def first_seen(folders) -> list[tuple[str, pd.DataFrame]]:
+    """Each folder's rows of the systems no earlier folder holds: (folder, its rows) in order."""
+    taken, seen = [], set()
     for folder in folders:
         frame = read_frame(folder)
         frame = frame[~frame["system"].isin(seen)]
         seen |= set(frame["system"])
-        frames.append(frame)
+        taken.append((folder, frame))
+    return taken
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    taken = first_seen(sys.argv[2:])
+    for folder, frame in taken:
         print(f"{folder}: {frame.groupby('system').size().to_dict()}")
     out.mkdir(parents=True, exist_ok=True)
-    pd.concat(frames, ignore_index=True).to_parquet(out / "results.parquet")
+    pd.concat([frame for _, frame in taken], ignore_index=True).to_parquet(out / "results.parquet")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,12 @@ from swiftspec_core.errors import UserError
 SPLIT_LABEL = re.compile(r"@(\d+)\+(\d+)")  # swiftspec@TARGET+DRAFT in a row's system label (systems.label)
 
 
+def label_split(system: str) -> tuple[int, int] | None:
+    """(target GPUs, draft GPUs) of a row's system label at a --split, else None."""
+    found = SPLIT_LABEL.search(system)
+    return (int(found[1]), int(found[2])) if found else None
+
+
 def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
     """Too few GPUs for --tp or --split: a clear error before anything starts."""
     if device != "cuda":
@@ -62,16 +68,15 @@ def best_split(frame) -> tuple[int, int]:
     """The split the suite picks from a calibration run (swiftspec at several --split values into
     one folder): the highest mean tokens/s over the queries every split ran, ties to more target
     GPUs. ValueError where the rows hold no swiftspec split or no query all splits ran."""
-    rows = frame[frame["system"].map(lambda s: SPLIT_LABEL.search(s) is not None)]
-    if rows.empty:
+    splits = frame["system"].map(label_split)
+    at_split = splits.notna()
+    if not at_split.any():
         raise ValueError("no swiftspec rows at a --split to pick from")
-    rows = rows.assign(split=rows["system"].map(lambda s: "+".join(SPLIT_LABEL.search(s).groups())))
+    rows = frame[at_split].assign(split=splits[at_split])
     keys = ["dataset", "question_id", "turn"]
     per_query = rows.pivot_table(index=keys, columns="split", values="tokens_per_s", aggfunc="mean").dropna()
     if per_query.empty:
-        splits = ", ".join(sorted(set(rows["split"])))
-        raise ValueError(f"no query ran at every split ({splits})")
+        ran = ", ".join(f"{t}+{d}" for t, d in sorted(set(rows["split"])))
+        raise ValueError(f"no query ran at every split ({ran})")
     speed = per_query.mean()
-    best = max(speed.index, key=lambda sp: (round(speed[sp], 6), int(sp.split("+")[0])))
-    target, draft = (int(x) for x in best.split("+"))
-    return target, draft
+    return max(speed.index, key=lambda split: (round(speed[split], 6), split[0]))

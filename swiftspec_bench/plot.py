@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .compare import mean_accepted  # noqa: E402
-from .placement import SPLIT_LABEL as SPLIT  # noqa: E402
+from .placement import SPLIT_LABEL, label_split  # noqa: E402
 
 
 def provenance(rows: pd.DataFrame) -> str:
@@ -105,9 +105,9 @@ def accepted_length(frame: pd.DataFrame, out: Path) -> list[Path]:
 def by_target_gpus(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
     """One pair's rows -> (mean tokens/s of each split system family [target GPUs x family, e.g.
     swiftspec:graft:fused], the other systems' mean tokens/s)."""
-    gpus = rows["system"].str.extract(SPLIT)[0].astype(float)  # NaN: not a split system
+    gpus = rows["system"].map(lambda s: (label_split(s) or (float("nan"),))[0]).astype(float)  # NaN: no split
     split_rows = rows[gpus.notna()]
-    family = split_rows["system"].str.replace(SPLIT, "", regex=True)
+    family = split_rows["system"].str.replace(SPLIT_LABEL, "", regex=True)
     table = split_rows.pivot_table(index=gpus[gpus.notna()].rename("target GPUs"), columns=family,
                                    values="tokens_per_s", aggfunc="mean", sort=True)
     others = rows[gpus.isna()].groupby("system", sort=False)["tokens_per_s"].mean()
