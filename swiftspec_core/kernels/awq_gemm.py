@@ -32,9 +32,9 @@ SPLITS = (1, 2, 4, 8, 16)  # warps splitting K in one block: __launch_bounds__(5
 CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_c{C}
 WARPS_PER_SM = 16  # 128 registers a lane
 SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
-# Warps per SM that plan() aims at: the kernel waits on its own instructions' latency more than on
-# DRAM (ncu, 70B gate_up: no eligible warp 46% of cycles at ~11 warps an SM), so it wants warps, and
-# 12 x 9 KB of codes in flight is over twice the ~50 KB an SM needs to stream at full bandwidth.
+# Warps per SM that plan() aims at. ncu (70B gate_up, ~11 warps an SM): no eligible warp 46% of
+# cycles with DRAM 42% busy, so latency rather than bandwidth: the kernel wants warps; and 12 x 9 KB
+# of codes in flight is over twice the ~50 KB an SM needs to stream at full bandwidth.
 WARPS_IN_FLIGHT = 12
 MIN_CHUNKS_PER_WARP = 2
 
