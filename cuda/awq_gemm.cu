@@ -24,18 +24,46 @@
 // Memory: the kernel is bound by reading the codes once (N K / 2 bytes), so what matters is how
 // many bytes are in flight per SM, how DRAM-friendly they are (tiled: a chunk's codes are 1 KB in
 // one piece, and the chunks a cluster's warps read at once follow each other), and then how few
-// instructions a byte costs (about 210 a KB of codes at M <= 8). Each warp streams its chunks
-// through its own ring of STAGES shared-memory stages with cp.async (no registers held by loads in
-// flight, no block barrier in the loop): while it computes chunk i, chunks i + 1 .. i + STAGES - 1
-// are being copied, (STAGES - 1) KB of codes.
+// instructions a byte costs. Each warp streams its chunks' codes through its own ring of STAGES
+// shared-memory stages with cp.async (no registers held by loads in flight, no block barrier in the
+// loop): while it computes chunk i, chunks i + 1 .. i + STAGES - 1 are being copied. A chunk's x
+// rows, scales and zeros it loads into registers through L1 one chunk ahead.
+//
+// Version 2 (issue 11; ncu of version 1 on 70B gate_up: DRAM 42% of peak, L2 55%, issue slots 44%
+// busy, no eligible warp 46% of cycles). What each change should buy (not yet measured):
+//   - x out of the ring: warps of an SM that hold the same split (same rank and warp, different
+//     blocks) read the same x chunks at about the same time, so their L1 loads mostly hit, where
+//     each warp copied x's 512 bytes (1 KB at M > 8) from L2 per KB of codes: relieves L2 on
+//     gate_up (S = 2, ~7 blocks an SM: ~1.7 -> ~1.1 L2 bytes a code byte at M <= 8); no change where
+//     one block of 16 warps holds an SM (o, down): no two warps there share a chunk.
+//   - scales and zeros out of the ring (160 bytes a chunk), loaded alike. Once per group instead
+//     would save little: with C S >= 4 (every plan() shape but gate_up's) each chunk of a warp lies
+//     in another group.
+//   - so the ring holds codes only: 10 stages of 1120 bytes in the 11.2 KB a warp that 5 stages of
+//     2304 took: 9 KB of codes in flight a warp instead of 4 KB, so a warp that falls behind on its
+//     own instructions' latency (the main stall above) keeps DRAM busy longer.
+//   - fewer instructions a chunk (ptxas 13.0 SASS of the loop): 207 -> 190 at M <= 8, 239 -> 218
+//     above: 2 cp.async instead of 5-6 (for 3-4 loads); the zero pair subtracted as a broadcast
+//     operand of the HADD2 (7 instructions a chunk for zeros instead of 16); two chunks an iteration,
+//     so the next chunk's operands need no register copies (9 a chunk). The rest of the dequantization
+//     has no cheaper exact form for bf16 (nibbles_plus_128), so issue stays the cap: at ~190 a KB an
+//     SM at 100% issue streams ~4.9 TB/s (132 SMs, 1.73 GHz), so 80% of DRAM needs ~70% busy.
+//   Expected: gate_up and down 10-25% faster (a guess), not yet 1.25x of the floor. Next lever if
+//   ncu still shows no eligible warp: more warps. The M <= 8 path alone fits 80 registers without
+//   spills (ptxas, __maxnreg__(80): 24 warps an SM, not 16), the M > 8 path spills below ~100: a
+//   kernel per row count and a plan() with more (non-power-of-two) splits, changing the bits.
+//   Unchanged: plan() (the same (S, C) on 16065 (N, K, SMs) checked), each warp's chunks and their
+//   order, every instruction that touches a value (mma, fmaf order, combine): the outputs are
+//   bitwise those of version 1.
 //
 // Layout of the work:
 //   cluster = C blocks (C = 1: one block) on 64 output columns (a tile: 8 int32 of each K row);
 //   block = S warps; the cluster's C S warps split K, warp w of block (rank) r being split r S + w;
-//   warp  = K chunks of 32, c = split, split + C S, ... (interleaved), each staged whole in shared
-//           memory: codes [32 k][8 int32], x [16 rows][32 k], the chunk's group's scales and zeros;
+//   warp  = K chunks of 32, c = split, split + C S, ... (interleaved), each chunk's codes
+//           [32 k][8 int32] staged in shared memory, its x rows, scales and zeros in registers;
 //   lane (g, t) = (lane / 4, lane % 4): int32 column g of the block (columns 8g..8g+7) at chunk rows
-//     8t .. 8t + 7, and x rows g and g + 8 at k = 8t .. 8t + 7;
+//     8t .. 8t + 7, and x rows g and g + 8 at k = 8t .. 8t + 7 (x rows M..15 read row 0 instead:
+//     they feed only outputs that are never written);
 //   tile j (0..3) = the mma's 16 A rows: row g is output column 8g + 2j, row g + 8 column 8g + 2j + 1
 //     (AutoAWQ's nibble order puts exactly that pair in nibbles j and j + 4 of an int32);
 //   K inside a chunk is permuted alike for A and B as in gemm.cu: logical k {2t, 2t+1, 2t+8, 2t+9}
@@ -47,15 +75,11 @@
 #include "common.cuh"
 #include "mma.cuh"
 
-// A warp's ring: AWQ_STAGES stages of one chunk each (awq_gemm.py's STAGES and STAGE_BYTES):
-//   codes  [32 rows][8 int32], row r at byte 32 r + 32 (r / 8) (the padding makes the 4 lanes t
-//          reading rows 8t + q at once hit 4 different 8-bank groups), 1120 bytes;
-//   x      [16 rows][32 k] bf16, 1024 bytes;  scales [64] fp16, 128 bytes;  zeros [8] int32, 32 bytes.
-#define AWQ_STAGES 5
-#define AWQ_STAGE_BYTES 2304
-#define AWQ_X 1120
-#define AWQ_SCALES 2144
-#define AWQ_ZEROS 2272
+// A warp's ring: AWQ_STAGES stages of one chunk's codes each (awq_gemm.py's STAGES and STAGE_BYTES),
+// [32 rows][8 int32], row r at byte 32 r + 32 (r / 8) (the padding makes the 4 lanes t reading rows
+// 8t + q at once hit 4 different 8-bank groups): 1120 bytes, 1 KB of them codes.
+#define AWQ_STAGES 10
+#define AWQ_STAGE_BYTES 1120
 
 __device__ __forceinline__ unsigned code_row_offset(int r) { return 32 * r + 32 * (r >> 3); }
 
@@ -65,11 +89,24 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return a;
 }
 
-// Asynchronous global -> shared copies of 16 bytes, bypassing L1 (read once). Every copy is
-// unconditional: a lane with nothing to copy (x rows M..15) copies row 0's bytes instead, which only
-// feed outputs that are never written; columns past N are the tiles' zero padding.
+// Asynchronous global -> shared copy of 16 bytes of codes, bypassing L1 (each is read once, by one
+// warp: caching them would only evict x).
 __device__ __forceinline__ void copy16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+}
+
+// 16 (4) bytes through L1: ld.global.nc, for data no kernel writes while this one runs (x, scales,
+// zeros). Volatile, so that no load moves above pdl_start()'s wait for the kernel that writes x.
+__device__ __forceinline__ uint4 load16_l1(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ unsigned load4_l1(const void* p) {
+  unsigned v;
+  asm volatile("ld.global.nc.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
+  return v;
 }
 
 __device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
@@ -83,6 +120,7 @@ __device__ __forceinline__ void copies_wait() {  // all but the newest N committ
 // (pair >> 4j) & 0x000F000F | 0x43004300, the last two as one lop3 (immLut 0xEA). The shift is
 // the high word of pair * 2^(32 - 4j): an IMAD, which issues to the FMA pipe, where a SHF would
 // share the integer pipe (half rate) with the lop3's and prmt's that bound this kernel's issue.
+// (bf16's 7 mantissa bits cannot hold a nibble at bits 4..7: no fp16-style in-place mask and 1/16.)
 __device__ __forceinline__ unsigned nibbles_plus_128(unsigned pair, int j) {
   unsigned shifted = pair, v;
   if (j > 0) asm("mul.hi.u32 %0, %1, %2;\n" : "=r"(shifted) : "r"(pair), "r"(1u << (32 - 4 * j)));
@@ -90,9 +128,18 @@ __device__ __forceinline__ unsigned nibbles_plus_128(unsigned pair, int j) {
   return v;
 }
 
-__device__ __forceinline__ unsigned sub_bf16x2(unsigned a, unsigned b) {  // exact for these integers
-  __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a), *reinterpret_cast<__nv_bfloat162*>(&b));
-  return *reinterpret_cast<unsigned*>(&r);
+// Both halves of `a` minus the low (high) half of `b`, exact for these integers: one HADD2 whose
+// second operand is b.H0_H0 (b.H1_H1), the broadcast folded in by ptxas (seen in the SASS).
+__device__ __forceinline__ unsigned sub_low_bf16(unsigned a, unsigned b) {
+  const __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a),
+                                   __low2bfloat162(*reinterpret_cast<__nv_bfloat162*>(&b)));
+  return *reinterpret_cast<const unsigned*>(&r);
+}
+
+__device__ __forceinline__ unsigned sub_high_bf16(unsigned a, unsigned b) {
+  const __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a),
+                                   __high2bfloat162(*reinterpret_cast<__nv_bfloat162*>(&b)));
+  return *reinterpret_cast<const unsigned*>(&r);
 }
 
 __device__ __forceinline__ unsigned permute(unsigned a, unsigned b, unsigned selector) {
@@ -105,18 +152,12 @@ __device__ __forceinline__ unsigned permute(unsigned a, unsigned b, unsigned sel
 // values ptxas can derive from the thread index it recomputes inside the loop (about 100
 // instructions a chunk, seen in the SASS), a value loaded from shared memory it keeps.
 struct LaneConstants {
-  unsigned code_src;    // of this lane's first code copy in a chunk's 1 KB (its second: + 512)
-  unsigned code_dst;    // its stage offset (the second's: + code_row_offset(16))
-  unsigned x_src;       // of its copy of x row x_row (row 0 where x_row >= M) in x, from k 0
-  unsigned x_src8;      // the same for row x_row + 8
-  unsigned x_dst;       // stage offset of the x_row copy (+ 512: x_row + 8)
-  unsigned scale_src;   // of its scales copy in a group's 64 scales of the tile
-  unsigned scale_dst;
-  unsigned zero_src;    // of its zeros copy in a group's 8 int32 of the tile
-  unsigned zero_dst;
-  unsigned code_read;   // stage offset of this lane's codes at chunk row 8t (row 8t + q: + 32 q)
-  unsigned x_read;      // stage offset of x row g at k 8t (row g + 8: + 512)
-  unsigned group_read;  // 4 g: int32 column g's zeros from AWQ_ZEROS (its 8 scales: 16 g from AWQ_SCALES)
+  unsigned code_src;   // of this lane's first code copy in a chunk's 1 KB (its second: + 512)
+  unsigned code_dst;   // its stage offset (the second's: + code_row_offset(16))
+  unsigned code_read;  // stage offset of this lane's codes at chunk row 8t (row 8t + q: + 32 q)
+  unsigned x_row;      // from x to row g at k 8t (row 0 where g >= M): its x fragment in chunk 0
+  unsigned x_row8;     // the same for row g + 8
+  unsigned group_col;  // 16 g: int32 column g's 8 scales in a group's 128 bytes (its zeros: 4 g of 32)
 };
 
 __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) {
@@ -126,22 +167,22 @@ __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) 
   const int row = lane >> 1, col = 4 * (lane & 1);
   c.code_src = 16u * lane;
   c.code_dst = code_row_offset(row) + 4 * col;
-  const int x_row = lane >> 2, x_part = lane & 3;  // x rows x_row and x_row + 8, 16 bytes at k 8 x_part
-  c.x_src = 2u * ((x_row < M ? x_row : 0) * (unsigned)K + 8 * x_part);
-  c.x_src8 = 2u * ((x_row + 8 < M ? x_row + 8 : 0) * (unsigned)K + 8 * x_part);
-  c.x_dst = AWQ_X + 64 * x_row + 16 * x_part;
-  const int scale_unit = lane & 7;  // the 8 scales of int32 column scale_unit (4 lanes copy each)
-  c.scale_src = 16u * scale_unit;
-  c.scale_dst = AWQ_SCALES + 16 * scale_unit;
-  const int zero_col = 4 * (lane & 1);  // 16 lanes copy each 16 bytes
-  c.zero_src = 4u * zero_col;
-  c.zero_dst = AWQ_ZEROS + 4 * zero_col;
   const int g = lane >> 2, t = lane & 3;
   c.code_read = code_row_offset(8 * t) + 4 * g;
-  c.x_read = AWQ_X + 64 * g + 16 * t;
-  c.group_read = 4 * g;
+  c.x_row = 2u * ((g < M ? g : 0) * (unsigned)K + 8 * t);
+  c.x_row8 = 2u * ((g + 8 < M ? g + 8 : 0) * (unsigned)K + 8 * t);
+  c.group_col = 16u * g;
   return c;
 }
+
+// What a lane needs of a chunk besides its codes, loaded into registers one chunk ahead through
+// L1 (ld.global.nc): the warps of an SM that hold the same split read the same x chunks at about
+// the same pace, and a group's scales and zeros are read by the warps of its G / 32 chunks.
+struct ChunkOperands {
+  uint4 x_lo, x_hi;  // x rows g and g + 8 at k 8t .. 8t + 7 of the chunk (x_hi: only where M > 8)
+  uint4 scales;      // the chunk's group's fp16 scales of output columns 8g .. 8g + 7
+  unsigned zeros;    // their zero points: the int32 of int32 column g
+};
 
 // Element e of a block's [32 accumulators][32 lanes] sums (see the combine) plus the bias, rounded
 // once into out where its row and column exist.
@@ -201,35 +242,38 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   }
 
   // This warp's chunks split, split + C S, ..: `mine` of them (warp-uniform: mma.sync always runs with
-  // all 32 lanes). Every iteration commits one group (empty past the end), so that group i is
-  // chunk i and waiting for all but the newest STAGES - 2 groups means chunk i has landed.
+  // all 32 lanes). Every iteration commits one group of code copies (empty past the end), so that
+  // group i is chunk i and waiting for all but the newest STAGES - 2 groups means chunk i has landed.
   const int mine = split < chunks ? (chunks - 1 - split) / all_splits + 1 : 0;
 
-  // The next chunk to copy (this warp's chunks in order), its sources and its stage; each issue()
+  // The next chunk's codes to copy (this warp's chunks in order) and their stage; each issue()
   // advances them by one chunk (C S chunks of K: C S KB of the tile's codes).
   const unsigned char* code_next =
       reinterpret_cast<const unsigned char*>(qweight + ((size_t)col_block * K + split * 32) * 8) + c.code_src;
   const unsigned code_step = all_splits * 1024;  // bytes of the tile between a warp's chunks
-  const unsigned char* x_next = reinterpret_cast<const unsigned char*>(x + split * 32) + c.x_src;
-  const int x8_offset = (int)(c.x_src8 - c.x_src);  // negative where row x_row + 8 is row 0
-  const unsigned char* scale_base =
-      reinterpret_cast<const unsigned char*>(scales + (size_t)col_block * groups * 64) + c.scale_src;
-  const unsigned char* zero_base =
-      reinterpret_cast<const unsigned char*>(qzeros + (size_t)col_block * groups * 8) + c.zero_src;
-  int chunk_next = split;
   unsigned stage_next = ring_s;
-  auto issue = [&](bool two) {
+  auto issue = [&]() {
     copy16(stage_next + c.code_dst, code_next);
     copy16(stage_next + c.code_dst + code_row_offset(16), code_next + 512);
-    copy16(stage_next + c.x_dst, x_next);
-    if (two) copy16(stage_next + c.x_dst + 512, x_next + x8_offset);
-    const unsigned group = chunk_next >> group_shift;
-    copy16(stage_next + c.scale_dst, scale_base + group * 128);  // 64 fp16 a group
-    copy16(stage_next + c.zero_dst, zero_base + group * 32);     // 8 int32 a group
     code_next += code_step;
-    x_next += all_splits * 64;  // 32 k of bf16 per chunk
-    chunk_next += all_splits;
     stage_next = stage_next == ring_s + (AWQ_STAGES - 1) * AWQ_STAGE_BYTES ? ring_s : stage_next + AWQ_STAGE_BYTES;
+  };
+
+  // Chunk `chunk`'s x rows, scales and zeros of this lane (x rows 8..15 only where `two`).
+  const unsigned char* x_bytes = reinterpret_cast<const unsigned char*>(x);
+  const unsigned char* group_scales =
+      reinterpret_cast<const unsigned char*>(scales + (size_t)col_block * groups * 64) + c.group_col;
+  const unsigned char* group_zeros =
+      reinterpret_cast<const unsigned char*>(qzeros + (size_t)col_block * groups * 8) + (c.group_col >> 2);
+  auto load_operands = [&](int chunk, bool two) {
+    ChunkOperands o;
+    const unsigned k_bytes = 64u * chunk;  // 32 k of bf16 a chunk
+    o.x_lo = load16_l1(x_bytes + c.x_row + k_bytes);
+    o.x_hi = two ? load16_l1(x_bytes + c.x_row8 + k_bytes) : make_uint4(0u, 0u, 0u, 0u);
+    const unsigned group = chunk >> group_shift;
+    o.scales = load16_l1(group_scales + 128u * group);  // 64 fp16 a group
+    o.zeros = load4_l1(group_zeros + 32u * group);      // 8 int32 a group
+    return o;
   };
 
   float acc[4][2][4];  // [tile j][x rows 0..7 | 8..15][d fragment]
@@ -244,14 +288,18 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   auto pipeline = [&](const bool kTwo) {
   #pragma unroll
     for (int i = 0; i < AWQ_STAGES - 1; ++i) {
-      if (i < mine) issue(kTwo);
+      if (i < mine) issue();
       copies_commit();
     }
-    int stage = 0;
-    for (int i = 0; i < mine; ++i) {
+    int stage = 0, chunk = split;
+    // The warp's chunk i (chunk `chunk`), computed from `now` while `next`, chunk i + 1's operands,
+    // loads.
+    auto step = [&](int i, const ChunkOperands& now, ChunkOperands& next) {
+      if (i + 1 < mine) next = load_operands(chunk + all_splits, kTwo);
+      chunk += all_splits;
       copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk i visible; every lane done with chunk i - 1's stage
-      if (i + AWQ_STAGES - 1 < mine) issue(kTwo);  // into chunk i - 1's stage
+      if (i + AWQ_STAGES - 1 < mine) issue();  // into chunk i - 1's stage
       copies_commit();
 
       const unsigned char* st = ring + stage * AWQ_STAGE_BYTES;
@@ -259,12 +307,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       unsigned w[8];  // codes of int32 column g at chunk rows 8t + q
   #pragma unroll
       for (int q = 0; q < 8; ++q) w[q] = *reinterpret_cast<const unsigned*>(st + c.code_read + 32 * q);
-      const uint4 lo = *reinterpret_cast<const uint4*>(st + c.x_read);
-      uint4 hi = make_uint4(0u, 0u, 0u, 0u);
-      if (kTwo) hi = *reinterpret_cast<const uint4*>(st + c.x_read + 512);
-      const uint4 sc = *reinterpret_cast<const uint4*>(st + AWQ_SCALES + 4 * c.group_read);
-      const unsigned zeros = *reinterpret_cast<const unsigned*>(st + AWQ_ZEROS + c.group_read);
-      const __half* s8 = reinterpret_cast<const __half*>(&sc);
+      const __half* s8 = reinterpret_cast<const __half*>(&now.scales);
 
       // Code pairs of rows (8t + 2p, 8t + 2p + 1): nibbles 0..3 of both (low halves), 4..7 (high).
       unsigned low[4], high[4];
@@ -273,35 +316,43 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         low[p] = permute(w[2 * p], w[2 * p + 1], 0x5410u);   // (a.lo, b.lo)
         high[p] = permute(w[2 * p], w[2 * p + 1], 0x7632u);  // (a.hi, b.hi)
       }
-      const unsigned zeros_low = permute(zeros, zeros, 0x1010u), zeros_high = permute(zeros, zeros, 0x3232u);
   #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        // (128 + zero) of columns 8g + 2j (nibble j) and 8g + 2j + 1 (nibble j + 4), in both halves.
-        const unsigned z_even = nibbles_plus_128(zeros_low, j), z_odd = nibbles_plus_128(zeros_high, j);
+        // 128 + zero of column 8g + 2j (nibble j) in the low half, of 8g + 2j + 1 (nibble j + 4) in
+        // the high half; each subtracted from both halves of a code pair, as a broadcast operand.
+        const unsigned zero_pair = nibbles_plus_128(now.zeros, j);
         unsigned a_even[4], a_odd[4];  // (q - z) of column 8g + 2j | 8g + 2j + 1 at k 8t + 2p, 8t + 2p + 1
   #pragma unroll
         for (int p = 0; p < 4; ++p) {
-          a_even[p] = sub_bf16x2(nibbles_plus_128(low[p], j), z_even);
-          a_odd[p] = sub_bf16x2(nibbles_plus_128(high[p], j), z_odd);
+          a_even[p] = sub_low_bf16(nibbles_plus_128(low[p], j), zero_pair);
+          a_odd[p] = sub_high_bf16(nibbles_plus_128(high[p], j), zero_pair);
         }
-        float chunk[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+        float chunk_sum[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
         // First mma: physical k 8t..8t+3 (p = 0, 1; x .x .y); second: 8t+4..8t+7 (p = 2, 3; x .z .w).
-        mma_16816(chunk[0], a_even[0], a_odd[0], a_even[1], a_odd[1], lo.x, lo.y);
-        mma_16816(chunk[0], a_even[2], a_odd[2], a_even[3], a_odd[3], lo.z, lo.w);
+        mma_16816(chunk_sum[0], a_even[0], a_odd[0], a_even[1], a_odd[1], now.x_lo.x, now.x_lo.y);
+        mma_16816(chunk_sum[0], a_even[2], a_odd[2], a_even[3], a_odd[3], now.x_lo.z, now.x_lo.w);
         if (kTwo) {
-          mma_16816(chunk[1], a_even[0], a_odd[0], a_even[1], a_odd[1], hi.x, hi.y);
-          mma_16816(chunk[1], a_even[2], a_odd[2], a_even[3], a_odd[3], hi.z, hi.w);
+          mma_16816(chunk_sum[1], a_even[0], a_odd[0], a_even[1], a_odd[1], now.x_hi.x, now.x_hi.y);
+          mma_16816(chunk_sum[1], a_even[2], a_odd[2], a_even[3], a_odd[3], now.x_hi.z, now.x_hi.w);
         }
         const float s_row_g = __half2float(s8[2 * j]), s_row_g8 = __half2float(s8[2 * j + 1]);
   #pragma unroll
         for (int b = 0; b < 2; ++b) {  // d rows g (column 8g+2j) and g+8 (column 8g+2j+1)
           if (b == 1 && !kTwo) break;
-          acc[j][b][0] = fmaf(s_row_g, chunk[b][0], acc[j][b][0]);
-          acc[j][b][1] = fmaf(s_row_g, chunk[b][1], acc[j][b][1]);
-          acc[j][b][2] = fmaf(s_row_g8, chunk[b][2], acc[j][b][2]);
-          acc[j][b][3] = fmaf(s_row_g8, chunk[b][3], acc[j][b][3]);
+          acc[j][b][0] = fmaf(s_row_g, chunk_sum[b][0], acc[j][b][0]);
+          acc[j][b][1] = fmaf(s_row_g, chunk_sum[b][1], acc[j][b][1]);
+          acc[j][b][2] = fmaf(s_row_g8, chunk_sum[b][2], acc[j][b][2]);
+          acc[j][b][3] = fmaf(s_row_g8, chunk_sum[b][3], acc[j][b][3]);
         }
       }
+    };
+    // Two chunks an iteration, the operand sets swapping roles: no register copies of one into the
+    // other (9 instructions a chunk when the loop copied `next` into `now`).
+    ChunkOperands even, odd;
+    if (mine > 0) even = load_operands(split, kTwo);
+    for (int i = 0; i < mine; i += 2) {
+      step(i, even, odd);
+      if (i + 1 < mine) step(i + 1, odd, even);
     }
   };
   if (M > 8) pipeline(true);
@@ -341,7 +392,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
 }
 
 // Up to 16 warps (512 threads) a block, so at most 128 registers a lane; shared memory
-// S * STAGES * STAGE_BYTES (S = 16: 180 KB, opted in above 48 KB by awq_gemm.py). A cluster of C
+// S * STAGES * STAGE_BYTES (S = 16: 175 KB, opted in above 48 KB by awq_gemm.py). A cluster of C
 // blocks (C > 1: __cluster_dims__, so a plain launch of a grid of whole clusters) splits K C ways
 // more on the same 64 columns.
 #define AWQ_GEMM_KERNEL(NAME, C, ATTRIBUTES)                                                             \

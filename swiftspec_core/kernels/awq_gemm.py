@@ -26,13 +26,16 @@ from swiftspec_core.models.awq import TILE_COLUMNS, AWQWeight, TiledAWQWeight, d
 
 MAX_ROWS = 16
 COLUMNS_PER_BLOCK = TILE_COLUMNS  # a tile, one warp's mma tiles
-STAGES = 5  # 32-wide K chunks in each warp's shared-memory ring (AWQ_STAGES): 4 KB of codes in flight a warp
-STAGE_BYTES = 2304  # one chunk's codes, x rows, scales and zeros (AWQ_STAGE_BYTES)
+STAGES = 10  # 32-wide K chunks in each warp's shared-memory ring (AWQ_STAGES): 9 KB of codes in flight a warp
+STAGE_BYTES = 1120  # one chunk's codes, padded (AWQ_STAGE_BYTES); x, scales and zeros go through L1 instead
 SPLITS = (1, 2, 4, 8, 16)  # warps splitting K in one block: __launch_bounds__(512)
 CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_c{C}
 WARPS_PER_SM = 16  # 128 registers a lane
 SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
-WARPS_IN_FLIGHT = 12  # warps per SM whose rings (4 KB of codes each) cover the DRAM latency at full bandwidth
+# Warps per SM that plan() aims at. ncu (70B gate_up, ~11 warps an SM): no eligible warp 46% of
+# cycles with DRAM 42% busy, so latency rather than bandwidth: the kernel wants warps; and 12 x 9 KB
+# of codes in flight is over twice the ~50 KB an SM needs to stream at full bandwidth.
+WARPS_IN_FLIGHT = 12
 MIN_CHUNKS_PER_WARP = 2
 
 
@@ -49,7 +52,7 @@ def plan(n: int, k: int, sms: int) -> tuple[int, int]:
     output columns, the C S warps splitting K. Decided by (n, k) and the GPU, never by M: that keeps
     a row's reduction order, so its bits, the same at every M.
 
-    The kernel is bound by reading the codes, and on an SM by issuing its instructions (about 210 a
+    The kernel is bound by reading the codes, and on an SM by issuing its instructions (about 190 a
     KB of codes): the best shape runs in one wave with the blocks spread evenly over the SMs
     (`balance`: the busiest SM's blocks against the mean) and enough warps in flight (`fill`).
     Ties go to fewer blocks per cluster, then more warps per block."""
