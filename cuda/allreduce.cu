@@ -110,14 +110,12 @@ template <typename T>
 __device__ __forceinline__ void ll_allreduce(unsigned char* x, long long nbytes, const unsigned long long* peers,
                                              unsigned int* epochs, int rank, int world, long long capacity,
                                              int chunk, unsigned long long timeout_ns) {
-  __shared__ unsigned int shared_epoch;
   pdl_start();
-  if (threadIdx.x == 0) {
-    unsigned int e = epochs[blockIdx.x] + 1u;
-    shared_epoch = e == 0u ? 2u : e;  // 0 marks a never-written line; 2 keeps the parity turning
-  }
-  __syncthreads();
-  const unsigned int epoch = shared_epoch;
+  // Every thread reads the block's epoch itself (one broadcast load, in flight together with its
+  // first message load) rather than thread 0 reading it and a barrier passing it on: one dependent
+  // global round trip fewer before the first store to a peer.
+  const unsigned int next = epochs[blockIdx.x] + 1u;
+  const unsigned int epoch = next == 0u ? 2u : next;  // 0 marks a never-written line; 2 keeps the parity turning
   const long long half = epoch & 1u;
   const long long lines = (nbytes + 7) / 8;
   const long long first = (long long)blockIdx.x * chunk;
@@ -150,6 +148,7 @@ __device__ __forceinline__ void ll_allreduce(unsigned char* x, long long nbytes,
     }
     write_line(x, i, nbytes, sum.get());
   }
+  __syncthreads();  // every thread has read the old epoch before it is replaced
   if (threadIdx.x == 0) epochs[blockIdx.x] = epoch;  // read by this block's next call only
 }
 
