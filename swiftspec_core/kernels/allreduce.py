@@ -21,7 +21,10 @@ MAX_WORLD = 8  # one node: CUDA IPC reaches the GPUs of one host
 LINE_DATA = 8  # data bytes a 16-byte LL line carries
 LINE_BYTES = 16
 THREADS = 128
-CHUNK = 256  # lines a block owns: 2 KB of message, 2 lines a thread
+# Lines a block owns: 1 KB of message, one line a thread. At 2 lines a thread a 16 KB message took
+# 2.82 us a call and at one 2.41 (paper_figures/allreduce_sweep.py, 2x H200, 100 calls a graph;
+# results/2026-11-30-2xh200-session5/s1/allreduce-sweep.md): more blocks poll at once.
+CHUNK = 128
 MAX_BLOCKS = 1024  # above this a block owns more lines (fixed per instance) rather than more blocks
 IPC_LAZY_PEER_ACCESS = 1  # cudaIpcMemLazyEnablePeerAccess
 
