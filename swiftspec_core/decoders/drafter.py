@@ -12,6 +12,7 @@ import torch
 from ..models.transformer import Transformer
 from ..replay import Replay
 from ..graphs import make_forward
+from ..kernels.topk import top_k
 from ..tree import TokenTree
 from .graft import Grafter
 
@@ -98,9 +99,8 @@ class Drafter:
         forward = self.forward if chain else self.narrow
         logits = forward(tokens, positions, rows, n, visible)[p:].float()
         # Children: the k best tokens with their log-probs, read back in one transfer.
-        top = logits.topk(k, dim=-1)
-        values = top.values - torch.logsumexp(logits, dim=-1, keepdim=True)
-        values, tokens_k = torch.stack([values, top.indices.float()]).tolist()  # exact below 2**24
+        values, indices, lse = top_k(logits, k, fused=self.model.kernels == "fused")
+        values, tokens_k = torch.stack([values - lse[:, None], indices.float()]).tolist()  # exact below 2**24
         tokens_k = [[int(t) for t in row] for row in tokens_k]
         self.cache.length, self.pending = base, []
         scores = self.replay.scores(k) if self.replay else None

@@ -7,6 +7,7 @@ from ..models.transformer import Transformer
 from ..stopwatch import Stopwatch
 from ..replay import Replay
 from ..graphs import make_forward
+from ..kernels.topk import top_k
 
 
 class Verifier:
@@ -60,7 +61,7 @@ class Verifier:
             depth[i] = depth[parents[i]] + 1
             visible.append(visible[parents[i]] + [n + i])
         logits = self.forward(tokens, [n + d for d in depth], list(range(n, n + size)), n, visible)
-        best, margins, seconds = greedy_with_margins(logits)
+        best, margins, seconds = greedy_with_margins(logits, fused=self.model.kernels == "fused")
         if self.replay is not None:
             path = self.replay.accept(parents)
         else:
@@ -78,13 +79,14 @@ class Verifier:
         return emitted, path
 
 
-def greedy_with_margins(logits: torch.Tensor) -> tuple[list[int], list[float], list[int]]:
+def greedy_with_margins(logits: torch.Tensor, fused: bool = False) -> tuple[list[int], list[float], list[int]]:
     """logits [T, vocab] -> (argmax per row, top-1 minus top-2 logit per row, the runner-up token
-    per row), read back in one transfer. argmax (not topk's first index) picks the token, so ties
-    break as everywhere else; the runner-up is the other of the top two."""
-    top2 = logits.topk(2, dim=-1)  # values, indices: [T, 2]
+    per row), read back in one transfer. The token is argmax's (the first maximum), so ties break
+    as everywhere else; the runner-up is the other of the top two. fused: the top two from one
+    kernel (kernels/topk.py) instead of torch's radix select."""
+    values, indices, _ = top_k(logits, 2, fused)  # [T, 2] each
     best = logits.argmax(-1)  # [T]
-    second = torch.where(top2.indices[:, 0] == best, top2.indices[:, 1], top2.indices[:, 0])
-    margin = top2.values[:, 0] - top2.values[:, 1]  # [T]
+    second = torch.where(indices[:, 0] == best, indices[:, 1], indices[:, 0])
+    margin = values[:, 0] - values[:, 1]  # [T]
     best, margin, second = torch.stack([best.to(margin.dtype), margin, second.to(margin.dtype)]).tolist()
     return [int(b) for b in best], margin, [int(s) for s in second]  # token ids exact below 2**24

@@ -1,0 +1,62 @@
+"""The k largest logits of each row, their indices and the row's logsumexp (cuda/topk.cu), and the
+torch reference beside it.
+
+A draft step needs each expanded row's w best children with their log-probs, a verification each
+row's argmax, runner-up and top-2 margin. torch.topk's radix select plus a logsumexp cost ~20
+kernels and ~0.1 ms after every forward on an H200 (profile_split); the kernel is one launch.
+
+Ranking: values descending, equal values by index ascending (torch.argmax's first maximum), so a
+row's result depends on that row alone; the values and indices are exactly the reference's. The
+logsumexp is max + log(sum exp(x - max)) summed in a fixed order: within a few ulps of torch's.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .build import launch, ptr
+
+KS = (2, 4, 8, 16)  # the instantiations in cuda/topk.cu (topk_k2, ...)
+THREADS = 512  # cuda/topk.cu's THREADS
+
+
+def topk_reference(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """logits [T, V] float -> (values [T, k] fp32, indices [T, k] int64, logsumexp [T] fp32), ranked
+    as the kernel ranks (a stable descending sort keeps equal values in index order)."""
+    x = logits.float()
+    values, indices = torch.sort(x, dim=-1, descending=True, stable=True)
+    return values[:, :k].contiguous(), indices[:, :k].contiguous(), torch.logsumexp(x, dim=-1)
+
+
+def supports(logits: torch.Tensor, k: int) -> bool:
+    """Whether the kernel takes these logits: fp32 CUDA [T, V] with unit stride along V, 1 <= k <=
+    the largest instantiation, V >= k."""
+    return (logits.is_cuda and logits.dtype == torch.float32 and logits.dim() == 2 and logits.stride(1) == 1
+            and 1 <= k <= KS[-1] and logits.shape[1] >= k and logits.shape[0] > 0)
+
+
+def topk(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """As topk_reference, on the GPU in one kernel. logits: fp32 CUDA [T, V], rows may be strided
+    (a slice of a larger buffer), elements contiguous."""
+    if not supports(logits, k):
+        raise ValueError(f"topk: takes fp32 CUDA [T, V] logits with contiguous rows, V >= k, 1 <= k <= {KS[-1]}; "
+                         f"got {logits.dtype} {tuple(logits.shape)} stride {logits.stride()} on {logits.device}, k {k}")
+    rows, vocab = logits.shape
+    kk = next(c for c in KS if c >= k)  # a longer list ranks its first k the same
+    values = torch.empty(rows, kk, dtype=torch.float32, device=logits.device)
+    indices = torch.empty(rows, kk, dtype=torch.int64, device=logits.device)
+    lse = torch.empty(rows, dtype=torch.float32, device=logits.device)
+    with torch.cuda.device(logits.device):
+        launch("topk", f"topk_k{kk}", (rows,), (THREADS,),
+               (ptr(logits), np.int64(logits.stride(0)), np.int32(vocab), ptr(values), ptr(indices), ptr(lse)))
+    return values[:, :k], indices[:, :k], lse
+
+
+def top_k(logits: torch.Tensor, k: int, fused: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The decoders' entry: the kernel where `fused` (the engine runs our kernels) and it takes the
+    logits, else torch.topk and torch.logsumexp (the torch kernel set and the CPU: a sort of the
+    whole vocabulary would be slower there; only the order of equal values can differ)."""
+    if fused and supports(logits, k):
+        return topk(logits, k)
+    top = logits.topk(k, dim=-1)
+    return top.values, top.indices, torch.logsumexp(logits, dim=-1)
