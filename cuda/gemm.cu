@@ -17,13 +17,7 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
                                           const bf16* __restrict__ bias, bf16* __restrict__ out,
                                           int M, int N, int K) {
   extern __shared__ float partial[];  // [S][NT * 4][32]: each warp's accumulators, by lane
-  const int n0 = blockIdx.x * (NT * 8);
-  int first[NT], end[NT];
-#pragma unroll
-  for (int j = 0; j < NT; ++j) first[j] = n0 + j * 8, end[j] = N;
-  float acc[NT][4];
-  accumulate<NT, U>(x, w, first, end, M, K, acc);
-  share<NT>(partial, acc);
+  const int n0 = column_tile<NT, U>(x, w, M, N, K, partial);
 
   // One thread per output element of the tile: warps 0..S-1 added in order, then the bias, then
   // one rounding.

@@ -137,6 +137,21 @@ __device__ __forceinline__ void share(float* partial, const float (&acc)[NT][4])
   __syncthreads();
 }
 
+// The block's output columns n0 .. n0 + NT * 8 - 1, n0 = blockIdx.x * NT * 8, of x @ w^T (w [N, K];
+// columns from N on are zeros) as per-warp partial sums in partial [S][NT * 4][32]; -> n0.
+template <int NT, int U>
+__device__ __forceinline__ int column_tile(const bf16* __restrict__ x, const bf16* __restrict__ w, int M, int N,
+                                           int K, float* partial) {
+  const int n0 = blockIdx.x * (NT * 8);
+  int first[NT], end[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) first[j] = n0 + j * 8, end[j] = N;
+  float acc[NT][4];
+  accumulate<NT, U>(x, w, first, end, M, K, acc);
+  share<NT>(partial, acc);
+  return n0;
+}
+
 // The tile's elements are numbered e = (j * 4 + r) * 32 + lane, with lane and r as in the mma's d
 // fragment: row (lane / 4) + (r / 2) * 8, column j * 8 + (lane % 4) * 2 + r % 2 of the NT * 8.
 __device__ __forceinline__ int tile_row(int e) { return ((e & 31) >> 2) + (((e >> 5) & 3) >> 1) * 8; }
