@@ -219,7 +219,8 @@ class LLAllReduce(PeerInbox):
 def gemm_allreduce(x: torch.Tensor, w: torch.Tensor, ar: LLAllReduce, out: torch.Tensor | None = None) -> torch.Tensor:
     """The row-parallel o_proj / down_proj: x [M, K_shard] @ w [N, K_shard]^T, summed over the
     ranks. Our GEMM (kernels/gemm.py) then the LL all-reduce, both on the current stream; the
-    result is [M, N] bf16, the same bits on every rank."""
+    result is [M, N] bf16, the same bits on every rank. The unfused pair: gemm_epilogue's
+    fused_gemm_allreduce does both in one kernel, with these bits (its tests hold it to this)."""
     from .gemm import gemm  # another helper's module: imported at first use
 
     return ar(gemm(x, w, out=out))
