@@ -8,7 +8,7 @@ import torch
 
 from engine_fixtures import VOCAB, prompt, target_state
 from swiftspec_core.graphs import ExactForward, PaddedForward
-from swiftspec_core.kernels import attention, forward, gemm, norm
+from swiftspec_core.kernels import attention, forward, gemm, gemm_epilogue, norm
 from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.weights import build_engine
 
@@ -23,7 +23,8 @@ def args(qkv_bias: bool) -> ModelArgs:
 def references(monkeypatch):
     for name, ref in (("gemm", gemm.gemm_reference), ("append_kv", attention.append_kv_reference),
                       ("tree_attention", attention.tree_attention_reference),
-                      ("add_rmsnorm", norm.add_rmsnorm_reference), ("swiglu", norm.swiglu_reference)):
+                      ("add_rmsnorm", norm.add_rmsnorm_reference), ("swiglu", norm.swiglu_reference),
+                      ("gemm_swiglu", gemm_epilogue.gemm_swiglu_reference)):
         monkeypatch.setattr(forward, name, ref)
 
 

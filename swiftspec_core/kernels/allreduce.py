@@ -57,7 +57,78 @@ def exchange_over(pg, members: list[int]) -> Exchange:
     return exchange
 
 
-class LLAllReduce:
+class PeerInbox:
+    """Inboxes of 16-byte LL lines, [2 halves by epoch parity][world senders][lines], one in each
+    rank's GPU memory (cudaMalloc'd, zeroed: flag 0 is no epoch), reachable by every rank of the
+    group through CUDA IPC: `peers` ([world] int64 on the device) holds each rank's inbox address
+    as this process maps it, peers[rank] its own. The kernels that write and poll them keep their
+    own epochs (cuda/allreduce.cu's header says why a line must have one owner).
+
+    Collective: every rank constructs it together with the same `lines` and `kind` (the exchange
+    is an all-gather; a rank that disagrees fails the construction on every rank). timeout_s: a
+    peer this late is gone: the kernels trap."""
+
+    def __init__(self, rank: int, world: int, exchange: Exchange, lines: int, kind: str, timeout_s: float = 120.0):
+        if not 2 <= world <= MAX_WORLD or not 0 <= rank < world:
+            raise ValueError(f"{kind} needs 2..{MAX_WORLD} ranks and 0 <= rank < world, got rank {rank} of {world}")
+        import cupy
+
+        self.rank, self.world, self.lines, self.timeout_s = rank, world, lines, timeout_s
+        self.timeout_ns = int(timeout_s * 1e9)
+        self.device = torch.cuda.current_device()
+        self._runtime = cupy.cuda.runtime
+        self._inbox: int | None = None
+        self._opened: list[int] = []
+        inbox_bytes = 2 * world * lines * LINE_BYTES
+        with cupy.cuda.Device(self.device):
+            # cudaMalloc, not torch's caching allocator: an IPC handle names an allocation's base.
+            self._inbox = self._runtime.malloc(inbox_bytes)
+            self._runtime.memset(self._inbox, 0, inbox_bytes)  # flag 0: no epoch ever uses it
+            self._runtime.deviceSynchronize()  # zeroed before any peer can write into it
+            mine = (self.device, kind, lines, bytes(self._runtime.ipcGetMemHandle(self._inbox)))
+        try:
+            theirs = [pickle.loads(p) for p in exchange(pickle.dumps(mine))]
+            if len(theirs) != world or theirs[rank] != mine:
+                raise ValueError(f"exchange returned {len(theirs)} payloads, or not this rank's "
+                                 f"own at {rank}: it must all-gather in rank order")
+            inboxes = {t[1:3] for t in theirs}
+            if inboxes != {(kind, lines)}:
+                raise ValueError(f"ranks disagree on the inbox (kind, lines): {sorted(inboxes)}")
+            peers = []
+            with cupy.cuda.Device(self.device):
+                for r, (_, _, _, handle) in enumerate(theirs):
+                    if r == rank:
+                        peers.append(self._inbox)
+                    else:
+                        peers.append(self._runtime.ipcOpenMemHandle(handle, IPC_LAZY_PEER_ACCESS))
+                        self._opened.append(peers[-1])
+        except BaseException:
+            self.close()
+            raise
+        self.peers = torch.tensor(peers, dtype=torch.int64, device=self.device)
+
+    @property
+    def closed(self) -> bool:
+        return self._inbox is None
+
+    def close(self) -> None:
+        """Close the peers' IPC handles and free the inbox; idempotent. Call it on every rank after
+        the last kernel on it (the launcher's teardown barrier follows): the device is synchronized
+        first, so no store of ours to a peer is in flight, and every peer's store to our inbox has
+        landed, since our last call waited for all of them."""
+        if self._inbox is None:
+            return
+        import cupy
+
+        with cupy.cuda.Device(self.device):
+            self._runtime.deviceSynchronize()
+            while self._opened:
+                self._runtime.ipcCloseMemHandle(self._opened.pop())
+            self._runtime.free(self._inbox)
+        self._inbox = None
+
+
+class LLAllReduce(PeerInbox):
     """One-shot all-reduce for small messages among the ranks of one node (2..8 GPUs), NCCL's LL
     idea: each 8-byte word carries 4 data bytes and a 4-byte flag (the call's epoch), two words to a
     16-byte store, each word landing whole (cuda/allreduce.cu); each rank writes its data straight
@@ -75,54 +146,34 @@ class LLAllReduce:
 
     def __init__(self, rank: int, world: int, exchange: Exchange, max_bytes: int = 512 * 1024,
                  timeout_s: float = 120.0):
-        if not 2 <= world <= MAX_WORLD or not 0 <= rank < world:
-            raise ValueError(f"LLAllReduce needs 2..{MAX_WORLD} ranks and 0 <= rank < world, "
-                             f"got rank {rank} of {world}")
         if max_bytes < LINE_DATA:
             raise ValueError(f"max_bytes must be at least {LINE_DATA}, got {max_bytes}")
-        import cupy
-
-        self.rank, self.world, self.max_bytes = rank, world, max_bytes
-        self.timeout_ns = int(timeout_s * 1e9)
+        self.max_bytes = max_bytes
         lines = -(-max_bytes // LINE_DATA)
         # Fixed for the instance: which block owns a line never changes with the message size.
         self.chunk = max(CHUNK, -(-lines // MAX_BLOCKS))
         self.blocks = -(-lines // self.chunk)
         self.capacity = self.blocks * self.chunk  # lines per (half, sender)
-        self.device = torch.cuda.current_device()
-        self._runtime = cupy.cuda.runtime
-        self._inbox: int | None = None
-        self._opened: list[int] = []
-        inbox_bytes = 2 * world * self.capacity * LINE_BYTES
-        with cupy.cuda.Device(self.device):
-            # cudaMalloc, not torch's caching allocator: an IPC handle names an allocation's base.
-            self._inbox = self._runtime.malloc(inbox_bytes)
-            self._runtime.memset(self._inbox, 0, inbox_bytes)  # flag 0: no epoch ever uses it
-            self._runtime.deviceSynchronize()  # zeroed before any peer can write into it
-            mine = (self.device, max_bytes, bytes(self._runtime.ipcGetMemHandle(self._inbox)))
-        try:
-            theirs = [pickle.loads(p) for p in exchange(pickle.dumps(mine))]
-            if len(theirs) != world or theirs[rank] != mine:
-                raise ValueError(f"exchange returned {len(theirs)} payloads, or not this rank's "
-                                 f"own at {rank}: it must all-gather in rank order")
-            sizes = {t[1] for t in theirs}
-            if sizes != {max_bytes}:
-                raise ValueError(f"ranks disagree on max_bytes: {sorted(sizes)}")
-            peers = []
-            with cupy.cuda.Device(self.device):
-                for r, (_, _, handle) in enumerate(theirs):
-                    if r == rank:
-                        peers.append(self._inbox)
-                    else:
-                        peers.append(self._runtime.ipcOpenMemHandle(handle, IPC_LAZY_PEER_ACCESS))
-                        self._opened.append(peers[-1])
-        except BaseException:
-            self.close()
-            raise
-        self.peers = torch.tensor(peers, dtype=torch.int64, device=self.device)
+        super().__init__(rank, world, exchange, self.capacity, f"LLAllReduce(max_bytes={max_bytes})", timeout_s)
+        self.exchange = exchange  # for the companions' inboxes
+        self._companions: dict = {}
         self.epochs = torch.zeros(self.blocks, dtype=torch.int32, device=self.device)
         for kernel in KERNELS.values():  # compiled now, not at a first call inside a graph capture
             function("allreduce", kernel, self.device, 0)
+
+    def companion(self, key, build: Callable):
+        """build(rank, world, exchange, timeout_s) for key, made at the first request and kept:
+        another PeerInbox of this group's ranks (kernels/gemm_epilogue.py's GemmAllReduce), closed
+        with this instance. Its first request is collective, as this instance's construction was:
+        every rank asks for the same keys in the same order, outside any CUDA graph capture."""
+        if key not in self._companions:
+            if self.closed:
+                raise ValueError("LLAllReduce is closed")
+            if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+                raise RuntimeError(f"{key} is first needed inside a CUDA graph capture; its inbox is made "
+                                   f"collectively and must be made by an eager call (a warm-up) first")
+            self._companions[key] = build(self.rank, self.world, self.exchange, self.timeout_s)
+        return self._companions[key]
 
     def takes(self, x: torch.Tensor) -> bool:
         """Whether x goes through this all-reduce: a supported tensor of at most max_bytes. Size
@@ -132,7 +183,7 @@ class LLAllReduce:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Sum x over the ranks, in place; returns x. x: contiguous bf16 or fp32 CUDA tensor of at
         most max_bytes, on this instance's device."""
-        if self._inbox is None:
+        if self.closed:
             raise ValueError("LLAllReduce is closed")
         if not supports(x):
             raise ValueError(f"LLAllReduce takes contiguous bf16 or fp32 CUDA tensors, got {x.dtype} "
@@ -162,26 +213,17 @@ class LLAllReduce:
                 np.int32(self.world), np.int64(self.capacity), np.int32(self.chunk), np.uint64(self.timeout_ns)))
 
     def close(self) -> None:
-        """Close the peers' IPC handles and free the inbox; idempotent. Call it on every rank after
-        the last all-reduce (the launcher's teardown barrier follows): the device is synchronized
-        first, so no store of ours to a peer is in flight, and every peer's store to our inbox has
-        landed, since our last call waited for all of them."""
-        if self._inbox is None:
-            return
-        import cupy
-
-        with cupy.cuda.Device(self.device):
-            self._runtime.deviceSynchronize()
-            while self._opened:
-                self._runtime.ipcCloseMemHandle(self._opened.pop())
-            self._runtime.free(self._inbox)
-        self._inbox = None
+        """Close the companions, then this inbox (PeerInbox.close); idempotent."""
+        while self._companions:
+            self._companions.popitem()[1].close()
+        super().close()
 
 
 def gemm_allreduce(x: torch.Tensor, w: torch.Tensor, ar: LLAllReduce, out: torch.Tensor | None = None) -> torch.Tensor:
     """The row-parallel o_proj / down_proj: x [M, K_shard] @ w [N, K_shard]^T, summed over the
     ranks. Our GEMM (kernels/gemm.py) then the LL all-reduce, both on the current stream; the
-    result is [M, N] bf16, the same bits on every rank."""
+    result is [M, N] bf16, the same bits on every rank. The unfused pair: gemm_epilogue's
+    fused_gemm_allreduce does both in one kernel, with these bits (its tests hold it to this)."""
     from .gemm import gemm  # another helper's module: imported at first use
 
     return ar(gemm(x, w, out=out))

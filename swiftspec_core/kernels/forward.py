@@ -16,6 +16,7 @@ from ..models.transformer import weight_of
 from .attention import append_kv, tree_attention
 from .awq_gemm import awq_gemm
 from .gemm import gemm
+from .gemm_epilogue import fused_gemm_allreduce, gemm_swiglu
 from ..staged import POSITION, ROW, TOKEN
 from .norm import add_rmsnorm, swiglu
 
@@ -28,6 +29,8 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
     # The layer projections: AWQ triples through the dequantizing GEMM under --quant awq, else the
     # bf16 GEMM (lm_head is bf16 either way).
     project = _awq_project if a.quant == "awq" else gemm
+    mlp_in = _awq_swiglu if a.quant == "awq" else gemm_swiglu  # swiglu(gate_up projection)
+    row_parallel = _row_parallel(group, project, a.quant)  # o_proj, down_proj and their all-reduce
     positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
     h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream
     m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
@@ -36,15 +39,30 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
         qkv = project(y, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
         append_kv(qkv, positions, rows, model.cos, model.sin, cache.k[i], cache.v[i], a.n_heads, a.n_kv_heads)
         attn = tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads, a.n_kv_heads)
-        o = group.all_reduce(project(attn, layer.wo))  # row-parallel under TP
+        o = row_parallel(attn, layer.wo)
         h, y = add_rmsnorm(x, o, layer.mlp_norm, a.norm_eps)
-        m = group.all_reduce(project(swiglu(project(y, layer.w_gate_up)), layer.w_down))
+        m = row_parallel(mlp_in(y, layer.w_gate_up), layer.w_down)
     _, y = add_rmsnorm(h, m, model.norm, a.norm_eps)
     head = model.embed if model.lm_head is None else model.lm_head
     logits = group.all_gather(gemm(y, head))
     return logits[:, : model.full_vocab].float()
 
 
+def _row_parallel(group, project, quant: str):
+    """x, w -> the all-reduced projection: with the group's LL all-reduce (TP with --kernels
+    fused) and bf16 weights, the GEMM and the all-reduce in one kernel (the same bits as the pair);
+    else the projection, then the group's all-reduce (a no-op on one GPU)."""
+    ll = getattr(group, "low_latency", None)
+    if ll is not None and quant != "awq":
+        return lambda x, w: fused_gemm_allreduce(x, w, ll)
+    return lambda x, w: group.all_reduce(project(x, w))
+
+
 def _awq_project(x: torch.Tensor, p, bias: torch.Tensor | None = None) -> torch.Tensor:
     """gemm's signature over a layer's AWQLinear (transformer.py)."""
     return awq_gemm(x, weight_of(p), bias)
+
+
+def _awq_swiglu(x: torch.Tensor, p) -> torch.Tensor:
+    """gemm_swiglu's signature over an AWQ gate_up: the dequantizing GEMM, then SwiGLU."""
+    return swiglu(_awq_project(x, p))

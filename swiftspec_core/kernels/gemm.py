@@ -60,34 +60,37 @@ def plan(n: int, k: int, sms: int) -> tuple[int, int]:
 
 
 def check_operands(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-                   out: torch.Tensor | None) -> None:
+                   out: torch.Tensor | None, op: str = "gemm", out_cols: int | None = None) -> None:
     """ValueError unless the operands are what the kernel reads and writes (shapes and dtypes first,
-    then alignment, then device)."""
+    then alignment, then device). op: the entry named in the messages; out_cols: out's columns
+    where they are not w's N (a fused epilogue's)."""
     if x.dim() != 2 or w.dim() != 2:
-        raise ValueError(f"gemm: x and w must be 2-D, got {tuple(x.shape)} and {tuple(w.shape)}")
+        raise ValueError(f"{op}: x and w must be 2-D, got {tuple(x.shape)} and {tuple(w.shape)}")
     (m, k), (n, k_w) = x.shape, w.shape
     if not 1 <= m <= MAX_ROWS:
-        raise ValueError(f"gemm: x has {m} rows; the kernel takes 1..{MAX_ROWS}")
+        raise ValueError(f"{op}: x has {m} rows; the kernel takes 1..{MAX_ROWS}")
     if k != k_w or k == 0 or n == 0:
-        raise ValueError(f"gemm: x {tuple(x.shape)} and w {tuple(w.shape)} (w is [N, K]) do not match")
+        raise ValueError(f"{op}: x {tuple(x.shape)} and w {tuple(w.shape)} (w is [N, K]) do not match")
     if k % 8:
-        raise ValueError(f"gemm: K = {k} is not a multiple of 8 (16-byte loads)")
-    check_common("gemm", x, m, n, k, {"x": x, "w": w}, {"x": torch.bfloat16, "w": torch.bfloat16}, bias, out,
-                 aligned=("x", "w"), margin=32)
+        raise ValueError(f"{op}: K = {k} is not a multiple of 8 (16-byte loads)")
+    check_common(op, x, m, n, k, {"x": x, "w": w}, {"x": torch.bfloat16, "w": torch.bfloat16}, bias, out,
+                 aligned=("x", "w"), margin=32, out_cols=out_cols)
 
 
 def check_common(op: str, x: torch.Tensor, m: int, n: int, k: int, tensors: dict, dtypes: dict,
-                 bias: torch.Tensor | None, out: torch.Tensor | None, aligned: tuple[str, ...], margin: int) -> None:
+                 bias: torch.Tensor | None, out: torch.Tensor | None, aligned: tuple[str, ...], margin: int,
+                 out_cols: int | None = None) -> None:
     """The checks every GEMM entry shares once its own shapes are checked: bias [N] and out [M, N]
-    in bf16, each tensor's dtype and contiguity, 16-byte alignment of `aligned`, x's CUDA device
+    (or [M, out_cols]) in bf16, each tensor's dtype and contiguity, 16-byte alignment of `aligned`, x's CUDA device
     for all, and sizes that leave `margin` below the kernel's int32 indices."""
     if bias is not None:
         if tuple(bias.shape) != (n,):
             raise ValueError(f"{op}: bias must be [{n}], got {tuple(bias.shape)}")
         tensors["bias"], dtypes["bias"] = bias, torch.bfloat16
     if out is not None:
-        if tuple(out.shape) != (m, n):
-            raise ValueError(f"{op}: out must be [{m}, {n}], got {tuple(out.shape)}")
+        cols = n if out_cols is None else out_cols
+        if tuple(out.shape) != (m, cols):
+            raise ValueError(f"{op}: out must be [{m}, {cols}], got {tuple(out.shape)}")
         tensors["out"], dtypes["out"] = out, torch.bfloat16
     for name, t in tensors.items():
         if t.dtype != dtypes[name]:

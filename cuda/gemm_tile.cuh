@@ -1,0 +1,171 @@
+// The row-invariant small-M GEMM's main loop and combine, shared by its kernels: gemm.cu (plain
+// epilogue, + bias), gemm_swiglu.cu (SwiGLU epilogue) and gemm_allreduce.cu (LL all-reduce
+// epilogue). Every kernel built on these gives a column the same bits for the same (K, S): the
+// per-warp chunk order and the warp order of the combine depend on nothing else (see gemm.cu).
+//
+// Layout of the work:
+//   block   = S warps on NT tiles of 8 weight rows (output columns); the S warps split K;
+//   warp w  = K chunks of 32 elements c = w, w + S, w + 2S, ... (interleaved, so a block's warps
+//             read neighbouring bytes of each weight row), loaded U chunks at a time;
+//   lane    = (g, t) = (lane / 4, lane % 4): loads 16 bytes (8 k) of weight row first[j] + g of
+//             each tile j and of x rows g and g + 8 at k = c*32 + t*8;
+//   combine = each warp's fp32 accumulators to shared memory, summed over warps 0..S-1 in order.
+#pragma once
+#include "common.cuh"
+#include "mma.cuh"
+
+// K inside one 32-wide chunk is permuted the same way for A (x) and B (w), which leaves every dot
+// product unchanged: the mma's logical k {2t, 2t+1, 2t+8, 2t+9} of lane (g, t) are physical
+// k {8t, 8t+1, 8t+2, 8t+3} for the chunk's first mma and {8t+4, .., 8t+7} for its second. So each
+// lane's operands are one contiguous 16-byte load per row.
+
+// A 16-byte load, zeros where `ok` is false: one predicated instruction, no branch (with a branch
+// around each load, ptxas sank every load down to its mma and kept only one in flight).
+#define LOAD16_OR_ZERO(LD)                                                                   \
+  "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"                                            \
+  " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"                   \
+  " @p " LD " {%0, %1, %2, %3}, [%4];\n}\n"
+
+// Weights are read once: kept out of L1 (kWeights) so that x, read by every block, stays there.
+template <bool kWeights>
+__device__ __forceinline__ uint4 load16(const bf16* p, bool ok) {
+  uint4 v;
+  if constexpr (kWeights)
+    asm volatile(LOAD16_OR_ZERO("ld.global.nc.L1::no_allocate.v4.u32")
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "r"((int)ok));
+  else
+    asm volatile(LOAD16_OR_ZERO("ld.global.nc.v4.u32")
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "r"((int)ok));
+  return v;
+}
+
+// One group of U chunks of a warp's operands: weights of NT column tiles, x rows g and g + 8.
+template <int NT, int U>
+struct Operands {
+  uint4 w[U][NT], lo[U], hi[U];
+};
+
+// acc[j] (the mma's d fragment: rows g, g + 8, columns 2t, 2t + 1 of tile j) = x[0..M) @ the
+// weight rows first[j] .. first[j] + 7 over this warp's K chunks; rows at or past end[j] read as
+// zeros. Calls pdl_start() (after the first weight loads, before x).
+// NT: 8-column tiles per warp (one x load serves NT weight loads); U: chunks per group. Each loop
+// iteration loads the next group and runs the current one's mma's, so a group's U * NT weight
+// loads per lane are issued together and are in flight at once (with a group's loads and its own
+// mma's in one iteration, ptxas sank each load down to its mma: one load in flight at a time).
+template <int NT, int U>
+__device__ __forceinline__ void accumulate(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                           const int (&first)[NT], const int (&end)[NT], int M, int K,
+                                           float (&acc)[NT][4]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int splits = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int chunks = (K + 31) >> 5;
+
+  const bf16* w_row[NT];
+  bool w_ok[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int n = first[j] + g;
+    w_ok[j] = n < end[j];
+    w_row[j] = w + (size_t)(w_ok[j] ? n : 0) * K + t * 8;
+  }
+  // Rows M..15 are zeros in the A fragment (never loaded), so padding costs no memory traffic.
+  const bool lo_ok = g < M, hi_ok = g + 8 < M;
+  const bf16* x_lo = x + (size_t)(lo_ok ? g : 0) * K + t * 8;
+  const bf16* x_hi = x + (size_t)(hi_ok ? g + 8 : 0) * K + t * 8;
+
+  // Chunk c0 + u S: whether it lies inside K (chunks past K load zeros), and its first k.
+  auto chunk = [&](int c0, int u, int& k) {
+    const int c = c0 + u * splits;
+    const bool in_k = c < chunks && c * 32 + t * 8 < K;  // K % 8 == 0: a lane's 8 are all in or out
+    k = in_k ? c * 32 : 0;
+    return in_k;
+  };
+  // Chunks c0, c0 + S, .., c0 + (U-1) S: the weights apart from x, which a previous kernel writes.
+  auto load_weights = [&](Operands<NT, U>& o, int c0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int k;
+      const bool in_k = chunk(c0, u, k);
+#pragma unroll
+      for (int j = 0; j < NT; ++j) o.w[u][j] = load16<true>(w_row[j] + k, in_k && w_ok[j]);
+    }
+  };
+  auto load_x = [&](Operands<NT, U>& o, int c0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int k;
+      const bool in_k = chunk(c0, u, k);
+      o.lo[u] = load16<false>(x_lo + k, in_k && lo_ok);
+      o.hi[u] = load16<false>(x_hi + k, in_k && hi_ok);
+    }
+  };
+
+#pragma unroll
+  for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+  Operands<NT, U> cur, next;
+  load_weights(cur, warp);  // no kernel writes weights: their first loads overlap the previous kernel
+  pdl_start();
+  load_x(cur, warp);
+  // c0 is warp-uniform, so mma.sync always runs with all 32 lanes. The mma's are unguarded: a
+  // chunk past K holds zeros and adds nothing (+0 to an accumulator that starts at +0 and so is
+  // never -0), and which chunks exist depends on (K, S) only: U changes how many such zero chunks
+  // run, never a bit of the result.
+  for (int c0 = warp; c0 < chunks; c0 += splits * U) {
+    load_weights(next, c0 + splits * U);
+    load_x(next, c0 + splits * U);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        mma_16816(acc[j], cur.lo[u].x, cur.hi[u].x, cur.lo[u].y, cur.hi[u].y, cur.w[u][j].x, cur.w[u][j].y);
+        mma_16816(acc[j], cur.lo[u].z, cur.hi[u].z, cur.lo[u].w, cur.hi[u].w, cur.w[u][j].z, cur.w[u][j].w);
+      }
+    cur = next;
+  }
+}
+
+// Each warp's accumulators to partial [S][NT * 4][32] (shared, by lane), then a block barrier.
+template <int NT>
+__device__ __forceinline__ void share(float* partial, const float (&acc)[NT][4]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) partial[(warp * NT * 4 + j * 4 + r) * 32 + lane] = acc[j][r];
+  __syncthreads();
+}
+
+// The block's output columns n0 .. n0 + NT * 8 - 1, n0 = blockIdx.x * NT * 8, of x @ w^T (w [N, K];
+// columns from N on are zeros) as per-warp partial sums in partial [S][NT * 4][32]; -> n0.
+template <int NT, int U>
+__device__ __forceinline__ int column_tile(const bf16* __restrict__ x, const bf16* __restrict__ w, int M, int N,
+                                           int K, float* partial) {
+  const int n0 = blockIdx.x * (NT * 8);
+  int first[NT], end[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) first[j] = n0 + j * 8, end[j] = N;
+  float acc[NT][4];
+  accumulate<NT, U>(x, w, first, end, M, K, acc);
+  share<NT>(partial, acc);
+  return n0;
+}
+
+// The tile's elements are numbered e = (j * 4 + r) * 32 + lane, with lane and r as in the mma's d
+// fragment: row (lane / 4) + (r / 2) * 8, column j * 8 + (lane % 4) * 2 + r % 2 of the NT * 8.
+__device__ __forceinline__ int tile_row(int e) { return ((e & 31) >> 2) + (((e >> 5) & 3) >> 1) * 8; }
+__device__ __forceinline__ int tile_col(int e) { return (e >> 7) * 8 + (e & 3) * 2 + ((e >> 5) & 1); }
+__device__ __forceinline__ int tile_element(int row, int col) {
+  const int lane = (row & 7) * 4 + ((col & 7) >> 1), r = (row >> 3) * 2 + (col & 1);
+  return ((col >> 3) * 4 + r) * 32 + lane;
+}
+
+// Element e summed over warps 0..S-1 in order (fp32, before any bias or rounding).
+template <int NT>
+__device__ __forceinline__ float combined(const float* partial, int e) {
+  const int splits = blockDim.x >> 5;
+  float v = partial[e];
+  for (int s = 1; s < splits; ++s) v += partial[s * NT * 128 + e];
+  return v;
+}
