@@ -16,41 +16,7 @@
 // Exactness: each element is summed in fp32 in rank order 0..world-1 starting from rank 0's value
 // (not from 0.0, which would turn -0 into +0), rounded once; all ranks get the same bits, and
 // all_reduce_reference (swiftspec_core/kernels/allreduce.py) computes the very same operations.
-#include "common.cuh"
-
-struct Line { unsigned int d0, flag0, d1, flag1; };  // 16 bytes: the unit of a peer store
-
-__device__ __forceinline__ void store_line(Line* p, unsigned int d0, unsigned int d1, unsigned int flag) {
-  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};"
-               :: "l"(p), "r"(d0), "r"(flag), "r"(d1), "r"(flag) : "memory");
-}
-
-__device__ __forceinline__ Line load_line(const Line* p) {
-  Line v;
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.d0), "=r"(v.flag0), "=r"(v.d1), "=r"(v.flag1) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Wait for a peer's line of this epoch. A peer that never comes (it died, or called with another
-// size) would hang the stream forever, graph replays included; after timeout_ns the kernel traps,
-// so the process sees a CUDA error instead of a silent hang.
-__device__ __forceinline__ Line wait_line(const Line* p, unsigned int epoch, unsigned long long timeout_ns) {
-  Line v = load_line(p);
-  if (v.flag0 == epoch && v.flag1 == epoch) return v;
-  const unsigned long long start = global_ns();
-  for (unsigned int spin = 1;; ++spin) {
-    v = load_line(p);
-    if (v.flag0 == epoch && v.flag1 == epoch) return v;
-    if ((spin & 1023u) == 0 && global_ns() - start > timeout_ns) __trap();
-  }
-}
+#include "ll_line.cuh"
 
 // 8 bytes of the message as two 32-bit words; the last line may be partial (nbytes % 8 != 0,
 // always a multiple of 2): it is read and written in 2-byte pieces, padded with zeros.
@@ -74,34 +40,6 @@ __device__ __forceinline__ void write_line(unsigned char* x, long long line, lon
   unsigned short* x16 = reinterpret_cast<unsigned short*>(x + at);
   for (int j = 0; j < 4 && at + 2 * j < nbytes; ++j) x16[j] = h[j];
 }
-
-// A line as the elements it holds, summed in fp32: 4 bf16 (low half of each word first) or 2 fp32.
-template <typename T> struct LineSum;
-
-template <> struct LineSum<bf16> {
-  float v[4];
-  __device__ __forceinline__ void set(uint2 w) {
-    v[0] = __uint_as_float(w.x << 16); v[1] = __uint_as_float(w.x & 0xffff0000u);
-    v[2] = __uint_as_float(w.y << 16); v[3] = __uint_as_float(w.y & 0xffff0000u);
-  }
-  __device__ __forceinline__ void add(uint2 w) {
-    v[0] += __uint_as_float(w.x << 16); v[1] += __uint_as_float(w.x & 0xffff0000u);
-    v[2] += __uint_as_float(w.y << 16); v[3] += __uint_as_float(w.y & 0xffff0000u);
-  }
-  __device__ __forceinline__ uint2 get() const {
-    unsigned int b[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) b[j] = __bfloat16_as_ushort(__float2bfloat16_rn(v[j]));
-    return make_uint2(b[0] | b[1] << 16, b[2] | b[3] << 16);
-  }
-};
-
-template <> struct LineSum<float> {
-  float v[2];
-  __device__ __forceinline__ void set(uint2 w) { v[0] = __uint_as_float(w.x); v[1] = __uint_as_float(w.y); }
-  __device__ __forceinline__ void add(uint2 w) { v[0] += __uint_as_float(w.x); v[1] += __uint_as_float(w.y); }
-  __device__ __forceinline__ uint2 get() const { return make_uint2(__float_as_uint(v[0]), __float_as_uint(v[1])); }
-};
 
 // x: this rank's message (8-byte aligned), summed in place. peers[r]: rank r's inbox (peers[rank]
 // is this rank's own). capacity: lines per (half, sender) in every inbox. Grid: ceil(lines / chunk)

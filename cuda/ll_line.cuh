@@ -1,8 +1,7 @@
 // LL lines (cuda/allreduce.cu's header comment explains them): a 16-byte line of 8 data bytes,
 // {data0, flag, data1, flag}, stored to a peer's inbox with one 16-byte volatile store, polled by
 // the receiver until both flags show the call's epoch; and the fp32 sum of lines' elements.
-// Shared by the kernels that exchange LL lines (gemm_allreduce.cu; allreduce.cu holds the same
-// definitions today, to include this header once merged).
+// Shared by the kernels that exchange LL lines (allreduce.cu, gemm_allreduce.cu).
 #pragma once
 #include "common.cuh"
 
