@@ -27,7 +27,7 @@ echo "profile exit $?"; grep -hE "^(alone|both|request)" $O/profile/rank*.txt; r
 G=paper_figures/results/2026-11-30-cpu-qwen-pair-graft
 PYTHONPATH=. python3 paper_figures/replay_union.py $O/replay-source $G paper_figures/results/cpu-qwen-pair > $O/replay.log
 for v in old mid new; do
-  LEFT=$(( 570 - ($(date +%s) - START) ))
+  LEFT=$(( 570 - ($(date +%s) - START) )); (( LEFT > 150 )) && LEFT=150
   case $v in old) DIR=$ROOT/.cache/ab/old C=4d9861f;; mid) DIR=$ROOT/.cache/ab/mid C=e31943e;; new) DIR=$ROOT C=$SWIFTSPEC_COMMIT;; esac
   (cd $DIR && python3 -c "import swiftspec_core; print('code from', swiftspec_core.__file__)"
    SWIFTSPEC_COMMIT=$C REPLAY=$O/replay-source DATA_DIR=$ROOT/.data/eagle TREE_BS=8 bash paper_figures/run_2xh200.sh $O/ab-$v $LEFT \
