@@ -11,7 +11,7 @@
 #include "common.cuh"
 
 #define THREADS 512
-#define WARPS (THREADS / 32)
+#define WARPS (THREADS / 32)  // at most 32: warp 0 merges one list a lane
 #define NEG_INF __int_as_float(0xff800000)
 
 // (a, ia) ranks before (b, ib): larger value, or the same value at a lower index.
@@ -86,9 +86,12 @@ __device__ void topk_body(const float* __restrict__ logits, long long ld, int V,
     for (int j = 0; j < K; ++j) { cand_v[warp][j] = wv[j]; cand_i[warp][j] = wi[j]; }
   }
   __syncthreads();
-  if (warp == 0) {  // lane l holds warp l's sorted list; merge them the same way
+  if (warp == 0) {  // lane l < WARPS holds warp l's sorted list (the rest nothing); merge them the same way
 #pragma unroll
-    for (int j = 0; j < K; ++j) { v[j] = cand_v[lane][j]; id[j] = cand_i[lane][j]; }
+    for (int j = 0; j < K; ++j) {
+      v[j] = lane < WARPS ? cand_v[lane][j] : NEG_INF;
+      id[j] = lane < WARPS ? cand_i[lane][j] : 0x7fffffff;
+    }
     warp_merge<K>(v, id, wv, wi);
     if (lane == 0) {
       row_max = wv[0];
@@ -109,7 +112,7 @@ __device__ void topk_body(const float* __restrict__ logits, long long ld, int V,
   if (lane == 0) warp_sums[warp] = s;
   __syncthreads();
   if (warp == 0) {
-    s = warp_sum(warp_sums[lane]);
+    s = warp_sum(lane < WARPS ? warp_sums[lane] : 0.f);
     if (lane == 0) lse[blockIdx.x] = m + logf(s);
   }
 }
