@@ -7,7 +7,8 @@ On two GPUs, target on rank 0 and draft on rank 1 (random bf16 weights, a made-u
 profile), each rank times:
   1. its own fixed-width forward (graph replay and the full Python call), with the other rank
      idle, then with both ranks running their forwards at once (no link traffic);
-  2. its own side of three full requests through the link, the last under torch.profiler.
+  2. its own side of three full requests through the link, the last under torch.profiler; in
+     the second the draft times each step and each deferred cache move (settle) on its own.
 Each rank writes DIR/rank<r>.txt (timings and the profiler's tables) and a chrome trace.
 """
 from __future__ import annotations
@@ -66,6 +67,41 @@ def _own_forward(ctx, target, draft, settings, prompt):
     return times
 
 
+class _PartTimes:
+    """Wall ms of the draft's step and settle (its deferred cache move) during one request, each
+    between two device synchronizations: where a round's parallel phase goes beyond its forwards.
+    The synchronizations add a little to each part; the request's own times are request 0's."""
+
+    def __init__(self):
+        self.ms: dict[str, list[float]] = {"step": [], "settle": []}
+        self.saved = {name: getattr(Drafter, name) for name in self.ms}
+
+    def __enter__(self):
+        for name, method in self.saved.items():
+            setattr(Drafter, name, self._timed(name, method))
+        return self
+
+    def _timed(self, name, method):
+        def wrapper(drafter, *args, **kwargs):
+            if name == "settle" and drafter.kept_rows is None:
+                return method(drafter, *args, **kwargs)  # nothing deferred: not a move
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = method(drafter, *args, **kwargs)
+            torch.cuda.synchronize()
+            self.ms[name].append((time.perf_counter() - t0) * 1e3)
+            return out
+        return wrapper
+
+    def __exit__(self, *exc):
+        for name, method in self.saved.items():
+            setattr(Drafter, name, method)
+
+    def line(self) -> str:
+        return "draft parts (request 1, synchronized): " + ", ".join(
+            f"{name} median {statistics.median(ms):.3f} ms over {len(ms)}" for name, ms in self.ms.items() if ms)
+
+
 def _worker(rank: int, world_size: int, ctx):
     plan, prompt_len, tokens, out_dir = ctx.args
     out = Path(out_dir)
@@ -85,9 +121,10 @@ def _worker(rank: int, world_size: int, ctx):
                                                    torch.profiler.ProfilerActivity.CUDA])
                 if i == 2 else nullcontext())
         replay = Replay(PROFILE, i)
+        parts = _PartTimes() if i == 1 and ctx.role == "draft" else nullcontext()
         ctx.world.barrier()
         t0 = time.perf_counter()
-        with prof:
+        with prof, parts:
             if ctx.role == "target":
                 res = target_request(ctx, target, prompt, max_new_tokens=tokens, eos_ids=set(),
                                      settings=settings, replay=replay)
@@ -102,6 +139,8 @@ def _worker(rank: int, world_size: int, ctx):
                          f"{res.rounds} rounds, acc {res.mean_accepted:.2f}, round {wall / res.rounds * 1e3:.2f} ms; "
                          f"median target {med(res.target_s):.2f} crit {med(res.draft_s):.2f} "
                          f"par {med(res.draft_parallel_s):.2f} link wait {med(res.link_wait_s):.2f} ms")
+        if isinstance(parts, _PartTimes):
+            lines.append(parts.line())  # a step's time includes the settle it starts with
         if i == 2:
             ka = prof.key_averages()
             lines.append(ka.table(sort_by="self_cuda_time_total", row_limit=25))
