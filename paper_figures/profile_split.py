@@ -40,6 +40,20 @@ def _timed(fn) -> tuple[float, float]:
     return median_ms(fn, reps=30, warmup=5)
 
 
+def _launch_ms(replay, reps: int = 30) -> float:
+    """Median host ms of replay() itself (the graph's launch call, the device idle before it and
+    synchronized after it, untimed): if the launch of a forward's few hundred kernel nodes takes
+    a good part of a millisecond of host time, that adds to every step before the GPU starts."""
+    times = []
+    for _ in range(reps + 5):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        replay()
+        times.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+    return statistics.median(times[5:])
+
+
 def _graph(fwd, rows_used: int):
     return fwd.graphs[fwd.span_for(rows_used)][0].replay
 
@@ -54,14 +68,18 @@ def _own_forward(ctx, target, draft, settings, prompt):
         visible = [list(range(n, n + i + 1)) for i in range(bs)]  # a chain: the densest mask
         rows = list(range(n, n + bs))
         call = lambda: v.forward(list(range(bs)), rows, rows, n, visible).argmax(-1).tolist()
-        return {"verify forward (call)": _timed(call), "verify forward (replay)": _timed(_graph(v.forward, n + bs))}
+        replay = _graph(v.forward, n + bs)
+        return {"verify forward (call)": _timed(call), "verify forward (replay)": _timed(replay),
+                "verify forward (launch, host)": (_launch_ms(replay), float("nan"))}
     d = reuse(draft, Drafter, *drafter_args(settings, w, graft=True))  # the split workers' drafter
     d.prefill(prompt)
 
     def step():
         d.tree, d.pending = TokenTree(5), []
         d.step(w, w)
-    times = {"draft step (call)": _timed(step), "draft forward (replay)": _timed(_graph(d.forward, d.cache.length + w))}
+    replay = _graph(d.forward, d.cache.length + w)
+    times = {"draft step (call)": _timed(step), "draft forward (replay)": _timed(replay),
+             "draft forward (launch, host)": (_launch_ms(replay), float("nan"))}
     if d.narrow is not d.forward:  # grafting: steps without a chain run the narrower forward
         times["draft forward, no chain (replay)"] = _timed(_graph(d.narrow, d.cache.length + w))
     return times
