@@ -19,17 +19,11 @@ SIZES = [4096, 16384, 65536, 262144]  # bytes of bf16
 
 
 def worker(rank: int, world: int, ctx) -> list[str]:
-    import torch.distributed as dist
-
     from swiftspec_bench.kernel_bench import time_calls
     from swiftspec_core.kernels import allreduce
 
     calls = ctx.args
-
-    def exchange(payload: bytes) -> list:
-        got = [None] * world
-        dist.all_gather_object(got, payload, group=ctx.world.pg)
-        return got
+    exchange = allreduce.exchange_over(ctx.world.pg, list(range(world)))
 
     lines = [f"| threads | lines a block | {' | '.join(f'{s // 1024} KB' for s in SIZES)} |",
              "|---|---|" + "---|" * len(SIZES)]

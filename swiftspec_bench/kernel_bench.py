@@ -180,8 +180,6 @@ def _release() -> None:
 def _group_worker(rank: int, world: int, ctx) -> list[tuple[Case, float | str]]:
     """Every rank runs the same cases in the same order (their collectives pair up); rank 0's
     times are the rows."""
-    import torch.distributed as dist
-
     cases: list[Case] = ctx.args
     line_up = ctx.world.barrier
     ll = None
@@ -189,10 +187,7 @@ def _group_worker(rank: int, world: int, ctx) -> list[tuple[Case, float | str]]:
     def low_latency():
         nonlocal ll
         if ll is None:
-            def exchange(payload: bytes) -> list[bytes]:
-                got = [None] * world
-                dist.all_gather_object(got, payload, group=ctx.world.pg)
-                return got
+            exchange = ours("allreduce", "exchange_over")(ctx.world.pg, list(range(world)))
             LLAllReduce = ours("allreduce", "LLAllReduce")
             ll = LLAllReduce(rank, world, exchange, max_bytes=max(message_bytes(c) for c in cases
                                                                   if c.group in NEEDS_GROUP))
