@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from swiftspec_core.kernels.topk import KS, supports, top_k, topk, topk_reference
+from swiftspec_core.kernels.topk import KS, MAX_SLICES, SLICE_TARGET, slices, supports, top_k, topk, topk_reference
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or importlib.util.find_spec("cupy") is None,
                                reason="needs a CUDA GPU and cupy")
@@ -28,6 +28,9 @@ def rows_with_ties(t: int, v: int, seed: int) -> torch.Tensor:
     x[:, torch.randint(0, v, (max(1, v // 50),), generator=gen)] = -math.inf
     if v > 10:
         x[0, 3] = x[0, 7] = x[0].max() + 1  # a tie at the top: index order decides
+    if v > 2 * SLICE_TARGET:
+        x[1, 100] = x[1, v - 5] = x[1].max() + 1  # a tie between two slices' lists
+        x[2, :SLICE_TARGET + 7] = -math.inf  # a slice of -inf only (its sum must add nothing)
     return x
 
 
@@ -45,6 +48,14 @@ def test_torch_path_matches_the_reference_up_to_the_order_of_equal_values():
     x = torch.randn(4, 1000, dtype=torch.float64).float()  # no ties
     for got, want in zip(top_k(x, 8, fused=False), topk_reference(x, 8)):
         torch.testing.assert_close(got, want)
+
+
+def test_slices_depend_on_the_vocabulary_alone_and_fit_the_merge_warp():
+    assert slices(37) == 1 and slices(SLICE_TARGET) == 1 and slices(SLICE_TARGET + 1) == 2
+    assert slices(128256) == MAX_SLICES == slices(151936)
+    for v in (37, 1000, 32000, 128256, 151936):  # every slice non-empty: the last starts before V
+        n = slices(v)
+        assert (n - 1) * -(-v // n) < v
 
 
 def test_supports_and_refuses():

@@ -3,7 +3,8 @@ torch reference beside it.
 
 A draft step needs each expanded row's w best children with their log-probs, a verification each
 row's argmax, runner-up and top-2 margin. torch.topk's radix select plus a logsumexp cost ~20
-kernels and ~0.1 ms after every forward on an H200 (profile_split); the kernel is one launch.
+kernels and ~0.1 ms after every forward on an H200 (profile_split); here two launches: each row's
+slices in parallel, then one warp a row merges them.
 
 Ranking: values descending, equal values by index ascending (torch.argmax's first maximum), so a
 row's result depends on that row alone; the values and indices are exactly the reference's. The
@@ -16,8 +17,15 @@ import torch
 
 from .build import launch, ptr
 
-KS = (2, 4, 8, 16)  # the instantiations in cuda/topk.cu (topk_k2, ...)
-THREADS = 512  # cuda/topk.cu's THREADS
+KS = (2, 4, 8, 16)  # the instantiations in cuda/topk.cu (topk_part_k2, topk_merge_k2, ...)
+THREADS = 256  # cuda/topk.cu's THREADS
+MAX_SLICES = 32  # topk_merge's warp holds one slice's list a lane
+SLICE_TARGET = 4096  # positions a block: 16 a thread, and a 128k row's 32 slices x 9-16 rows fill the GPU
+
+
+def slices(vocab: int) -> int:
+    """How many blocks share a row: from V alone, so a row's sums run in one order whatever T is."""
+    return min(MAX_SLICES, -(-vocab // SLICE_TARGET))
 
 
 def topk_reference(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -36,7 +44,7 @@ def supports(logits: torch.Tensor, k: int) -> bool:
 
 
 def topk(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """As topk_reference, on the GPU in one kernel. logits: fp32 CUDA [T, V], rows may be strided
+    """As topk_reference, on the GPU in two kernels. logits: fp32 CUDA [T, V], rows may be strided
     (a slice of a larger buffer), elements contiguous."""
     if not supports(logits, k):
         raise ValueError(f"topk: takes fp32 CUDA [T, V] logits with contiguous rows, V >= k, 1 <= k <= {KS[-1]}; "
@@ -46,9 +54,18 @@ def topk(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torc
     values = torch.empty(rows, kk, dtype=torch.float32, device=logits.device)
     indices = torch.empty(rows, kk, dtype=torch.int64, device=logits.device)
     lse = torch.empty(rows, dtype=torch.float32, device=logits.device)
+    n_slices = slices(vocab)
+    slice_len = -(-vocab // n_slices)
+    part_v = torch.empty(rows, n_slices, kk, dtype=torch.float32, device=logits.device)
+    part_i = torch.empty(rows, n_slices, kk, dtype=torch.int32, device=logits.device)
+    part_m = torch.empty(rows, n_slices, dtype=torch.float32, device=logits.device)
+    part_s = torch.empty(rows, n_slices, dtype=torch.float32, device=logits.device)
+    parts = (ptr(part_v), ptr(part_i), ptr(part_m), ptr(part_s))
     with torch.cuda.device(logits.device):
-        launch("topk", f"topk_k{kk}", (rows,), (THREADS,),
-               (ptr(logits), np.int64(logits.stride(0)), np.int32(vocab), ptr(values), ptr(indices), ptr(lse)))
+        launch("topk", f"topk_part_k{kk}", (rows, n_slices), (THREADS,),
+               (ptr(logits), np.int64(logits.stride(0)), np.int32(vocab), np.int32(slice_len)) + parts)
+        launch("topk", f"topk_merge_k{kk}", (rows,), (32,),
+               parts + (np.int32(n_slices), ptr(values), ptr(indices), ptr(lse)))
     return values[:, :k], indices[:, :k], lse
 
 
