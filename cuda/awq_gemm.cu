@@ -85,9 +85,8 @@ __device__ __forceinline__ void ldmatrix_trans(unsigned (&r)[4], unsigned addres
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
 }
 
-// A lane's loop-invariant offsets, in bytes, and a selector. They go through shared memory once
-// before the loop (as in version 2: ptxas recomputes values it can derive from the thread index
-// inside the loop, and keeps a value loaded from shared memory).
+// A lane's loop-invariant offsets, in bytes. They go through shared memory once before the loop (as
+// in version 2: values ptxas can derive from the thread index it recomputes inside the loop).
 struct LaneConstants {
   unsigned copy_src;    // 16 lane: this lane's two 16-byte copies are bytes copy_src and copy_src + 512
   unsigned copy_dst;    // their stage offsets: chunk rows lane / 2 and lane / 2 + 16, half lane % 2
