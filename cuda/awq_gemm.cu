@@ -20,7 +20,7 @@
 // flight changed nothing): the kernel is bound by issuing its own instructions with too few warps to
 // hide their latency. v2's loop took ~190 instructions a KB of codes at M <= 8 and 128 registers (16
 // warps an SM at most). Version 3 at 80 registers (SASS of ptxas 13.0, the group loop of 4 KB:
-// awq_gemm_r8_g128_c1 ~578 instructions, ~145 a KB, 352 of them the exact dequantization, 32 mma;
+// awq_gemm_r8_g128_c1 ~558 instructions, ~140 a KB, 352 of them the exact dequantization, 32 mma;
 // awq_gemm_r16_g128_c1 ~155 a chunk plus ~150 a group, ~190 a KB, v2 218):
 //   - ldmatrix.trans instead of 8 32-bit shared loads and 8 prmt's a chunk: a stage holds a chunk's
 //     32 code rows in an order (stage_row) such that the transposed 8 x 8 matrices hand lane (g, t)
@@ -38,8 +38,8 @@
 //     (where v2 had 16) where plan() gives them (70B gate_up: 21, v2: 14).
 //   - a 4-stage ring a warp (3 KB of codes in flight; 24 warps an SM: 72 KB, ~3 us of an SM's share
 //     of the bandwidth).
-// At ~145 instructions a KB, 132 SMs at 1.98 GHz issuing 4 a cycle stream 7.4 TB/s: 80% of 4.14 TB/s
-// needs 45% of the issue slots busy, what v2 reached with 11-14 warps an SM (v2 needed ~60%).
+// At ~140 instructions a KB, 132 SMs at 1.98 GHz issuing 4 a cycle stream 7.6 TB/s: 80% of 4.14 TB/s
+// needs 43% of the issue slots busy, what v2 reached with 11-14 warps an SM (v2 needed ~60%).
 
 // Layout of the work:
 //   cluster = C blocks (C = 1: one block) on one tile of 64 output columns;
@@ -215,9 +215,16 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   }
   uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
   xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
+  // M <= 8: the next chunk's x row g, a pointer advanced as copy_group (no offsets recomputed a chunk).
+  const unsigned char* x_next = x_bytes + c.x_row + (size_t)split * kChunks * 64;
+  const size_t x_group_step = (size_t)(all_splits - 1) * kChunks * 64 + 64;  // last chunk -> next group's first
+  auto load_x_next = [&](int p, uint4& v) {  // p: the in-group index of the chunk loaded
+    v = load16_l1(x_next);
+    x_next += p == kChunks - 1 ? x_group_step : 64;
+  };
   unsigned zeros_lo = 0, zeros_hi = 0;  // the next group's zero int32 of columns g / 2 and 4 + g / 2
   if (chunks > 0) {
-    if (!kTwo) xs[0] = x_of(split, 0, c.x_row);
+    if (!kTwo) load_x_next(0, xs[0]);
     zeros_lo = load4_l1(zeros_of(split));
     zeros_hi = load4_l1(zeros_of(split) + 4);
   }
@@ -251,7 +258,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[p & 1];
       const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now;
       if (!kTwo && n + 1 < chunks)
-        xs[(p + 1) & 1] = p + 1 < kChunks ? x_of(group, p + 1, c.x_row) : x_of(group + all_splits, 0, c.x_row);
+        load_x_next((p + 1) % kChunks, xs[(p + 1) & 1]);
       copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk n visible; every lane done with chunk n - 1's stage
       // Chunk n + STAGES - 1 into chunk n - 1's stage.
