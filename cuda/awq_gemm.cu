@@ -5,31 +5,35 @@
 // [B][K/G][64], nibble i of an int32 holding column 8c + ORDER[i], ORDER = (0, 2, 4, 6, 1, 3, 5, 7).
 // bf16 x and out, 1 <= M <= 16, fp32 accumulation, rounded once (swiftspec_core/kernels/awq_gemm.py).
 //
-// Numerics (the contract awq_gemm.py states): the nibbles become bf16 128 + q (0x4300 | q), minus
-// 128 + zero in bf16: the integer q - zero, exact. The mma sums x * (q - zero) over one whole group
-// (G k, G / 32 chunks of 32) in fp32, and that group sum times the fp32 scale is added to the
-// accumulator. No weight is rounded. (Version 2 scaled each 32-k chunk's sum: the same contract at
-// a finer grain, other bits.) Row invariance as in version 2: an output element depends only on its
-// own x row and weight column; which groups a warp sums, in which order, and how the warps' sums
-// combine is decided by (N, K) and the GPU alone (plan() in awq_gemm.py), never by M. Rows 0..7 run
-// the same instructions in both kernels (awq_gemm_r8_*, M <= 8, and awq_gemm_r16_*, which adds a
-// second mma with x rows 8..15 on the same weight fragments).
+// Numerics (the contract awq_gemm.py states): the nibbles become bf16 128 + q (0x4300 | q, exact), and
+// the mma's sum x (128 + q) over one whole group (G k, G / 32 chunks of 32) in fp32, beside x alone
+// (an mma with A all ones); the group's value is fmaf(-(128 + zero), x sum, that sum) (the zero
+// folded in once a group, not subtracted from every weight), times the fp32 scale, added to the
+// accumulator. No weight is rounded; the sums' fp32 roundings see 128 + q where v1/v2 summed the
+// exact q - zero, about 20x larger intermediate values (still ~2^-18 of a result, where bf16's
+// rounding is 2^-9: a CPU proxy of both, round-to-nearest and truncating sums, puts >= 99.9% of
+// 70B-shape outputs bitwise equal to the exact-weight fp32 sum either way). Row invariance as in
+// version 2: an output element depends only on its own x row and weight column; which groups a warp
+// sums, in which order, and how the warps' sums combine is decided by (N, K, G) and the GPU alone
+// (plan() in awq_gemm.py), never by M. Rows 0..7 run the same instructions in both kernels
+// (awq_gemm_r8_*, M <= 8, and awq_gemm_r16_*, which adds the mma's of x rows 8..15 on the same
+// weight fragments).
 //
 // Why version 3 (v1/v2 on 70B gate_up at M = 8: ~113 us against a 59.7 us floor; ncu: DRAM 42%,
 // issue slots 44% busy, no eligible warp 46% of cycles, ~11 warps an SM; doubling the bytes in
 // flight changed nothing): the kernel is bound by issuing its own instructions with too few warps to
 // hide their latency. v2's loop took ~190 instructions a KB of codes at M <= 8 and 128 registers (16
 // warps an SM at most). Version 3 at 80 registers (SASS of ptxas 13.0, the group loop of 4 KB:
-// awq_gemm_r8_g128_c1 ~558 instructions, ~140 a KB, 352 of them the exact dequantization, 32 mma;
-// awq_gemm_r16_g128_c1 ~155 a chunk plus ~150 a group, ~190 a KB, v2 218):
+// awq_gemm_r8_g128_c1 ~445 instructions, ~111 a KB, 256 of them the nibble extraction, 40 mma;
+// awq_gemm_r16_g128_c1 ~125 a chunk plus ~190 a group, ~172 a KB, v2 218):
+//   - the zero folded in once a group (above): no bf16 subtraction a weight pair (32 a KB).
 //   - ldmatrix.trans instead of 8 32-bit shared loads and 8 prmt's a chunk: a stage holds a chunk's
 //     32 code rows in an order (stage_row) such that the transposed 8 x 8 matrices hand lane (g, t)
 //     16-bit half g of an int32 column at the k pair (8t + 2m, 8t + 2m + 1): 4 output columns x 2
 //     consecutive k, what an mma A register holds once one nibble is extracted. 2 ldmatrix.x4 a
 //     chunk feed its 8 mma's (M <= 8).
-//   - one scale per group, not per chunk: the mma's sum a whole group, and 16 fmaf a group (not a
-//     chunk) add it to the accumulators; the zero pairs, the scales' conversions and their loads
-//     once a group too.
+//   - one scale per group, not per chunk: the mma's sum a whole group, and 32 fmaf a group (not 16 a
+//     chunk) fold the zero and the scale in; zeros, scales and their conversions once a group too.
 //   - a warp's unit of work is a group (its G / 32 chunks in a row: 4 KB at G = 128), so the C S
 //     warps of a cluster read consecutive 4 KB pieces of the tile at once.
 //   - registers: the accumulators live in shared memory (read, scaled and written once a group), the
@@ -38,8 +42,8 @@
 //     (where v2 had 16) where plan() gives them (70B gate_up: 21, v2: 14).
 //   - a 4-stage ring a warp (3 KB of codes in flight; 24 warps an SM: 72 KB, ~3 us of an SM's share
 //     of the bandwidth).
-// At ~140 instructions a KB, 132 SMs at 1.98 GHz issuing 4 a cycle stream 7.6 TB/s: 80% of 4.14 TB/s
-// needs 43% of the issue slots busy, what v2 reached with 11-14 warps an SM (v2 needed ~60%).
+// At ~111 instructions a KB, 132 SMs at 1.98 GHz issuing 4 a cycle stream 9.6 TB/s: 80% of 4.14 TB/s
+// needs 35% of the issue slots busy; v2 reached 44% with 11-14 warps an SM (and needed ~60%).
 
 // Layout of the work:
 //   cluster = C blocks (C = 1: one block) on one tile of 64 output columns;
@@ -132,6 +136,9 @@ __device__ __forceinline__ void store_output(float v, int e, int col_block, cons
   }
 }
 
+// bf16 (1, 1): the A operand of the mma's that sum x alone.
+constexpr unsigned kOnes = 0x3F803F80u;
+
 // d = A B (+ nothing): the first mma of a group's sums, its accumulators zero (RZ in the SASS).
 __device__ __forceinline__ void mma_16816_zero(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
                                                unsigned a3, unsigned b0, unsigned b1) {
@@ -222,39 +229,28 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     v = load16_l1(x_next);
     x_next += p == kChunks - 1 ? x_group_step : 64;
   };
-  unsigned zeros_lo = 0, zeros_hi = 0;  // the next group's zero int32 of columns g / 2 and 4 + g / 2
-  if (chunks > 0) {
-    if (!kTwo) load_x_next(0, xs[0]);
-    zeros_lo = load4_l1(zeros_of(split));
-    zeros_hi = load4_l1(zeros_of(split) + 4);
-  }
+  if (!kTwo && chunks > 0) load_x_next(0, xs[0]);
   for (int i = 0; i < mine; ++i) {
     const unsigned group = split + i * all_splits;
     const int n0 = i * kChunks;
-    // 128 + zero of A row g (low half) and g + 8 (high half) of tile j: zero_pairs[j].
-    const unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);  // halves g % 2
-    unsigned zero_pairs[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) zero_pairs[j] = nibbles_plus_128(both, j);
-    if (i + 1 < mine) {  // the next group's zeros
-      zeros_lo = load4_l1(zeros_of(group + all_splits));
-      zeros_hi = load4_l1(zeros_of(group + all_splits) + 4);
-    }
-
-    float sums[4][2][4];  // the group's sums, fp32, in the mma's accumulators
+    // The group's sums of x (128 + q) (tile j, x rows 8b.., d fragment r) and of x alone (x rows
+    // 8b + 2t + r % 2; the ones-mma's d registers 2, 3 repeat 0, 1), fp32, in mma accumulators.
+    float sums[4][2][4], x_sums[2][4];
     if (kTwo) {  // zero here: its chunk loop is not unrolled (below), so no first mma without them
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int b = 0; b < 2; ++b) {
+        x_sums[b][0] = x_sums[b][1] = x_sums[b][2] = x_sums[b][3] = 0.f;
 #pragma unroll
-        for (int b = 0; b < 2; ++b) sums[j][b][0] = sums[j][b][1] = sums[j][b][2] = sums[j][b][3] = 0.f;
+        for (int j = 0; j < 4; ++j) sums[j][b][0] = sums[j][b][1] = sums[j][b][2] = sums[j][b][3] = 0.f;
+      }
     }
     // The group's chunks: unrolled at M <= 8 (stages, copy offsets and the x buffer known at compile
-    // time); one at a time at M > 8, where unrolled ptxas overlaps chunks and spills at 96 registers.
+    // time); one at a time at M > 8, where unrolled ptxas overlaps chunks and spills at 80 registers.
 #pragma unroll (kTwo ? 1 : kChunks)
     for (int p = 0; p < kChunks; ++p) {
       const int n = n0 + p;
       // x rows g (and g + 8) of chunk n: at M <= 8 loaded a chunk ahead; at M > 8 here (8 registers
-      // more would spill at 96 a lane; the other warps of the SM cover the wait).
+      // more would spill at 80 a lane; the other warps of the SM cover the wait).
       const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[p & 1];
       const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now;
       if (!kTwo && n + 1 < chunks)
@@ -273,39 +269,43 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         ldmatrix_trans(w, stage_of(n) + c.read + 512 * h);
         const unsigned b0 = h ? x_now.z : x_now.x, b1 = h ? x_now.w : x_now.y;
         const unsigned b8 = h ? x_now8.z : x_now8.x, b9 = h ? x_now8.w : x_now8.y;
+        const bool first = !kTwo && p == 0 && h == 0;  // the group's first mma's: zero accumulators (RZ)
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const unsigned a0 = sub_low_bf16(nibbles_plus_128(w[0], j), zero_pairs[j]);
-          const unsigned a1 = sub_high_bf16(nibbles_plus_128(w[1], j), zero_pairs[j]);
-          const unsigned a2 = sub_low_bf16(nibbles_plus_128(w[2], j), zero_pairs[j]);
-          const unsigned a3 = sub_high_bf16(nibbles_plus_128(w[3], j), zero_pairs[j]);
-          if (!kTwo && p == 0 && h == 0) {  // the group's first mma: zero accumulators (RZ)
-            mma_16816_zero(sums[j][0], a0, a1, a2, a3, b0, b1);
-            if (kTwo) mma_16816_zero(sums[j][1], a0, a1, a2, a3, b8, b9);
-          } else {
-            mma_16816(sums[j][0], a0, a1, a2, a3, b0, b1);
-            if (kTwo) mma_16816(sums[j][1], a0, a1, a2, a3, b8, b9);
-          }
+          const unsigned a0 = nibbles_plus_128(w[0], j), a1 = nibbles_plus_128(w[1], j);
+          const unsigned a2 = nibbles_plus_128(w[2], j), a3 = nibbles_plus_128(w[3], j);
+          if (first) mma_16816_zero(sums[j][0], a0, a1, a2, a3, b0, b1);
+          else mma_16816(sums[j][0], a0, a1, a2, a3, b0, b1);
+          if (kTwo) mma_16816(sums[j][1], a0, a1, a2, a3, b8, b9);
         }
+        if (first) mma_16816_zero(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
+        else mma_16816(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
+        if (kTwo) mma_16816(x_sums[1], kOnes, kOnes, kOnes, kOnes, b8, b9);
       }
     }
     if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
 
-    // The group's scales (loaded now: no registers held through its chunks), times its sums.
+    // The group's zeros and scales (loaded now: no registers held through its chunks). Its value
+    // of column c, x row r: sums - (128 + zero) x_sums (one rounding), times the scale, added.
+    const unsigned zeros_lo = load4_l1(zeros_of(group)), zeros_hi = load4_l1(zeros_of(group) + 4);
     const uint4 scales_lo = load16_l1(scales_of(group));
     const uint4 scales_hi = load16_l1(scales_of(group) + 32);
     const unsigned half_shift = 16u * ((lane >> 2) & 1);  // half g % 2 of a word
+    const unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);  // halves g % 2
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const float s_g = scale_of(scales_lo, j, half_shift), s_g8 = scale_of(scales_hi, j, half_shift);
+      // 128 + zero of A row g (low half) and g + 8 (high half), bf16 integers, exactly as fp32.
+      const unsigned zero_pair = nibbles_plus_128(both, j);
+      const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
 #pragma unroll
       for (int b = 0; b < (kTwo ? 2 : 1); ++b) {
         float4& a = acc[(2 * j + b) ^ (lane & 7)];
         float4 v = a;
-        v.x = fmaf(s_g, sums[j][b][0], v.x);
-        v.y = fmaf(s_g, sums[j][b][1], v.y);
-        v.z = fmaf(s_g8, sums[j][b][2], v.z);
-        v.w = fmaf(s_g8, sums[j][b][3], v.w);
+        v.x = fmaf(s_g, fmaf(-z_g, x_sums[b][0], sums[j][b][0]), v.x);
+        v.y = fmaf(s_g, fmaf(-z_g, x_sums[b][1], sums[j][b][1]), v.y);
+        v.z = fmaf(s_g8, fmaf(-z_g8, x_sums[b][0], sums[j][b][2]), v.z);
+        v.w = fmaf(s_g8, fmaf(-z_g8, x_sums[b][1], sums[j][b][3]), v.w);
         a = v;
       }
     }

@@ -224,11 +224,13 @@ def exact_weights_reference(x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Ten
 
 def check_close(got: torch.Tensor, x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Tensor | None, label: str) -> None:
     # awq_gemm_reference rounds each weight to bf16 (2^-9 relative) before its fp32 sum; the kernel
-    # sums the exact weights. On CPU, for these shapes, that puts the two at most 0.6% of max|ref|
-    # apart, bitwise equal on only ~57% of the elements: so against it, 1e-2 max|ref|. Against the
-    # exact weights summed in fp32 (the kernel's numerics, another summation order) only the
+    # never rounds a weight (its contract: awq_gemm.py). On CPU, for these shapes, that puts the two
+    # at most 0.6% of max|ref| apart, bitwise equal on only ~57% of the elements: so against it, 1e-2
+    # max|ref|. Against the exact weights summed in fp32 (another summation order; the kernel's sums
+    # of x (128 + q) with the zero folded in once a group round at ~2^-18 of a result) only the
     # elements whose sums straddle a bf16 rounding boundary differ, by one ulp: >= 90% bitwise
-    # equal. A wrong column, nibble, zero, scale or group moves far more elements than that.
+    # equal (a CPU proxy of the contract: >= 99.9%). A wrong column, nibble, zero, scale or group
+    # moves far more elements than that.
     ref, exact = awq_gemm_reference(x, w, b), exact_weights_reference(x, w, b)
     text = mismatch_report(got, ref)
     same = (got == exact).float().mean().item()

@@ -7,14 +7,18 @@ second 8 only where M > 8, in the r16 kernels; rows 0..7 alike in both), and the
 and blocks splitting K by groups) comes from (N, K, G) and the GPU alone, so a row's bits do not
 depend on M, on its index or on the other rows. The kernel reads N * K / 2 bytes of codes where the
 bf16 GEMM reads 2 N K: at these M both are bound by reading the weights, and this one first by
-issuing its dequantization (~140 instructions a KB of codes at M <= 8), so plan() aims at many
+issuing its dequantization (~111 instructions a KB of codes at M <= 8), so plan() aims at many
 warps on every SM, in one wave.
 
-Numerics: the kernel multiplies x by the exact integers q - zero, sums a whole group (G k) in fp32
-on the tensor cores and scales the group sum by the fp32 scale, so it never rounds a weight (v1/v2
-scaled each 32-k chunk's sum: the same contract, other bits). awq_gemm_reference rounds the weights
-(q - zero) * scale to x's dtype first, as the torch path computes; they differ by that rounding
-(relative 2^-9 per weight, averaging out over K) and by accumulation order.
+Numerics (version 3's contract): the kernel sums x * (128 + q) over a whole group (G k) in fp32 on
+the tensor cores, and x alone beside it, and takes the group's value as fmaf(-(128 + zero), sum of
+x, that sum) times the fp32 scale: no weight is rounded (q, zero and 128 are exact in bf16), the
+zero is folded in once a group. Its fp32 roundings see values ~20x those of summing q - zero (v1/v2,
+which also scaled every 32-k chunk): still ~2^-18 of a result, well under bf16's 2^-9, so outputs
+stay bitwise equal to the exact-weight fp32 sum but for rare last-bit differences (the GPU test holds
+>= 90% of them equal, a CPU proxy gives >= 99.9%). awq_gemm_reference rounds the weights (q - zero)
+* scale to x's dtype first, as the torch path computes; the two differ by that rounding (relative
+2^-9 per weight, averaging out over K) and by accumulation order.
 """
 from __future__ import annotations
 
