@@ -188,8 +188,8 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   const size_t group_stride = (size_t)all_splits * kChunks * 1024;
   const unsigned char* copy_group = reinterpret_cast<const unsigned char*>(qweight) + (size_t)col_block * K * 32 +
                                     (size_t)split * kChunks * 1024 + c.copy_src;
-  // Copy chunk p of its group (p: known at compile time) into `stage`; past a group's last chunk,
-  // on to the next group.
+  // Copy chunk p of its group (p known at compile time where the chunk loop is unrolled) into
+  // `stage`; past a group's last chunk, on to the next group.
   auto copy_chunk = [&](int p, unsigned stage) {
     copy16(stage + c.copy_dst, copy_group + 1024 * p);
     copy16(stage + c.copy_dst16, copy_group + 1024 * p + 512);

@@ -39,7 +39,7 @@ STAGE_BYTES = 1024  # one chunk's codes (AWQ_STAGE_BYTES)
 ACCUMULATOR_BYTES = 32 * 32 * 4  # a warp's accumulators in shared memory: [32 lanes][32 floats]
 SPLITS = tuple(range(1, 25))  # warps splitting K in one block: __launch_bounds__(AWQ_THREADS = 768)
 CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_r*_g*_c{C}
-WARPS_PER_SM = 24  # 80 registers a lane (65536 / 768); the rest of the register file: none
+WARPS_PER_SM = 24  # at most 80 registers a lane (__launch_bounds__(768)): 24 warps fit the 64 K registers
 BLOCKS_PER_SM = 32
 SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
 # Warps an SM needs to issue at its full rate (a guess: v2, ~11-14 warps an SM, had no eligible
