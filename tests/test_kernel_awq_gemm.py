@@ -1,9 +1,10 @@
 """The dequantizing AWQ GEMM (cuda/awq_gemm.cu, swiftspec_core/kernels/awq_gemm.py): its torch
-reference against float64, the tiled layout it reads (a permutation of the hub's) and its input
-checks on CPU; on GPU, on tiled weights as the engine holds them, the kernel against the reference on
-Llama-3-70B / 8B / 3.2-1B and Qwen2.5 layer shapes (TP1 and TP2) and odd ones, a row's bits
-independent of M, of its index and of the other rows, CUDA graph replay, and an AWQ engine's fused
-forward (--kernels fused --quant awq) against its torch path, every decoder emitting fused ar's tokens."""
+reference against float64, the tiled layout it reads (a permutation of the hub's), its input checks
+and plan() on CPU; on GPU, on tiled weights as the engine holds them, the kernel against the reference
+on every layer shape of Llama-3-70B / 8B / 3.2-3B / 3.2-1B at TP1 and TP2 (M = 1, 8, 9, 16) and on
+Qwen2.5 and odd ones, a row's bits independent of M, of its index and of the other rows, CUDA graph
+replay, and an AWQ engine's fused forward (--kernels fused --quant awq) against its torch path, every
+decoder emitting fused ar's tokens."""
 from __future__ import annotations
 
 import re
@@ -12,9 +13,10 @@ import weakref
 import pytest
 import torch
 
-from swiftspec_core.kernels.awq_gemm import (CLUSTERS, MIN_CHUNKS_PER_WARP, SHARED_PER_SM, SPLITS, STAGE_BYTES,
-                                             STAGES, WARPS_PER_SM, awq_gemm, awq_gemm_reference, launch_shape, plan,
-                                             shared_bytes)
+from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_args
+from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, BLOCKS_PER_SM, CLUSTERS, GROUPS, SHARED_PER_SM,
+                                             SPLITS, STAGE_BYTES, STAGES, WARPS_PER_SM, awq_gemm, awq_gemm_reference,
+                                             kernel_name, launch_shape, plan, shared_bytes)
 from kernel_checks import assert_rows_bitwise_invariant, replay_on
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
@@ -107,7 +109,7 @@ def test_tile_positions_by_hand():
 
 @pytest.mark.parametrize("case,pattern", [
     ("hub-layout", "tiled layout"), ("rows", "1..16"), ("k-mismatch", "do not match"), ("n", "do not match"),
-    ("group", "multiple of 32"), ("group-96", "power of two"),
+    ("group", "groups of 32, 64, 128"), ("group-96", "groups of 32, 64, 128"), ("group-256", "groups of 32, 64, 128"),
     ("zeros", "do not fit"),
     ("x-dtype", "bfloat16"), ("scales-dtype", "float16"), ("bias-shape", "bias must be"),
     ("out-shape", "out must be"), ("misaligned", "16-byte aligned"), ("cpu", "CUDA device"),
@@ -128,6 +130,8 @@ def test_bad_operands_raise(case, pattern):
         w = awq.tile(packed_layer(64, 128, 16, "cpu", seed=0))
     elif case == "group-96":
         w, x = awq.tile(packed_layer(64, 192, 96, "cpu", seed=0)), torch.zeros(4, 192, dtype=torch.bfloat16)
+    elif case == "group-256":  # a power of two the kernel is not built for
+        w, x = awq.tile(packed_layer(64, 256, 256, "cpu", seed=0)), torch.zeros(4, 256, dtype=torch.bfloat16)
     elif case == "zeros":
         w = w._replace(qzeros=w.qzeros[:, :, :4].contiguous())
     elif case == "x-dtype":
@@ -146,41 +150,68 @@ def test_bad_operands_raise(case, pattern):
 
 def test_constants_match_the_kernel():
     source = (CUDA_DIR / "awq_gemm.cu").read_text()
-    kernels = re.findall(r"^AWQ_GEMM_KERNEL\((\w+), (\d+), (.*)\)$", source, re.MULTILINE)
-    assert sorted(name for name, *_ in kernels) == sorted(f"awq_gemm_c{c}" for c in CLUSTERS)
-    for name, cluster, attributes in kernels:
-        assert name == f"awq_gemm_c{cluster}"
-        assert attributes == ("" if cluster == "1" else f"__cluster_dims__({cluster}, 1, 1)")
+    built = re.findall(r"^AWQ_GEMM_CLUSTERS\((\d+), (\w+), (\d+)\)$", source, re.MULTILINE)
+    assert sorted(built) == sorted((rows, two, str(g)) for rows, two in (("8", "false"), ("16", "true"))
+                                   for g in GROUPS)
+    clusters = re.findall(r"^  AWQ_GEMM_KERNEL\(ROWS, TWO, G, (\d+), (.*)\)", source, re.MULTILINE)
+    assert [int(c) for c, _ in clusters] == list(CLUSTERS)
+    for c, attributes in clusters:
+        assert attributes.rstrip(" \\") == ("" if c == "1" else f"__cluster_dims__({c}, 1, 1)")
     defines = {name: int(v) for name, v in re.findall(r"^#define (AWQ_\w+) (\d+)", source, re.MULTILINE)}
-    assert defines == {"AWQ_STAGES": STAGES, "AWQ_STAGE_BYTES": STAGE_BYTES}
-    # A stage holds one chunk's codes alone: 32 rows of 32 bytes, 32 bytes of padding after each 8
-    # but the last; 16-byte aligned for cp.async.
-    assert STAGE_BYTES == 32 * 32 + 3 * 32 and STAGE_BYTES % 16 == 0
+    assert defines == {"AWQ_STAGES": STAGES, "AWQ_STAGE_BYTES": STAGE_BYTES, "AWQ_THREADS": 32 * max(SPLITS)}
+    assert STAGES & (STAGES - 1) == 0 and STAGE_BYTES == 32 * 32  # a chunk's 32 rows of 32 bytes, no padding
+    # 80 registers a lane at most (65536 / AWQ_THREADS, in multiples of 8) is what WARPS_PER_SM counts on.
+    assert (65536 // (32 * max(SPLITS))) // 8 * 8 * 32 * WARPS_PER_SM <= 65536
+    assert kernel_name(8, 128, 1) == "awq_gemm_r8_g128_c1" and kernel_name(9, 32, 8) == "awq_gemm_r16_g32_c8"
 
 
 @pytest.mark.parametrize("splits", SPLITS)
 def test_shared_memory_fits(splits):
-    # The rings hold the combine's [S][32][32] floats and a cluster's [32][32] block sums after them,
-    # and fit the 227 KB a block may opt in to.
-    assert (splits + 1) * 32 * 32 * 4 <= shared_bytes(splits) <= 227 * 1024
+    # The rings then the accumulators; after the loop a cluster's [32][32] block sums fit the rings;
+    # within the 227 KB a block may opt in to.
+    assert shared_bytes(splits) == splits * (STAGES * STAGE_BYTES + ACCUMULATOR_BYTES)
+    assert ACCUMULATOR_BYTES == 32 * 32 * 4 and splits * STAGES * STAGE_BYTES >= 32 * 32 * 4
+    assert shared_bytes(splits) <= 227 * 1024
 
 
-@pytest.mark.parametrize("n,k", [shape for shape in LAYERS.values()] + [shape for shape, _ in ODD.values()])
-def test_plan_fits_the_kernel(n, k):
-    splits, cluster = plan(n, k, H200_SMS)
+def model_layers() -> dict[str, tuple[int, int]]:
+    """[N, K] of every AWQ projection of Llama-3-70B, 8B, 3.2-3B and 3.2-1B at TP 1 and 2."""
+    layers = {}
+    for model in ("llama-3-70b", "llama-3-8b", "llama-3.2-3b", "llama-3.2-1b"):
+        for tp in (1, 2):
+            for projection in AWQ_PROJECTIONS:
+                n, k, _ = gemm_shape(shard_args(model, tp), projection)
+                layers[f"{model.removeprefix('llama-')}-tp{tp}-{projection}"] = (n, k)
+    return layers
+
+
+MODEL_LAYERS = model_layers()
+
+
+@pytest.mark.parametrize("n,k,group", [(n, k, 128) for n, k in MODEL_LAYERS.values()] + [
+    (n, k, 128) for n, k in LAYERS.values()] + [shape_group for shape_group in
+                                              ((n, k, g) for (n, k), g in ODD.values())] + [(152064, 8192, 128)])
+def test_plan_fits_the_kernel(n, k, group):
+    splits, cluster = plan(n, k, group, H200_SMS)
     assert splits in SPLITS and cluster in CLUSTERS
-    assert splits * cluster == 1 or k // 32 >= splits * cluster * MIN_CHUNKS_PER_WARP
+    assert splits * cluster <= max(1, k // group)  # every warp has a group
     per_sm = -(-(-(-n // 64) * cluster) // H200_SMS)  # one wave: every block resident at once
-    assert per_sm * splits <= WARPS_PER_SM and per_sm * (shared_bytes(splits) + 1024) <= SHARED_PER_SM
+    fits = per_sm <= BLOCKS_PER_SM and per_sm * splits <= WARPS_PER_SM \
+        and per_sm * (shared_bytes(splits) + 1024) <= SHARED_PER_SM
+    assert fits or (splits, cluster) == (1, 1)
 
 
 def test_plan_spreads_70b_layers_over_the_sms():
-    """Llama-3-70B's layers at TP 1 and 2 keep every SM busy in one wave (what the speed rests on)."""
-    for name, (n, k) in list(LAYERS.items())[:7] + [("70b-tp2-gate_up", (28672, 8192))]:
-        splits, cluster = plan(n, k, H200_SMS)
+    """Llama-3-70B's layers at TP 1 and 2 keep every SM busy in one wave with more warps than v2's
+    (what the speed rests on): 70B gate_up 21 warps an SM (v2: 14)."""
+    for name, (n, k) in MODEL_LAYERS.items():
+        if not name.startswith("3-70b"):
+            continue
+        splits, cluster = plan(n, k, 128, H200_SMS)
         grid = -(-n // 64) * cluster
         per_sm = -(-grid // H200_SMS)
-        assert grid / (H200_SMS * per_sm) >= 0.95 and grid * splits >= 9 * H200_SMS, (name, splits, cluster)
+        assert grid / (H200_SMS * per_sm) >= 0.95 and per_sm * splits >= 16, (name, splits, cluster)
+    assert plan(57344, 8192, 128, H200_SMS) == (3, 1)
 
 
 # --- GPU: the kernel ---------------------------------------------------------------------------
@@ -193,11 +224,13 @@ def exact_weights_reference(x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Ten
 
 def check_close(got: torch.Tensor, x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Tensor | None, label: str) -> None:
     # awq_gemm_reference rounds each weight to bf16 (2^-9 relative) before its fp32 sum; the kernel
-    # sums the exact weights. On CPU, for these shapes, that puts the two at most 0.6% of max|ref|
-    # apart, bitwise equal on only ~57% of the elements: so against it, 1e-2 max|ref|. Against the
-    # exact weights summed in fp32 (the kernel's numerics, another summation order) only the
+    # never rounds a weight (its contract: awq_gemm.py). On CPU, for these shapes, that puts the two
+    # at most 0.6% of max|ref| apart, bitwise equal on only ~57% of the elements: so against it, 1e-2
+    # max|ref|. Against the exact weights summed in fp32 (another summation order; the kernel's sums
+    # of x (128 + q) with the zero folded in once a group round at ~2^-18 of a result) only the
     # elements whose sums straddle a bf16 rounding boundary differ, by one ulp: >= 90% bitwise
-    # equal. A wrong column, nibble, zero, scale or group moves far more elements than that.
+    # equal (a CPU proxy of the contract: >= 99.9%). A wrong column, nibble, zero, scale or group
+    # moves far more elements than that.
     ref, exact = awq_gemm_reference(x, w, b), exact_weights_reference(x, w, b)
     text = mismatch_report(got, ref)
     same = (got == exact).float().mean().item()
@@ -233,19 +266,11 @@ def run_poisoned(x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Tensor | None)
 def test_awq_gemm_matches_reference(name):
     w, b = layer(name)
     n, k = w.shape
-    splits, cluster = plan(n, k, torch.cuda.get_device_properties(0).multi_processor_count)
+    splits, cluster = plan(n, k, w.group, torch.cuda.get_device_properties(0).multi_processor_count)
     for m in ((1, 8, 9, 16) if name in LAYERS else range(1, 17)):
         x = activations(m, k, "cuda", seed=100 + m)
         check_close(run_poisoned(x, w, b), x, w, b,
                     f"{name} [{n}, {k}] G={w.group} M={m} S={splits} C={cluster}")
-
-
-# [N, K] of every layer of Llama-3-70B (TP1, TP2), Llama-3-8B and Llama-3.2-1B: each (S, C) plan()
-# picks for them on this GPU.
-MODEL_LAYERS = {name: shape for name, shape in LAYERS.items() if name.startswith(("70b", "8b", "1b"))} | {
-    "70b-tp2-gate_up": (28672, 8192), "8b-o": (4096, 4096), "8b-gate_up": (28672, 4096),
-    "1b-qkv": (3072, 2048), "1b-o": (2048, 2048), "1b-gate_up": (16384, 2048), "1b-down": (2048, 8192),
-}
 
 
 @needs_gpu
@@ -257,7 +282,7 @@ def test_every_model_layer_is_close_and_row_invariant(name):
     g = torch.Generator(device="cuda").manual_seed(n + k)
     w = awq.tile(packed_layer(n, k, 128, "cuda", seed=n + k))
     b = torch.randn(n, generator=g, device="cuda").to(torch.bfloat16) if name.endswith("qkv") else None
-    splits, cluster = plan(n, k, torch.cuda.get_device_properties(0).multi_processor_count)
+    splits, cluster = plan(n, k, 128, torch.cuda.get_device_properties(0).multi_processor_count)
     x = activations(16, k, "cuda", seed=900)
     full = run_poisoned(x, w, b)
     check_close(full, x, w, b, f"{name} [{n}, {k}] M=16 S={splits} C={cluster}")
@@ -268,9 +293,10 @@ def test_every_model_layer_is_close_and_row_invariant(name):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["odd-5", "odd-1"])  # a half-empty last tile; N % 32 != 0
+@pytest.mark.parametrize("name", ["odd-5", "odd-1", "odd-2", "odd-3"])  # a half-empty last tile; N % 32 != 0; G 32, 64
 def test_every_launch_shape_matches_reference(name):
-    """Every (S warps, C blocks a cluster) the kernel takes, whatever plan() picks today."""
+    """Every (S warps, C blocks a cluster) the kernel takes, whatever plan() picks today (warps
+    without a group included: S C above K / G)."""
     w, b = layer(name)
     n, k = w.shape
     for splits in SPLITS:

@@ -1,17 +1,24 @@
-"""Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu): out = x @ W.T + bias,
-W dequantized inside the kernel from AutoAWQ's tensors in the tiled layout (models/awq.py: tile(),
-which the engine converts its AWQ layers to once, Transformer.use_kernels), bf16 x and out.
+"""Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu, version 3): out = x @ W.T
++ bias, W dequantized inside the kernel from AutoAWQ's tensors in the tiled layout (models/awq.py:
+tile(), which the engine converts its AWQ layers to once, Transformer.use_kernels), bf16 x and out.
 
 As gemm.py: every call runs its rows on the tensor cores in the same instructions (16 rows, the
-second 8 only where M > 8), and the launch shape (warps and blocks splitting K) comes from (N, K) and
-the GPU alone, so a row's bits do not depend on M, on its index or on the other rows. The kernel
-reads N * K / 2 bytes of codes where the bf16 GEMM reads 2 N K: at these M both are bound by reading
-the weights, so plan() aims at many bytes in flight on every SM, in one wave.
+second 8 only where M > 8, in the r16 kernels; rows 0..7 alike in both), and the launch shape (warps
+and blocks splitting K by groups) comes from (N, K, G) and the GPU alone, so a row's bits do not
+depend on M, on its index or on the other rows. The kernel reads N * K / 2 bytes of codes where the
+bf16 GEMM reads 2 N K: at these M both are bound by reading the weights, and this one first by
+issuing its dequantization (~111 instructions a KB of codes at M <= 8), so plan() aims at many
+warps on every SM, in one wave.
 
-Numerics: the kernel multiplies x by the exact integers q - zero, sums a 32-wide chunk in fp32 and
-scales the chunk sum by the fp32 scale, so it never rounds a weight; awq_gemm_reference rounds the
-weights (q - zero) * scale to x's dtype first, as the torch path computes. They differ by that
-rounding (relative 2^-9 per weight, averaging out over K) and by accumulation order.
+Numerics (version 3's contract): the kernel sums x * (128 + q) over a whole group (G k) in fp32 on
+the tensor cores, and x alone beside it, and takes the group's value as fmaf(-(128 + zero), sum of
+x, that sum) times the fp32 scale: no weight is rounded (q, zero and 128 are exact in bf16), the
+zero is folded in once a group. Its fp32 roundings see values ~20x those of summing q - zero (v1/v2,
+which also scaled every 32-k chunk): still ~2^-18 of a result, well under bf16's 2^-9, so outputs
+stay bitwise equal to the exact-weight fp32 sum but for rare last-bit differences (the GPU test holds
+>= 90% of them equal, a CPU proxy gives >= 99.9%). awq_gemm_reference rounds the weights (q - zero)
+* scale to x's dtype first, as the torch path computes; the two differ by that rounding (relative
+2^-9 per weight, averaging out over K) and by accumulation order.
 """
 from __future__ import annotations
 
@@ -25,18 +32,19 @@ from swiftspec_core.kernels.gemm import _sm_count, check_common, gemm_reference
 from swiftspec_core.models.awq import TILE_COLUMNS, AWQWeight, TiledAWQWeight, dequantize
 
 MAX_ROWS = 16
-COLUMNS_PER_BLOCK = TILE_COLUMNS  # a tile, one warp's mma tiles
-STAGES = 10  # 32-wide K chunks in each warp's shared-memory ring (AWQ_STAGES): 9 KB of codes in flight a warp
-STAGE_BYTES = 1120  # one chunk's codes, padded (AWQ_STAGE_BYTES); x, scales and zeros go through L1 instead
-SPLITS = (1, 2, 4, 8, 16)  # warps splitting K in one block: __launch_bounds__(512)
-CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_c{C}
-WARPS_PER_SM = 16  # 128 registers a lane
+COLUMNS_PER_BLOCK = TILE_COLUMNS  # a tile: one warp's four mma tiles
+GROUPS = (32, 64, 128)  # the group sizes built (awq_gemm_r*_g{G}_c*): a group's chunks unrolled
+STAGES = 4  # 1 KB chunks of codes in each warp's shared-memory ring (AWQ_STAGES): 3 KB in flight a warp
+STAGE_BYTES = 1024  # one chunk's codes (AWQ_STAGE_BYTES)
+ACCUMULATOR_BYTES = 32 * 32 * 4  # a warp's accumulators in shared memory: [32 lanes][32 floats]
+SPLITS = tuple(range(1, 25))  # warps splitting K in one block: __launch_bounds__(AWQ_THREADS = 768)
+CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_r*_g*_c{C}
+WARPS_PER_SM = 24  # at most 80 registers a lane (__launch_bounds__(768)): 24 warps fit the 64 K registers
+BLOCKS_PER_SM = 32
 SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
-# Warps per SM that plan() aims at. ncu (70B gate_up, ~11 warps an SM): no eligible warp 46% of
-# cycles with DRAM 42% busy, so latency rather than bandwidth: the kernel wants warps; and 12 x 9 KB
-# of codes in flight is over twice the ~50 KB an SM needs to stream at full bandwidth.
-WARPS_IN_FLIGHT = 12
-MIN_CHUNKS_PER_WARP = 2
+# Warps an SM needs to issue at its full rate (a guess: v2, ~11-14 warps an SM, had no eligible
+# warp 46% of cycles). plan() counts an SM holding fewer as proportionally slower.
+SATURATING_WARPS = 16
 
 
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
@@ -47,37 +55,42 @@ def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
 
 
 @functools.cache
-def plan(n: int, k: int, sms: int) -> tuple[int, int]:
-    """(S, C) for an [n, k] weight on a GPU of `sms` SMs: clusters of C blocks of S warps on each 64
-    output columns, the C S warps splitting K. Decided by (n, k) and the GPU, never by M: that keeps
-    a row's reduction order, so its bits, the same at every M.
+def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
+    """(S, C) for an [n, k] weight in groups of `group` on a GPU of `sms` SMs: clusters of C blocks of S
+    warps on each 64 output columns, the C S warps splitting K's groups (warp s: groups s, s + C S, ..).
+    Decided by (n, k, group) and the GPU, never by M: that keeps a row's reduction order, so its
+    bits, the same at every M.
 
-    The kernel is bound by reading the codes, and on an SM by issuing its instructions (about 190 a
-    KB of codes): the best shape runs in one wave with the blocks spread evenly over the SMs
-    (`balance`: the busiest SM's blocks against the mean) and enough warps in flight (`fill`).
-    Ties go to fewer blocks per cluster, then more warps per block."""
-    blocks, chunks = -(-n // COLUMNS_PER_BLOCK), k // 32
+    The shapes that run in one wave, scored by the time of the busiest SM: the groups of its
+    busiest warp times its warps, or SATURATING_WARPS where it holds fewer (fewer warps issue
+    proportionally slower). Ties go to more SMs busy, then fewer blocks per cluster, then more warps."""
+    tiles, groups = -(-n // COLUMNS_PER_BLOCK), k // group
     best, best_key = (1, 1), None
     for cluster in CLUSTERS:
         for splits in SPLITS:
-            if cluster * splits > 1 and chunks < cluster * splits * MIN_CHUNKS_PER_WARP:
-                continue
-            grid = blocks * cluster
+            if cluster * splits > groups:
+                continue  # a warp without a group
+            grid = tiles * cluster
             per_sm = -(-grid // sms)  # blocks on the busiest SM
-            if per_sm * splits > WARPS_PER_SM or per_sm * (shared_bytes(splits) + 1024) > SHARED_PER_SM:
+            if per_sm > BLOCKS_PER_SM or per_sm * splits > WARPS_PER_SM \
+                    or per_sm * (shared_bytes(splits) + 1024) > SHARED_PER_SM:
                 continue  # not one wave
-            balance = grid / (sms * per_sm)
-            fill = min(1.0, grid * splits / (WARPS_IN_FLIGHT * sms))
-            key = (round(balance * fill, 3), -cluster, splits)
-            if best_key is None or key > best_key:
+            busiest_warp = -(-groups // (cluster * splits))
+            key = (busiest_warp * max(per_sm * splits, SATURATING_WARPS), -min(grid, sms), cluster, -splits)
+            if best_key is None or key < best_key:
                 best, best_key = (splits, cluster), key
-    return best  # (1, 1) where no shape fits one wave (N over 64 * 16 * sms): many small blocks
+    return best  # (1, 1) where no shape fits one wave (N over 64 * 32 * sms): many small blocks
 
 
 def shared_bytes(splits: int) -> int:
-    """Dynamic shared memory of a block of `splits` warps: their rings (the combine's [S][32][32]
-    floats and a cluster's [32][32] block sums reuse them)."""
-    return splits * STAGES * STAGE_BYTES
+    """Dynamic shared memory of a block of `splits` warps: their rings, then their accumulators (a
+    cluster's [32][32] block sums reuse the rings)."""
+    return splits * (STAGES * STAGE_BYTES + ACCUMULATOR_BYTES)
+
+
+def kernel_name(m: int, group: int, cluster: int) -> str:
+    """The kernel for m rows (r8: M <= 8, r16 above), group size `group`, clusters of `cluster` blocks."""
+    return f"awq_gemm_r{8 if m <= 8 else 16}_g{group}_c{cluster}"
 
 
 def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None) -> None:
@@ -96,9 +109,9 @@ def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None
         raise ValueError(f"awq_gemm: x {tuple(x.shape)} and qweight {tuple(w.qweight.shape)} ([ceil(N/64), K, 8]) "
                          f"of N = {n} do not match")
     groups = w.qzeros.shape[1]
-    if groups == 0 or k % groups or (k // groups) % 32 or (k // groups) & (k // groups - 1):
-        raise ValueError(f"awq_gemm: K = {k} in {groups} groups: the group size must be a power of two, "
-                         f"a multiple of 32")
+    if groups == 0 or k % groups or k // groups not in GROUPS:
+        raise ValueError(f"awq_gemm: K = {k} in {groups} groups: the kernel takes groups of "
+                         f"{', '.join(map(str, GROUPS))}")
     if tuple(w.qweight.shape) != (blocks, k, 8) or tuple(w.qzeros.shape) != (blocks, groups, 8) \
             or tuple(w.scales.shape) != (blocks, groups, COLUMNS_PER_BLOCK):
         raise ValueError(f"awq_gemm: qzeros {tuple(w.qzeros.shape)} and scales {tuple(w.scales.shape)} do not fit "
@@ -107,20 +120,19 @@ def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None
     dtypes = {"x": torch.bfloat16, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
     check_common("awq_gemm", x, m, n, k, tensors, dtypes, bias, out, aligned=("x", "qweight", "qzeros", "scales"),
                  margin=64)
-    if k > 2**26 or n > 2**27:  # the kernel's lane offsets: 16 rows of x in 32 bits
+    if k > 2**26 or n > 2**27:  # the kernel's x offsets: 16 rows of x in 32 bits
         raise ValueError(f"awq_gemm: [{n}, {k}] does not fit the kernel's 32-bit offsets")
 
 
 def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = None,
              out: torch.Tensor | None = None) -> torch.Tensor:
     """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: an [N, K] weight's AWQ tensors tiled (awq.tile;
-    group a power of two, 32 or more: the kernel finds a chunk's group by a shift); bias: [N] bf16
-    or None; out: [M, N] bf16 (written) or None (allocated).
+    group 32, 64 or 128); bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated).
     -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
     check_operands(x, w, bias, out)
     if out is None:
         out = torch.empty(x.shape[0], w.n, dtype=x.dtype, device=x.device)
-    splits, cluster = plan(w.n, x.shape[1], _sm_count(x.device.index))
+    splits, cluster = plan(w.n, x.shape[1], w.group, _sm_count(x.device.index))
     launch_shape(x, w, bias, out, splits, cluster)
     return out
 
@@ -130,9 +142,8 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
     """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps (awq_gemm
     takes them from plan(); the GPU tests run every shape)."""
     (m, k), n = x.shape, w.n
-    group_shift = (w.group // 32).bit_length() - 1  # group = chunk >> group_shift
     with torch.cuda.device(x.device):
-        launch("awq_gemm", f"awq_gemm_c{cluster}", (w.qweight.shape[0] * cluster,), (32 * splits,),
+        launch("awq_gemm", kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
-                ptr(out), np.int32(m), np.int32(n), np.int32(k), np.int32(group_shift)),
+                ptr(out), np.int32(m), np.int32(n), np.int32(k)),
                shared_mem=shared_bytes(splits), pdl=cluster == 1)  # PDL for cluster launches: not tried yet

@@ -1,0 +1,86 @@
+// Device helpers of the AWQ GEMM kernels (awq_gemm.cu, and awq_gemm_v2.cu, kept for
+// paper_figures/awq_gemm_ab.py's A/B): asynchronous copies, loads through L1, the exact bf16
+// dequantization steps and the cluster combine's barrier and remote loads.
+#pragma once
+#include <cuda_fp16.h>
+#include "common.cuh"
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  unsigned a;
+  asm("{\n .reg .u64 t;\n cvta.to.shared.u64 t, %1;\n cvt.u32.u64 %0, t;\n}\n" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// Asynchronous global -> shared copy of 16 bytes of codes, bypassing L1 (each is read once, by one
+// warp: caching them would only evict x).
+__device__ __forceinline__ void copy16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+}
+
+// 16 (4) bytes through L1: ld.global.nc, for data no kernel writes while this one runs (x, scales,
+// zeros). Volatile, so that no load moves above pdl_start()'s wait for the kernel that writes x.
+__device__ __forceinline__ uint4 load16_l1(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ unsigned load4_l1(const void* p) {
+  unsigned v;
+  asm volatile("ld.global.nc.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void copies_wait() {  // all but the newest N committed groups have landed
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+// Nibble j of each half of `pair` (and what sits above it, masked off), as bf16x2 128 + nibble:
+// (pair >> 4j) & 0x000F000F | 0x43004300, the last two as one lop3 (immLut 0xEA). The shift is
+// the high word of pair * 2^(32 - 4j): an IMAD, which issues to the FMA pipe, where a SHF would
+// share the integer pipe (half rate) with the lop3's and prmt's that bound this kernel's issue.
+// (bf16's 7 mantissa bits cannot hold a nibble at bits 4..7: no fp16-style in-place mask and 1/16.)
+__device__ __forceinline__ unsigned nibbles_plus_128(unsigned pair, int j) {
+  unsigned shifted = pair, v;
+  if (j > 0) asm("mul.hi.u32 %0, %1, %2;\n" : "=r"(shifted) : "r"(pair), "r"(1u << (32 - 4 * j)));
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(v) : "r"(shifted), "r"(0x000F000Fu), "r"(0x43004300u));
+  return v;
+}
+
+// Both halves of `a` minus the low (high) half of `b`, exact for these integers: one HADD2 whose
+// second operand is b.H0_H0 (b.H1_H1), the broadcast folded in by ptxas (seen in the SASS).
+__device__ __forceinline__ unsigned sub_low_bf16(unsigned a, unsigned b) {
+  const __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a),
+                                   __low2bfloat162(*reinterpret_cast<__nv_bfloat162*>(&b)));
+  return *reinterpret_cast<const unsigned*>(&r);
+}
+
+__device__ __forceinline__ unsigned sub_high_bf16(unsigned a, unsigned b) {
+  const __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a),
+                                   __high2bfloat162(*reinterpret_cast<__nv_bfloat162*>(&b)));
+  return *reinterpret_cast<const unsigned*>(&r);
+}
+
+__device__ __forceinline__ unsigned permute(unsigned a, unsigned b, unsigned selector) {
+  unsigned v;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(v) : "r"(a), "r"(b), "r"(selector));
+  return v;
+}
+
+// Every thread of the cluster arrives (with release semantics, the default), then waits for all
+// (acquire, the default).
+__device__ __forceinline__ void cluster_barrier() {
+  asm volatile("barrier.cluster.arrive;\n barrier.cluster.wait;\n" ::: "memory");
+}
+
+// The float at shared address `address` of the cluster's block `rank`.
+__device__ __forceinline__ float cluster_load(unsigned address, int rank) {
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(address), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
