@@ -249,12 +249,14 @@ def test_link_peers_pair_every_rank(split):
     assert senders == {r: p.link_peers(r)[1] for r in range(p.world_size)}
 
 
-def test_pipe_link_carries_long_messages_and_reports_a_gone_sender(tmp_path):
+@pytest.mark.parametrize("spin_s", [0.0, 0.001])
+def test_pipe_link_carries_long_messages_and_reports_a_gone_sender(tmp_path, spin_s):
     """Both ends in one process: a 20 KB message (past the pipe's atomic write size) arrives whole,
-    each direction keeps its own stream, bad buffers are refused, and a closed sender is an error."""
+    each direction keeps its own stream, bad buffers are refused, and a closed sender is an error;
+    blocking and spinning receivers alike."""
     from swiftspec_core.comm.pipe import PipeLink
 
-    a, b = PipeLink(str(tmp_path), 0, [1], 1), PipeLink(str(tmp_path), 1, [0], 0)
+    a, b = PipeLink(str(tmp_path), 0, [1], 1, spin_s), PipeLink(str(tmp_path), 1, [0], 0, spin_s)
     for step in ("create", "open_inbound", "open_outbound"):
         getattr(a, step)()
         getattr(b, step)()
@@ -268,4 +270,22 @@ def test_pipe_link_carries_long_messages_and_reports_a_gone_sender(tmp_path):
     a.close()
     with pytest.raises(ConnectionError, match="closed the link"):
         b.recv(torch.empty(3, dtype=torch.int32))
+    b.close()
+
+
+def test_a_spinning_receiver_sleeps_past_its_spin_and_still_gets_a_late_message(tmp_path):
+    """The message comes 50x the spin after the receive starts: the receiver has gone to select()."""
+    import threading
+
+    from swiftspec_core.comm.pipe import PipeLink
+
+    a, b = PipeLink(str(tmp_path), 0, [1], 1, 0.001), PipeLink(str(tmp_path), 1, [0], 0, 0.001)
+    for step in ("create", "open_inbound", "open_outbound"):
+        getattr(a, step)()
+        getattr(b, step)()
+    late = threading.Timer(0.05, lambda: a.send(torch.tensor([7, 8], dtype=torch.int32)))
+    late.start()
+    assert b.recv(torch.zeros(2, dtype=torch.int32)).tolist() == [7, 8]
+    late.join()
+    a.close()
     b.close()

@@ -55,6 +55,7 @@ POLL_S = 0.05
 GRACE_S = 1.0  # after a first failure: time for the root cause (a dead process) to show
 STOP_S = 3.0  # SIGTERM, then this long before SIGKILL
 EXIT_S = 60.0  # after every rank returned: time for teardown (barrier, comm destroy)
+LINK_SPIN_S = 0.02  # a GPU run's link receivers poll this long before they sleep (comm/pipe.py)
 
 
 class WorkerError(Fault):
@@ -196,7 +197,8 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
         group = TorchGroup(pg) if pg is not None else SingleGroup()
     link = None
     if split:
-        link = PipeLink(os.path.dirname(init_file), rank, *placement.link_peers(rank))
+        link = PipeLink(os.path.dirname(init_file), rank, *placement.link_peers(rank),
+                        spin_s=LINK_SPIN_S if device == "cuda" else 0.0)
         for make in (link.create, link.open_inbound, link.open_outbound):
             make()
             world.barrier()  # each step after every rank's previous one (pipe.py)
