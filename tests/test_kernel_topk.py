@@ -102,3 +102,17 @@ def test_strided_rows_and_a_row_alone():
     alone = topk(x[5:6].clone(), 8)
     assert torch.equal(alone[0][0], values[5]) and torch.equal(alone[1][0], indices[5])
     assert torch.equal(alone[2][0], lse[5])  # the sum's order depends on V alone
+
+
+@needs_gpu
+def test_the_verifiers_greedy_read_from_the_kernel_is_argmaxs():
+    """greedy_with_margins takes the kernel's first index as the token (no argmax): on rows with
+    ties at the top it must be argmax's first maximum, and the runner-up and margin torch's."""
+    from swiftspec_core.decoders.verifier import greedy_with_margins
+
+    x = rows_with_ties(9, 128256, seed=3).cuda()
+    x[4, 10] = x[4, 20] = x[4, 30] = x[4].max() + 2  # three-way tie: the runner-up ties the best
+    best, margin, second = greedy_with_margins(x, fused=True)
+    assert best == x.argmax(-1).tolist()
+    _, want_i, _ = topk_reference(x, 2)
+    assert second == want_i[:, 1].tolist() and margin[4] == 0.0

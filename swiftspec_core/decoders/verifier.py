@@ -7,7 +7,7 @@ from ..models.transformer import Transformer
 from ..stopwatch import Stopwatch
 from ..replay import Replay
 from ..graphs import make_forward
-from ..kernels.topk import top_k
+from ..kernels.topk import supports, top_k
 
 
 class Verifier:
@@ -83,10 +83,14 @@ def greedy_with_margins(logits: torch.Tensor, fused: bool = False) -> tuple[list
     """logits [T, vocab] -> (argmax per row, top-1 minus top-2 logit per row, the runner-up token
     per row), read back in one transfer. The token is argmax's (the first maximum), so ties break
     as everywhere else; the runner-up is the other of the top two. fused: the top two from one
-    kernel (kernels/topk.py) instead of torch's radix select."""
+    kernel (kernels/topk.py), which ranks equal values by index as argmax does, so its first is
+    the token; torch's radix select may list equal values in either order."""
     values, indices, _ = top_k(logits, 2, fused)  # [T, 2] each
-    best = logits.argmax(-1)  # [T]
-    second = torch.where(indices[:, 0] == best, indices[:, 1], indices[:, 0])
+    if fused and supports(logits, 2):  # the kernel ran
+        best, second = indices[:, 0], indices[:, 1]
+    else:
+        best = logits.argmax(-1)  # [T]
+        second = torch.where(indices[:, 0] == best, indices[:, 1], indices[:, 0])
     margin = values[:, 0] - values[:, 1]  # [T]
     best, margin, second = torch.stack([best.to(margin.dtype), margin, second.to(margin.dtype)]).tolist()
     return [int(b) for b in best], margin, [int(s) for s in second]  # token ids exact below 2**24
