@@ -345,13 +345,18 @@ def _decode_all(p: Planned, table: ResultsTable, pair, settings, columns: dict) 
             prompt = ds.chat_prompt_ids(tokenizer, list(q.turns[:turn]), answers)
             _check_fits(pair.target, len(prompt), budget, settings, f"{q.dataset} question {q.question_id} turn {turn}")
             query = dict(max_new_tokens=budget, eos_ids=eos, settings=settings)
-            if replay is not None:
-                query |= dict(replay=replay.profile(system, q.dataset, pair.draft_steps(system, settings)),
-                              replay_seed=replay_seed(columns["seed"], q.dataset, q.question_id, turn))
+
+            def replayed() -> dict:
+                """The query, with recordings made at the d the system runs now (a warm-up may lower it)."""
+                if replay is None:
+                    return query
+                return query | dict(replay=replay.profile(system, q.dataset, pair.draft_steps(system, settings)),
+                                    replay_seed=replay_seed(columns["seed"], q.dataset, q.question_id, turn))
+
             if system not in warmed:
-                warm_up(system, pair, prompt, query)
+                warm_up(system, pair, prompt, replayed())
                 warmed.add(system)
-            result, latency = systems.run_query(system, pair, prompt, **query)
+            result, latency = systems.run_query(system, pair, prompt, **replayed())
             text = tokenizer.decode(result.tokens, skip_special_tokens=True)
             table.append(row_from_result(result, latency, output_text=text, system=name, dataset=q.dataset,
                                          question_id=q.question_id, turn=turn, category=q.category,

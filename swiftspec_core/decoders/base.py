@@ -99,6 +99,26 @@ def measure_draft_steps(warmup: DecodeResult) -> int:
     return draft_steps_for(statistics.median(warmup.target_s), step_s)
 
 
+MIN_FIT_ROUNDS = 5  # a request with fewer rounds says too little about its steps
+
+
+def fitting_draft_steps(result: DecodeResult) -> int | None:
+    """The most draft steps that fit one verification in a split request's own rounds: its median
+    verification over its median draft step (its d expansions' time, the deferred cache move
+    included, over d), rounded down; None for a request of too few rounds.
+
+    Why down, after a warm-up that rounded to the nearest: a step that overruns the verification
+    delays every round by the overrun, while one step less only shortens the tree. The warm-up's
+    short prompt never grafts and its step comes out faster than a request's: at 8B / 1B shapes
+    it gave d = 4 where requests' steps took 1.40-1.61 ms against a 5.1-5.2 ms verification, and
+    the target waited 0.76-1.59 ms a round (NOTES v24)."""
+    parallel = [p for p in result.draft_parallel_s if p > 0]
+    if len(result.target_s) < MIN_FIT_ROUNDS or len(parallel) < MIN_FIT_ROUNDS or not result.draft_steps:
+        return None
+    step_s = statistics.median(parallel) / result.draft_steps
+    return max(1, int(statistics.median(result.target_s) / max(step_s, 1e-9)))
+
+
 def finish(result: DecodeResult, verifier) -> DecodeResult:
     """Attach the target's margins for the tokens the request kept."""
     result.margins = verifier.margins[: len(result.tokens)]

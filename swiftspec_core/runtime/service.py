@@ -6,11 +6,13 @@
 
 Each worker builds its engines once (its shard of the target, the draft, or both), warms up with
 one request (capturing its CUDA graphs, and measuring swiftspec's d by the rule lockstep uses,
-base.measure_draft_steps, when it is not given), then serves. Rank 0 takes requests from the
-parent and broadcasts them; it times each request and returns the result. A worker that raises,
-dies or stalls ends the pool with that worker's error (launch.py), which `decode` raises within
-about the worker timeout (a dead pool is never waited on for the request timeouts, which only
-bound a live pool that never answers). Closing a pool with a request in flight (the caller gave
+base.measure_draft_steps, when it is not given), then serves. A measured d only ever comes down
+after that: to the steps that fit a verification in a served request's own rounds
+(base.fitting_draft_steps); each request carries the d it runs with, and its row records it.
+Rank 0 takes requests from the parent and broadcasts them; it times each request and returns the
+result. A worker that raises, dies or stalls ends the pool with that worker's error (launch.py),
+which `decode` raises within about the worker timeout (a dead pool is never waited on for the
+request timeouts, which only bound a live pool that never answers). Closing a pool with a request in flight (the caller gave
 up on it: Ctrl-C) stops the workers at once instead of waiting for the answer.
 """
 from __future__ import annotations
@@ -24,7 +26,8 @@ import torch
 import torch.distributed as dist
 
 from ..decoders import DECODERS
-from ..decoders.base import WARMUP_PROMPT, WARMUP_TOKENS, SpecSettings, measure_draft_steps
+from ..decoders.base import (WARMUP_PROMPT, WARMUP_TOKENS, SpecSettings, fitting_draft_steps,
+                             measure_draft_steps)
 from ..errors import Fault
 from ..replay import Replay, ReplayProfile
 from .disagg import draft_request, target_request
@@ -53,6 +56,7 @@ class Request:
     eos_ids: frozenset
     replay: ReplayProfile | None = None
     replay_seed: int = 0
+    draft_steps: int | None = None  # swiftspec's d for this request (the pool's current one)
 
 
 def _engines(plan: WorkerPlan, ctx):
@@ -121,7 +125,7 @@ def _serve(rank: int, world_size: int, ctx):
         req = _broadcast(ctx, requests.get() if rank == 0 else None)
         if req is None:
             return None
-        out = _serve_one(ctx, plan, target, draft, req, settings)
+        out = _serve_one(ctx, plan, target, draft, req, replace(settings, draft_steps=req.draft_steps))
         if rank == 0:
             result, latency = out
             responses.put(("done", (result, latency)))
@@ -147,6 +151,8 @@ class WorkerPool:
                 while not started.wait(0.01) and self.thread.is_alive():
                     pass
             _, self.draft_steps = self._wait("ready", start_timeout)
+            # A d the workers measured may come down as requests show their steps (decode).
+            self.adapt_draft_steps = plan.system == "swiftspec" and plan.settings.draft_steps is None
         except BaseException:  # Ctrl-C included: no worker may outlive a pool its caller never got
             self._abort()
             raise
@@ -179,11 +185,16 @@ class WorkerPool:
 
     def decode(self, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
                replay: ReplayProfile | None = None, replay_seed: int = 0, timeout: float = 1800.0):
-        """(DecodeResult, latency in seconds measured on rank 0)."""
-        self.requests.put(Request(list(prompt), max_new_tokens, frozenset(eos_ids), replay, replay_seed))
+        """(DecodeResult, latency in seconds measured on rank 0). Runs at self.draft_steps, which
+        the replay profile must match; afterwards that d may be lower (fitting_draft_steps)."""
+        self.requests.put(Request(list(prompt), max_new_tokens, frozenset(eos_ids), replay, replay_seed,
+                                  self.draft_steps))
         self.in_flight = True
         answer = self._wait("done", timeout)[1]
         self.in_flight = False
+        fit = fitting_draft_steps(answer[0]) if self.adapt_draft_steps else None
+        if fit is not None:
+            self.draft_steps = min(self.draft_steps, fit)
         return answer
 
     def _abort(self) -> None:
