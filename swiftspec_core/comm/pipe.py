@@ -27,6 +27,13 @@ import time
 
 import torch
 
+GPU_SPIN_S = 0.02  # how long a GPU run's receivers poll before they sleep
+
+
+def spin_for(device: str) -> float:
+    """A receiver's spin for ranks on `device`: none on the CPU, whose cores the other ranks need."""
+    return GPU_SPIN_S if device == "cuda" else 0.0
+
 
 def check_message(buf: torch.Tensor) -> None:
     # Fixed-size int32 host buffers: both ends preallocate the same size, so nothing is ever

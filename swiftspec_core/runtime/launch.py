@@ -4,15 +4,15 @@
 torch.distributed (gloo; on GPU also CuPy NCCL communicators), builds its WorkerContext and
 calls fn(rank, world_size, ctx). Rank 0's return value is the run's result.
 
-The worker contract: fn is a module-level function (spawn pickles it by name) and so is
-everything in args; it builds its models on ctx.device with group=ctx.group, talks to the other
-group through ctx.link, and returns picklable host data (lists, dataclasses, CPU tensors) from
-rank 0; other ranks' return values are dropped. It must not swallow communication errors: a
-rank that raises ends the run, and that is how a peer stuck in a collective gets released.
+The worker contract: fn is a module-level function (spawn pickles it by name) and so is everything
+in args; it builds its models on ctx.device with group=ctx.group, talks to the other group through
+ctx.link, and returns picklable host data (lists, dataclasses, CPU tensors) from rank 0; other
+ranks' return values are dropped. It must not swallow communication errors: a rank that raises ends
+the run, and that is how a peer stuck in a collective gets released.
 
-Placement: `split=(x, y)` puts the target on world ranks [0, x) (TP x) and the draft on
-[x, x + y) (TP y), joined by a PipeLink (comm/pipe.py); without a split all ranks form one TP group (the serial
-systems). On GPU world rank r drives cuda:r.
+Placement: `split=(x, y)` puts the target on world ranks [0, x) (TP x) and the draft on [x, x + y)
+(TP y), joined by a PipeLink (comm/pipe.py); without a split all ranks form one TP group (the
+serial systems). On GPU world rank r drives cuda:r.
 
 Failure: the first worker that raises, dies or stalls ends the run. The parent polls every 50 ms,
 waits a short grace to learn whether the first error it saw was only a consequence (a peer of a
@@ -47,7 +47,7 @@ import torch.distributed as dist
 
 from ..comm.gloo import TorchGroup
 from ..comm.group import Group, SingleGroup
-from ..comm.pipe import PipeLink
+from ..comm.pipe import PipeLink, spin_for
 from ..errors import Fault, UserError
 from .heartbeat import DEFAULT_TIMEOUT_S, Watch, start_beating
 
@@ -55,7 +55,6 @@ POLL_S = 0.05
 GRACE_S = 1.0  # after a first failure: time for the root cause (a dead process) to show
 STOP_S = 3.0  # SIGTERM, then this long before SIGKILL
 EXIT_S = 60.0  # after every rank returned: time for teardown (barrier, comm destroy)
-LINK_SPIN_S = 0.02  # a GPU run's link receivers poll this long before they sleep (comm/pipe.py)
 
 
 class WorkerError(Fault):
@@ -197,8 +196,7 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
         group = TorchGroup(pg) if pg is not None else SingleGroup()
     link = None
     if split:
-        link = PipeLink(os.path.dirname(init_file), rank, *placement.link_peers(rank),
-                        spin_s=LINK_SPIN_S if device == "cuda" else 0.0)
+        link = PipeLink(os.path.dirname(init_file), rank, *placement.link_peers(rank), spin_for(device))
         for make in (link.create, link.open_inbound, link.open_outbound):
             make()
             world.barrier()  # each step after every rank's previous one (pipe.py)

@@ -12,8 +12,9 @@ after that: to the steps that fit a verification in a served request's own round
 Rank 0 takes requests from the parent and broadcasts them; it times each request and returns the
 result. A worker that raises, dies or stalls ends the pool with that worker's error (launch.py),
 which `decode` raises within about the worker timeout (a dead pool is never waited on for the
-request timeouts, which only bound a live pool that never answers). Closing a pool with a request in flight (the caller gave
-up on it: Ctrl-C) stops the workers at once instead of waiting for the answer.
+request timeouts, which only bound a live pool that never answers). Closing a pool with a request
+in flight (the caller gave up on it: Ctrl-C) stops the workers at once instead of waiting for the
+answer.
 """
 from __future__ import annotations
 
