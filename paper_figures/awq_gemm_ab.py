@@ -27,7 +27,7 @@ from swiftspec_core.kernels.build import launch, ptr
 from swiftspec_core.kernels.gemm import _sm_count
 from swiftspec_core.models.awq import GROUP, TiledAWQWeight
 from swiftspec_core.models.args import awq_bytes
-from swiftspec_core.runtime.floor import copy_bandwidth
+from timing import device_line
 
 # Version 2's launch rule, as swiftspec_core/kernels/awq_gemm.py had it at b474bb9 (its bits and
 # speed are what the A/B compares against; nothing else launches it).
@@ -77,9 +77,7 @@ def main() -> None:
     parser.add_argument("--m", default="1,8,16", help="rows of a call, comma-separated (1..16)")
     args = parser.parse_args()
     started = time.perf_counter()
-    bandwidth = copy_bandwidth()
-    sms = _sm_count(torch.cuda.current_device())
-    print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e12:.3f} TB/s, {sms} SMs\n")
+    bandwidth, sms = device_line()
     print("| model | op | N | K | M | v2 (S, C) | v3 (S, C) | floor us | v2 us | v3 us | v3/v2 | v3 x floor "
           "| v3 GB/s | v3 % of copy bw | max abs(v3 - v2) / max abs(v2) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -27,10 +27,9 @@ import torch
 from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_bench.kernel_ops import CALLS, input_copies
 from swiftspec_bench.kernel_shapes import PROJECTIONS, gemm_shape, shard_args
-from swiftspec_core.kernels import gemm as gemm_module
 from swiftspec_core.kernels.build import launch, ptr
-from swiftspec_core.kernels.gemm import MAX_SPLITS, UNROLL, WARPS_PER_SM, _sm_count, plan
-from swiftspec_core.runtime.floor import copy_bandwidth
+from swiftspec_core.kernels.gemm import MAX_SPLITS, UNROLL, WARPS_PER_SM, plan
+from timing import device_line
 
 
 @functools.cache
@@ -68,9 +67,7 @@ def main() -> None:
     parser.add_argument("--m", default="8", help="rows of a call, comma-separated (1..16)")
     args = parser.parse_args()
     started = time.perf_counter()
-    bandwidth = copy_bandwidth()
-    sms = _sm_count(torch.cuda.current_device())
-    print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e12:.3f} TB/s, {sms} SMs\n")
+    bandwidth, sms = device_line()
     print("| model | tp | op | N | K | M | today (NT, S) | balanced (NT, S) | floor us | today us | balanced us "
           "| balanced/today | max abs diff / max abs |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
