@@ -14,3 +14,11 @@ COMMON="--target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b --datasets all --
         --out paper_figures/results/2026-11-30-cpu-qwen-pair-graft-bs12"
 python3 -m swiftspec_bench.cli run $COMMON --systems tree --graft ngram
 python3 -m swiftspec_bench.cli run $COMMON --systems swiftspec --draft-steps 6 --graft ngram
+# Sixth session, 17:43-18:15 UTC (rows at d382836): ar, swiftspec d = 3 and tree, grafting, to 4
+# prompts a dataset (28 queries; --limit 2 then --limit 4, each resuming), so that a GPU run at
+# TREE_BS=12 replays more than one query a dataset. compare.md: lossless yes (28 of 28 each);
+# pooled accepted a round: swiftspec d = 3 4.11, tree 5.82 (swiftspec d = 6: its 7 queries).
+COMMON="${COMMON/--limit 1/--limit 4}"
+python3 -m swiftspec_bench.cli run $COMMON --systems ar
+python3 -m swiftspec_bench.cli run $COMMON --systems swiftspec --draft-steps 3 --graft ngram
+python3 -m swiftspec_bench.cli run $COMMON --systems tree --graft ngram
