@@ -59,7 +59,8 @@ def fresh_kv(model, tokens: list[int]):
 
 @pytest.mark.parametrize("defer", [False, True])
 def test_caches_equal_fresh_prefill_after_every_reroot(defer):
-    """defer: the split runtime's re-root, whose cache move waits for the next step (settle)."""
+    """defer: the split runtime's re-root, whose cache move waits for the next step (settle), and
+    its verification, whose keep of the accepted rows waits until the verdict is sent."""
     base = target_state()
     target, draft = engine(base), engine(perturbed(base, 0.3))
     p = prompt()
@@ -72,7 +73,11 @@ def test_caches_equal_fresh_prefill_after_every_reroot(defer):
     reused = drafter.first(verified[-1])[1]
     for _ in range(12):
         subtree = drafter.propose(8, 4)
-        emitted, _ = verifier.verify(*subtree)
+        length = verifier.cache.length
+        emitted, _ = verifier.verify(*subtree, defer_cache=defer)
+        if defer:
+            assert verifier.cache.length == length and verifier.kept_rows is not None  # nothing kept yet
+            verifier.settle()
         for _ in range(rng.randrange(3)):  # the parallel draft keeps expanding meanwhile
             drafter.step(4, 4)
         length = drafter.cache.length
@@ -169,3 +174,28 @@ def test_best_leaves_are_the_best_unexpanded_nodes_after_expansions_and_reroots(
         toks = [[rng.randrange(50) for _ in range(3)] for _ in leaves]
         toks = [list(dict.fromkeys(t)) for t in toks]  # distinct children
         tree.expand(leaves, [[-rng.choice([0.5, 1.0, 2.0]) for _ in t] for t in toks], toks)
+
+
+def test_a_verification_keeps_a_deferred_keep_first():
+    """A verifier whose keep was deferred and never settled settles it before its next forward:
+    the same tokens and the same cache as one that kept at once."""
+    base = target_state()
+    target, draft = engine(base), engine(perturbed(base, 0.3))
+    p = prompt()
+    runs = []
+    for defer in (False, True):
+        verifier, drafter = Verifier(target, 8), Drafter(draft, 4, 128)
+        first = verifier.prefill(p)
+        drafter.prefill(p)
+        drafter.first(first)
+        emitted_all = []
+        for _ in range(4):
+            emitted, _ = verifier.verify(*drafter.propose(8, 4), defer_cache=defer)
+            drafter.advance(emitted)
+            emitted_all += emitted
+        verifier.settle()
+        n = verifier.cache.length
+        runs.append((emitted_all, n, verifier.cache.k[:, :n].clone()))
+    (e0, n0, k0), (e1, n1, k1) = runs
+    assert e0 == e1 and n0 == n1
+    torch.testing.assert_close(k0, k1, rtol=0, atol=0)

@@ -23,6 +23,7 @@ class Verifier:
         self.runner_ups: list[int] = []  # ... and the token that came second there
         self.cache = model.new_cache(model.max_seq_len)
         self.forward = make_forward(model, self.cache, width, max_visible=width)  # a path of the tree
+        self.kept_rows: list[int] | None = None  # a deferred keep of the accepted path's rows (settle)
 
     @property
     def bonus_hint(self) -> bool | None:
@@ -36,21 +37,24 @@ class Verifier:
 
     def prefill(self, prompt: list[int], replay: Replay | None = None) -> int:
         """Start a request: run the prompt; return the target's first token (the first root)."""
-        self.replay = replay
+        self.replay, self.kept_rows = replay, None  # the prefill writes the cache afresh
         with Stopwatch(self.model.device) as t:
             (first,), (margin,), (second,) = greedy_with_margins(self.model.prefill(prompt, self.cache)[None])
         self.prefill_s = t.seconds
         self.emitted, self.margins, self.runner_ups = [first], [margin], [second]
         return first
 
-    def verify(self, tokens: list[int], parents: list[int]) -> tuple[list[int], list[int]]:
+    def verify(self, tokens: list[int], parents: list[int], defer_cache: bool = False) -> tuple[list[int], list[int]]:
         """One forward over a tree (node 0 the root, parents before children, parent -1 for the root).
 
         Greedy: follow the child whose token is the target's argmax at its parent, as far as the
         tree goes, then add the target's own next token (the bonus); under replay, follow the
         draft's best path as far as the drawn length. Keeps the KV of the root and the accepted
         nodes. Returns (emitted tokens: accepted then bonus, accepted node indices).
+        defer_cache: keep those rows only at the next verify (or `settle`), so that the split
+        runtime sends the verdict before the cache's index copies and their host work.
         """
+        self.settle()
         if self.replay is None and tokens[0] != self.emitted[-1]:
             # Every round starts from the target's bonus; a tree rooted elsewhere would make the
             # decoder emit someone else's tokens (only replay lets the draft pick the bonus).
@@ -71,12 +75,21 @@ class Verifier:
             path = [0]
             while best[path[-1]] in children[path[-1]]:
                 path.append(children[path[-1]][best[path[-1]]])
-        self.cache.keep([n + i for i in path], verified=len(path))
+        self.kept_rows = [n + i for i in path]
+        if not defer_cache:
+            self.settle()
         emitted = [tokens[i] for i in path[1:]] + [best[path[-1]]]
         self.emitted += emitted
         self.margins += [margins[i] for i in path]  # emitted[j] was chosen at node path[j], its parent
         self.runner_ups += [seconds[i] for i in path]
         return emitted, path
+
+
+    def settle(self) -> None:
+        """Keep the last verification's accepted rows, if it deferred that (verify's defer_cache)."""
+        if self.kept_rows is not None:
+            self.cache.keep(self.kept_rows, verified=len(self.kept_rows))
+            self.kept_rows = None
 
 
 def greedy_with_margins(logits: torch.Tensor, fused: bool = False) -> tuple[list[int], list[float], list[int]]:
