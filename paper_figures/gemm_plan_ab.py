@@ -9,8 +9,9 @@ remainder. The qkv projections of the 1B and 8B get 192 blocks on 132 SMs: 60 SM
 blocks' weights and 72 read one, so the call lasts ~2 / 1.45 = 1.38x a balanced one (the 8B qkv
 measures 1.35x its floor where gate_up, 6.8 blocks an SM, measures 1.14x). The balanced plan takes,
 of the tiles giving at least ~one block an SM, the widest whose busiest SM carries within 5% of
-the least imbalanced tile's load, and splits K as gemm.plan does. Both depend on (N, K, SMs) alone, so
-rows stay invariant; their sums run in other orders (outputs agree to a few bf16 ulps).
+the least imbalanced tile's load, and splits K as gemm.plan does (gemm.k_splits). Both depend on
+(N, K, SMs) alone, so rows stay invariant; their sums run in other orders (outputs agree to a few
+bf16 ulps).
 
 Timing as awq_gemm_ab.py: one CUDA graph of max(20, copies) calls over copies of the weight that
 exceed twice the L2 cache, median us a call (kernel_bench.time_calls). Prints a markdown table.
@@ -21,14 +22,12 @@ import argparse
 import functools
 import time
 
-import numpy as np
 import torch
 
 from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_bench.kernel_ops import CALLS, input_copies
 from swiftspec_bench.kernel_shapes import PROJECTIONS, gemm_shape, shard_args
-from swiftspec_core.kernels.build import launch, ptr
-from swiftspec_core.kernels.gemm import MAX_SPLITS, UNROLL, WARPS_PER_SM, plan
+from swiftspec_core.kernels.gemm import k_splits, launch_planned, plan
 from timing import device_line
 
 
@@ -44,20 +43,7 @@ def balanced_plan(n: int, k: int, sms: int) -> tuple[int, int]:
     tiles = [t for t in (4, 2, 1) if -(-n // (8 * t)) * 10 >= sms * 9] or [1]
     least = min(imbalance(t) for t in tiles)
     nt = next(t for t in tiles if imbalance(t) <= 1.05 * least)  # tiles run widest first
-    blocks, chunks, splits = -(-n // (8 * nt)), -(-k // 32), 1
-    while (splits * 2 <= MAX_SPLITS and blocks * splits * 2 <= WARPS_PER_SM * sms
-           and chunks >= splits * 2 * UNROLL[nt]):
-        splits *= 2
-    return nt, splits
-
-
-def run_gemm(x, w, out, nt: int, splits: int) -> torch.Tensor:
-    """gemm.gemm's launch at a given (NT, S)."""
-    (m, k), n = x.shape, w.shape[0]
-    launch("gemm", f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
-           (ptr(x), ptr(w), np.uint64(0), ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-           shared_mem=splits * nt * 4 * 32 * 4)
-    return out
+    return nt, k_splits(n, k, nt, sms)
 
 
 def main() -> None:
@@ -85,12 +71,13 @@ def main() -> None:
                     outs = {name: torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
                             for name in plans}
                     for name, (nt, splits) in plans.items():
-                        run_gemm(x, ws[0], outs[name], nt, splits)
+                        launch_planned(x, ws[0], None, outs[name], nt, splits)
                     a, b = outs["today"].float(), outs["balanced"].float()
                     agreement = ((b - a).abs().max() / a.abs().max()).item()  # NaN: an unwritten output
-                    us = {name: time_calls(lambda i, p=p, o=outs[name]: run_gemm(x, ws[i % copies], o, *p),
-                                           max(CALLS, copies))
-                          for name, p in plans.items()}
+                    def calls(planned, out):  # the i-th call reads weight copy i mod copies
+                        return lambda i: launch_planned(x, ws[i % copies], None, out, *planned)
+
+                    us = {name: time_calls(calls(p, outs[name]), max(CALLS, copies)) for name, p in plans.items()}
                     floor_us = (n * k + m * k + m * n) * 2 / bandwidth * 1e6
                     print(f"| {model} | {tp} | {projection} | {n} | {k} | {m} | {plans['today']} | {plans['balanced']} "
                           f"| {floor_us:.1f} | {us['today']:.2f} | {us['balanced']:.2f} "

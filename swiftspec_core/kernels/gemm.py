@@ -48,15 +48,17 @@ def plan(n: int, k: int, sms: int) -> tuple[int, int]:
     what keeps a row's reduction order, so its bits, the same at every M."""
     # The widest tile that still gives about one block per SM (a wider tile reads x fewer times).
     nt = next((t for t in (4, 2) if -(-n // (8 * t)) * 10 >= sms * 9), 1)
-    blocks = -(-n // (8 * nt))
-    chunks = -(-k // 32)
-    splits = 1
-    # Split K over more warps until about WARPS_PER_SM warps per SM, keeping at least one full
-    # group of loads (UNROLL chunks) per warp.
+    return nt, k_splits(n, k, nt, sms)
+
+
+def k_splits(n: int, k: int, nt: int, sms: int) -> int:
+    """S, the warps splitting K in a block, for tiles of NT: more warps until about WARPS_PER_SM
+    warps per SM, keeping at least one full group of loads (UNROLL chunks) per warp."""
+    blocks, chunks, splits = -(-n // (8 * nt)), -(-k // 32), 1
     while (splits * 2 <= MAX_SPLITS and blocks * splits * 2 <= WARPS_PER_SM * sms
            and chunks >= splits * 2 * UNROLL[nt]):
         splits *= 2
-    return nt, splits
+    return splits
 
 
 def check_operands(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
@@ -116,13 +118,26 @@ def gemm(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
     (m, k), n = x.shape, w.shape[0]
     if out is None:
         out = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    launch_planned(x, w, bias, out, *plan(n, k, _sm_count(x.device.index)))
+    return out
+
+
+def launch_planned(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor,
+                   nt: int, splits: int) -> None:
+    """gemm's launch at a given plan (NT, S), on operands gemm has checked (paper_figures'
+    gemm_plan_ab.py times other plans through it)."""
+    (m, k), n = x.shape, w.shape[0]
     with torch.cuda.device(x.device):
-        nt, splits = plan(n, k, _sm_count(x.device.index))
         launch("gemm", f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
                (ptr(x), ptr(w), np.uint64(0) if bias is None else ptr(bias), ptr(out),
                 np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=splits * nt * 4 * 32 * 4)  # [S][NT * 4][32] floats
-    return out
+               shared_mem=combine_bytes(splits, nt))
+
+
+def combine_bytes(splits: int, tiles: int) -> int:
+    """Shared memory of gemm_tile.cuh's combine for S warps of `tiles` 8-column tiles each (the GEMM
+    and its fused epilogues): [S][tiles * 4][32] floats."""
+    return splits * tiles * 4 * 32 * 4
 
 
 @functools.cache

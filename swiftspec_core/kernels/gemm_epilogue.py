@@ -19,7 +19,7 @@ import torch
 
 from .allreduce import Exchange, LLAllReduce, PeerInbox, all_reduce_reference
 from .build import function, launch, ptr
-from .gemm import MAX_ROWS, _sm_count, check_operands, gemm_reference, plan
+from .gemm import MAX_ROWS, _sm_count, check_operands, combine_bytes, gemm_reference, plan
 from .norm import swiglu_reference
 
 LINE_ELEMENTS = 4  # bf16 an LL line carries (8 data bytes)
@@ -54,7 +54,7 @@ def gemm_swiglu(x: torch.Tensor, w_gate_up: torch.Tensor, out: torch.Tensor | No
         tiles = swiglu_tiles(nt)
         launch("gemm_swiglu", f"gemm_swiglu_nt{tiles}", (-(-f // (4 * tiles)),), (32 * splits,),
                (ptr(x), ptr(w_gate_up), ptr(out), np.int32(m), np.int32(f), np.int32(k)),
-               shared_mem=splits * tiles * 4 * 32 * 4)  # [S][tiles * 4][32] floats
+               shared_mem=combine_bytes(splits, tiles))
     return out
 
 
@@ -102,7 +102,7 @@ class GemmAllReduce(PeerInbox):
                    (ptr(x), ptr(w), ptr(out), np.int32(m), np.int32(n), np.int32(k), ptr(self.peers),
                     ptr(self.epochs), np.int32(self.rank), np.int32(self.world), np.int64(self.lines),
                     np.uint64(self.timeout_ns)),
-                   shared_mem=splits * nt * 4 * 32 * 4)  # [S][NT * 4][32] floats
+                   shared_mem=combine_bytes(splits, nt))
         return out
 
 
@@ -115,6 +115,6 @@ def fused_gemm_allreduce(x: torch.Tensor, w: torch.Tensor, ar: LLAllReduce,
     check_operands(x, w, None, out, op="gemm_allreduce")
     n, k = w.shape
     nt, _ = plan(n, k, _sm_count(x.device.index))
-    fused = ar.companion(("gemm_allreduce", n, nt),
-                         lambda rank, world, exchange, timeout_s: GemmAllReduce(rank, world, exchange, n, nt, timeout_s))
+    fused = ar.companion(("gemm_allreduce", n, nt), lambda rank, world, exchange, timeout_s:
+                         GemmAllReduce(rank, world, exchange, n, nt, timeout_s))
     return fused(x, w, out)
