@@ -7,7 +7,7 @@ from ..models.transformer import Transformer
 from ..stopwatch import Stopwatch
 from ..replay import Replay
 from ..graphs import make_forward
-from ..kernels.topk import supports, top_k
+from ..kernels.topk import runs_kernel, top_k
 
 
 class Verifier:
@@ -99,7 +99,7 @@ def greedy_with_margins(logits: torch.Tensor, fused: bool = False) -> tuple[list
     kernel (kernels/topk.py), which ranks equal values by index as argmax does, so its first is
     the token; torch's radix select may list equal values in either order."""
     values, indices, _ = top_k(logits, 2, fused)  # [T, 2] each
-    if fused and supports(logits, 2):  # the kernel ran
+    if runs_kernel(logits, 2, fused):
         best, second = indices[:, 0], indices[:, 1]
     else:
         best = logits.argmax(-1)  # [T]

@@ -69,11 +69,16 @@ def topk(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torc
     return values[:, :k], indices[:, :k], lse
 
 
+def runs_kernel(logits: torch.Tensor, k: int, fused: bool) -> bool:
+    """Whether top_k takes the kernel for these logits (so equal values come in index order)."""
+    return fused and supports(logits, k)
+
+
 def top_k(logits: torch.Tensor, k: int, fused: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The decoders' entry: the kernel where `fused` (the engine runs our kernels) and it takes the
-    logits, else torch.topk and torch.logsumexp (the torch kernel set and the CPU: a sort of the
-    whole vocabulary would be slower there; only the order of equal values can differ)."""
-    if fused and supports(logits, k):
+    logits (runs_kernel), else torch.topk and torch.logsumexp (the torch kernel set and the CPU: a
+    sort of the whole vocabulary would be slower there; only the order of equal values can differ)."""
+    if runs_kernel(logits, k, fused):
         return topk(logits, k)
     top = logits.topk(k, dim=-1)
     return top.values, top.indices, torch.logsumexp(logits, dim=-1)
