@@ -105,7 +105,7 @@ def accepted_length(frame: pd.DataFrame, out: Path) -> list[Path]:
 def by_target_gpus(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
     """One pair's rows -> (mean tokens/s of each split system family [target GPUs x family, e.g.
     swiftspec:graft:fused], the other systems' mean tokens/s)."""
-    gpus = rows["system"].map(lambda s: (label_split(s) or (float("nan"),))[0]).astype(float)  # NaN: no split
+    gpus = rows["system"].map(label_split).str[0].astype(float)  # target GPUs; NaN: not at a split
     split_rows = rows[gpus.notna()]
     family = split_rows["system"].str.replace(SPLIT_LABEL, "", regex=True)
     table = split_rows.pivot_table(index=gpus[gpus.notna()].rename("target GPUs"), columns=family,
