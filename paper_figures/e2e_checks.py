@@ -3,9 +3,11 @@ against ar and the serial baseline on the queries both ran, how often swiftspec 
 and swiftspec's link waits (steady ones against its verification, the first one against a steady one).
 
     PYTHONPATH=. python3 paper_figures/e2e_checks.py FOLDER [FOLDER ...] [--ar ar:fused]
-                                                     [--baseline tree@tp2:graft:fused]
+                                                     [--baseline tree@tp2:graft:fused] [--baseline-folder F]
 
-A system found in an earlier folder is not taken from a later one (replay_union.first_seen).
+A system found in an earlier folder is not taken from a later one (replay_union.first_seen);
+--baseline-folder takes the baseline's rows from F instead (e.g. swiftspec at one tree size
+against tree@tp2 at its own best one: labels do not name the tree size).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pandas as pd
 
 from replay_union import first_seen
 from swiftspec_bench.compare import QUERY
+from swiftspec_bench.results import read_frame
 
 
 def ratio(rows: pd.DataFrame, other: pd.DataFrame) -> tuple[float, float, int]:
@@ -32,8 +35,13 @@ def main() -> None:
     ap.add_argument("folders", nargs="+")
     ap.add_argument("--ar", default="ar:fused")
     ap.add_argument("--baseline", default="tree@tp2:graft:fused")
+    ap.add_argument("--baseline-folder", default=None)
     a = ap.parse_args()
     d = pd.concat([rows.assign(folder=folder) for folder, rows in first_seen(a.folders)], ignore_index=True)
+    if a.baseline_folder:
+        base = read_frame(a.baseline_folder)
+        base = base[base.system == a.baseline].assign(folder=a.baseline_folder)
+        d = pd.concat([d[d.system != a.baseline], base], ignore_index=True)
     ar, base = d[d.system == a.ar], d[d.system == a.baseline]
     print(f"| system | folder | queries | tok/s | vs {a.ar} | vs {a.baseline} | faster than it |")
     print("|---|---|---|---|---|---|---|")

@@ -78,13 +78,19 @@ class Output:
         return self.max_new_tokens - len(self.tokens)
 
 
-def draft_steps_for(verify_s: float, step_s: float) -> int:
-    """SwiftSpec's d: the draft steps that fill one verification, rounded to the nearest.
+OVERRUN = 0.1  # how far past a verification d steps may run (a fraction of it): see draft_steps_for
 
-    Rounding down would leave the draft idle for up to a step each round; rounding up at most
-    half a step past the verification, while each step deepens the tree by one level. On 2xH200
-    (8B / 1B shapes, 5.3 ms against 1.8 ms) d = 3 ran 1.22x faster than floor's d = 2 (NOTES.md v7)."""
-    return max(1, round(verify_s / max(step_s, 1e-9)))
+
+def draft_steps_for(verify_s: float, step_s: float) -> int:
+    """SwiftSpec's d: the most draft steps that end within OVERRUN of one verification.
+
+    A step more deepens the tree by a level, which at d = 3-4 accepts about 10% more a round (the
+    real pair's recordings replayed on 2xH200: 2.82 -> 3.12 tokens a round at bs 8), so it pays
+    while it makes the round less than ~10% longer. Rounding down instead left d = 2 where 3 steps
+    fit but for a few percent (NOTES v7: d = 3 was 1.22x faster; v29: a split pool fitted d = 2
+    on 19 of 28 queries and ran 0.93x d = 3's tokens a ms); rounding to the nearest let 4 steps
+    overrun by 23% (v24, v29: the target waited 1.2-1.6 ms a round)."""
+    return max(1, int(verify_s * (1 + OVERRUN) / max(step_s, 1e-9)))
 
 
 # The warm-up request that measures d (and captures the graphs) before a run's first timed query.
@@ -103,20 +109,14 @@ MIN_FIT_ROUNDS = 5  # a request with fewer rounds says too little about its step
 
 
 def fitting_draft_steps(result: DecodeResult) -> int | None:
-    """The most draft steps that fit one verification in a split request's own rounds: its median
-    verification over its median draft step (its d expansions' time, the deferred cache move
-    included, over d), rounded down; None for a request of too few rounds.
-
-    Why down, after a warm-up that rounded to the nearest: a step that overruns the verification
-    delays every round by the overrun, while one step less only shortens the tree. The warm-up's
-    short prompt never grafts and its step comes out faster than a request's: at 8B / 1B shapes
-    it gave d = 4 where requests' steps took 1.40-1.61 ms against a 5.1-5.2 ms verification, and
-    the target waited 0.76-1.59 ms a round (NOTES v24)."""
+    """draft_steps_for a split request's own rounds: its median verification against its median
+    draft step (its d expansions' time, the deferred cache move included, over d); None for a
+    request of too few rounds. The warm-up's short prompt never grafts, so its steps run faster
+    than a request's (NOTES v24): the requests' own steps correct the d it measured."""
     parallel = [p for p in result.draft_parallel_s if p > 0]
     if len(result.target_s) < MIN_FIT_ROUNDS or len(parallel) < MIN_FIT_ROUNDS or not result.draft_steps:
         return None
-    step_s = statistics.median(parallel) / result.draft_steps
-    return max(1, int(statistics.median(result.target_s) / max(step_s, 1e-9)))
+    return draft_steps_for(statistics.median(result.target_s), statistics.median(parallel) / result.draft_steps)
 
 
 def finish(result: DecodeResult, verifier) -> DecodeResult:

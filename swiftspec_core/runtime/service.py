@@ -6,9 +6,9 @@
 
 Each worker builds its engines once (its shard of the target, the draft, or both), warms up with
 one request (capturing its CUDA graphs, and measuring swiftspec's d by the rule lockstep uses,
-base.measure_draft_steps, when it is not given), then serves. A measured d only ever comes down
-after that: to the steps that fit a verification in a served request's own rounds
-(base.fitting_draft_steps); each request carries the d it runs with, and its row records it.
+base.measure_draft_steps, when it is not given), then serves. A measured d follows the requests
+after that: each served request's own rounds set the next one's (base.fitting_draft_steps, the
+same rule); each request carries the d it runs with, and its row records it.
 Rank 0 takes requests from the parent and broadcasts them; it times each request and returns the
 result. A worker that raises, dies or stalls ends the pool with that worker's error (launch.py),
 which `decode` raises within about the worker timeout (a dead pool is never waited on for the
@@ -152,7 +152,7 @@ class WorkerPool:
                 while not started.wait(0.01) and self.thread.is_alive():
                     pass
             _, self.draft_steps = self._wait("ready", start_timeout)
-            # A d the workers measured may come down as requests show their steps (decode).
+            # A d the workers measured follows the requests' own steps (decode).
             self.adapt_draft_steps = plan.system == "swiftspec" and plan.settings.draft_steps is None
         except BaseException:  # Ctrl-C included: no worker may outlive a pool its caller never got
             self._abort()
@@ -187,7 +187,7 @@ class WorkerPool:
     def decode(self, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
                replay: ReplayProfile | None = None, replay_seed: int = 0, timeout: float = 1800.0):
         """(DecodeResult, latency in seconds measured on rank 0). Runs at self.draft_steps, which
-        the replay profile must match; afterwards that d may be lower (fitting_draft_steps)."""
+        the replay profile must match; afterwards a measured d is refitted (fitting_draft_steps)."""
         self.requests.put(Request(list(prompt), max_new_tokens, frozenset(eos_ids), replay, replay_seed,
                                   self.draft_steps))
         self.in_flight = True
@@ -195,7 +195,7 @@ class WorkerPool:
         self.in_flight = False
         fit = fitting_draft_steps(answer[0]) if self.adapt_draft_steps else None
         if fit is not None:
-            self.draft_steps = min(self.draft_steps, fit)
+            self.draft_steps = fit
         return answer
 
     def _abort(self) -> None:
