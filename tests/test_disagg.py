@@ -125,3 +125,26 @@ def test_a_pools_measured_d_follows_the_requests_and_each_request_carries_its_d(
         for _ in range(4):
             pool.decode([1, 2], max_new_tokens=4, eos_ids=set())
         assert sent == want
+
+
+def test_link_messages_round_trip_and_forget_the_last_round():
+    """The verdict and tree buffers give back what was put, exactly (the log-probs as float64
+    bits), and a shorter message leaves nothing of a longer earlier one."""
+    from swiftspec_core.runtime.disagg import Messages, TreeMessage
+
+    for bs, w in ((8, 8), (12, 8), (7, 3)):  # odd offsets put the float64 words off 8-byte alignment
+        sent, got = Messages(bs, w), Messages(bs, w)
+        long = TreeMessage(list(range(100, 100 + bs)), [-1] + list(range(bs - 1)), 4.321e-3, 0.123e-3, True,
+                           [-0.1 * i - 1 / 3 for i in range(w)])
+        short = TreeMessage([7, 8], [-1, 0], 0.0, 1e-6, None, [-2.5])
+        for m in (long, short):
+            got.tree.copy_(sent.put_tree(m))
+            back = got.get_tree()
+            assert (back.tokens, back.parents, back.reused, back.topk_logprobs) == (m.tokens, m.parents, m.reused,
+                                                                                     m.topk_logprobs)
+            assert abs(back.parallel_s - m.parallel_s) < 1e-6 and abs(back.critical_s - m.critical_s) < 1e-6
+        assert got.tree[5 + 2:5 + bs].abs().sum() == 0 and got.tree[5 + bs + 2:5 + 2 * bs].abs().sum() == 0
+        for tokens, stop, hint in ((list(range(bs)), False, True), ([5], True, None)):
+            got.verdict.copy_(sent.put_verdict(tokens, stop, hint, 517))
+            assert got.get_verdict() == (tokens, stop, hint, 517)
+        assert got.verdict[5:].abs().sum() == 0

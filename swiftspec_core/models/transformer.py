@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..cache import KVCache
 from ..comm.group import Group, SingleGroup
@@ -22,6 +23,8 @@ from .awq import AWQWeight, TiledAWQWeight, linear, tile
 from .rope import apply_rope, rope_tables
 
 KERNEL_SETS = ("torch", "fused")  # --kernels
+# A prefill's attention (grouped_attention without a mask); MATH only where the others refuse.
+PREFILL_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -40,10 +43,14 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
     T, H, hd = q.shape
     G = H // n_kv
     if mask is None:
-        # 4-D and causal: the form SDPA's flash kernel takes (with GQA); 3-D inputs or a mask
-        # send a long prompt to its math fallback, which materializes [H, T, T] scores.
-        o = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
-                                           is_causal=True, enable_gqa=True)  # [1, H, T, hd]
+        # 4-D and causal: the form SDPA's flash kernel takes; 3-D inputs or a mask send a long
+        # prompt to its math fallback, which materializes [H, T, T] scores. K and V repeated to
+        # every q head, and cuDNN's kernel left out: torch picks it for GQA on H200, and it builds
+        # a plan for every new prompt length (~50 ms of a prefill, NOTES v31).
+        k, v = k.repeat_interleave(G, dim=1), v.repeat_interleave(G, dim=1)  # [T, H, hd]
+        with sdpa_kernel(PREFILL_BACKENDS):
+            o = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None],
+                                               v.transpose(0, 1)[None], is_causal=True)  # [1, H, T, hd]
         return o[0].transpose(0, 1).reshape(T, H * hd)
     # Under a mask: two batched matmuls and an fp32 softmax. SDPA with a mask (and these 3-D
     # shapes) either gives each kv head one thread block that walks all L rows, 3-5x slower on

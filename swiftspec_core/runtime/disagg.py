@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..decoders.base import DecodeResult, Output, SpecSettings, drafter_args, finish, reuse
@@ -51,38 +52,42 @@ class TreeMessage:
 
 
 class Messages:
+    """The two messages' host buffers (the link carries host memory, comm/pipe.py), written and
+    read through numpy views: a round's critical path crosses both, and each torch op on a few
+    dozen ints costs more host time than the copy."""
+
     def __init__(self, bs: int, w: int):
-        self.bs, self.w = bs, w  # host buffers: the link carries host memory (comm/pipe.py)
+        self.bs, self.w = bs, w
         self.verdict = torch.zeros(4 + bs, dtype=torch.int32)
         self.tree = torch.zeros(TREE_HEAD + 2 * bs + 2 * w, dtype=torch.int32)
+        self._verdict, self._tree = self.verdict.numpy(), self.tree.numpy()  # views of the same memory
+        self._topk = self._tree[TREE_HEAD + 2 * bs:].view(np.float64)  # [w] float64 bits, exact
 
     def put_verdict(self, tokens: list[int], stop: bool, hint: bool | None, target_us: int = 0) -> torch.Tensor:
-        head = [len(tokens), int(stop), -1 if hint is None else int(hint), target_us]
-        self.verdict.copy_(torch.tensor(head + tokens + [0] * (self.bs - len(tokens)), dtype=torch.int32))
+        v, n = self._verdict, len(tokens)
+        v[:4] = (n, int(stop), -1 if hint is None else int(hint), target_us)
+        v[4: 4 + n], v[4 + n:] = tokens, 0
         return self.verdict
 
     def get_verdict(self) -> tuple[list[int], bool, bool | None, int]:
-        v = self.verdict.tolist()
+        v = self._verdict.tolist()
         return v[4: 4 + v[COUNT]], bool(v[STOP]), None if v[HINT] < 0 else bool(v[HINT]), v[TARGET_US]
 
     def put_tree(self, m: TreeMessage) -> torch.Tensor:
-        pad = [0] * (self.bs - len(m.tokens))
-        head = [len(m.tokens), int(m.parallel_s * 1e6), int(m.critical_s * 1e6),
-                -1 if m.reused is None else int(m.reused), len(m.topk_logprobs)]
-        topk = torch.zeros(self.w, dtype=torch.float64)
-        topk[: len(m.topk_logprobs)] = torch.tensor(m.topk_logprobs, dtype=torch.float64)
-        ints = torch.tensor(head + m.tokens + pad + m.parents + pad, dtype=torch.int32)
-        self.tree.copy_(torch.cat([ints, topk.view(torch.int32)]))  # float64 bits, exact
+        t, n, bs, k = self._tree, len(m.tokens), self.bs, len(m.topk_logprobs)
+        t[:TREE_HEAD] = (n, int(m.parallel_s * 1e6), int(m.critical_s * 1e6), -1 if m.reused is None else int(m.reused), k)
+        body = t[TREE_HEAD: TREE_HEAD + 2 * bs]
+        body[:] = 0
+        body[:n], body[bs: bs + n] = m.tokens, m.parents
+        self._topk[:k], self._topk[k:] = m.topk_logprobs, 0.0
         return self.tree
 
     def get_tree(self) -> TreeMessage:
-        v = self.tree
-        head = v[:TREE_HEAD].tolist()
+        head = self._tree[:TREE_HEAD].tolist()
         n, bs = head[SIZE], self.bs
-        body = v[TREE_HEAD: TREE_HEAD + 2 * bs].tolist()
-        topk = v[TREE_HEAD + 2 * bs:].clone().view(torch.float64)[: head[N_TOPK]].tolist()
+        body = self._tree[TREE_HEAD: TREE_HEAD + 2 * bs].tolist()
         return TreeMessage(body[:n], body[bs: bs + n], head[PARALLEL_US] / 1e6, head[CRITICAL_US] / 1e6,
-                           None if head[REUSED] < 0 else bool(head[REUSED]), topk)
+                           None if head[REUSED] < 0 else bool(head[REUSED]), self._topk[: head[N_TOPK]].tolist())
 
 
 def target_request(ctx, target, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
