@@ -21,13 +21,6 @@ class KVCache:
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.max_len = max_len
         self.length = 0  # verified rows
-        # keep()'s row moves, staged in pinned memory on GPU: a pageable index copy waits for the
-        # host, and advanced indexing (k[:, dst] = k[:, src]) costs ~4x the host time of
-        # index_select + index_copy_ (a deferred keep runs on the split runtime's critical path).
-        pin = torch.device(device).type == "cuda"
-        self._moves_host = torch.zeros(2, self.rows, dtype=torch.long, pin_memory=pin)
-        self._moves = self._moves_host.to(device, copy=True)
-        self._moves_staged = torch.cuda.Event() if pin else None  # the last staged copy's end
 
     def write(self, layer: int, rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """rows: [T] int64 cache rows; k, v: [T, kv_heads, head_dim]."""
@@ -48,16 +41,9 @@ class KVCache:
             raise ValueError(f"rows to keep must ascend from {self.length}: {rows}")
         moves = [(s, d) for d, s in enumerate(rows, start=self.length) if s != d]
         if moves:
-            n = len(moves)
-            if self._moves_staged is not None:
-                self._moves_staged.synchronize()  # the pinned rows may still be in flight
-            self._moves_host.numpy()[:, :n] = list(zip(*moves))  # [2, n]: sources, destinations
-            self._moves[:, :n].copy_(self._moves_host[:, :n], non_blocking=True)
-            if self._moves_staged is not None:
-                self._moves_staged.record()
-            src, dst = self._moves[0, :n], self._moves[1, :n]
-            for cache in (self.k, self.v):  # [layers, rows, kv, hd]: rows along dim 1
-                cache.index_copy_(1, dst, cache.index_select(1, src))
+            src, dst = torch.tensor(moves, device=self.k.device).T
+            self.k[:, dst] = self.k[:, src]
+            self.v[:, dst] = self.v[:, src]
         self.length += verified
 
     def truncate(self, length: int) -> None:
