@@ -137,6 +137,10 @@ def run(
                                            "weights (a checkpoint that is already AWQ loads as it is). "
                                            "Embeddings, norms, lm_head and the draft stay in --dtype; the hf-* "
                                            "peers run the unquantized weights."),
+    interleave: bool = typer.Option(False, help="Run the systems query by query (every system decodes a query "
+                                                "before the next query), keeping each system's workers alive: "
+                                                "drift of the machine during a run falls on every system alike, "
+                                                "so their ratios hold; needs the memory of all of them at once."),
 ) -> None:
     """Decode the first --limit prompts of each dataset with each system; one row per query."""
     options = dict(locals())  # the options as given, by name (runner.RunOptions has one field each)

@@ -60,6 +60,7 @@ class RunOptions:
     draft_noise: float
     kernels: str
     quant: str
+    interleave: bool
 
 
 @dataclass
@@ -236,9 +237,12 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
                    max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant)
     table.check_settings(columns)
     labels = {s: label(s, o.tp, c.split, o.draft_steps, o.graft, c.kernels) for s in c.systems}
-    # System by system (a multi-process system's workers are started once), query by query.
-    todo = [(s, q, t) for s in c.systems for q in c.queries for t in range(1, len(q.turns) + 1)
-            if not table.is_done(_key(labels[s], o.target, o.draft, q, t))]
+    # System by system (a multi-process system's workers start once), query by query; or, with
+    # --interleave, every system on a query before the next (each system's workers stay up).
+    turns = [(q, t) for q in c.queries for t in range(1, len(q.turns) + 1)]
+    order = ([(s, q, t) for q, t in turns for s in c.systems] if o.interleave else
+             [(s, q, t) for s in c.systems for q, t in turns])
+    todo = [(s, q, t) for s, q, t in order if not table.is_done(_key(labels[s], o.target, o.draft, q, t))]
     return Planned(c, labels, columns, todo)
 
 
@@ -279,7 +283,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
         noise.draft_from_target(target, draft, o.draft_noise, o.seed)
     pair = LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest, tp=o.tp,
                       split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise, kernels=c.kernels,
-                      quant=o.quant)
+                      quant=o.quant, keep_pools=o.interleave)
     columns = p.columns | dict(commit=package_commit(), weights=pair.target.weights,
                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                **placement.floors(pair, c.device))

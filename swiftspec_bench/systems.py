@@ -71,7 +71,7 @@ class LoadedPair:
 
     def __init__(self, target, draft, *, dtype: torch.dtype, device: str, seed: int = 0, max_seq_len: int = 4096,
                  tp: int = 1, split: tuple[int, int] | None = None, worker_timeout: float = DEFAULT_TIMEOUT_S,
-                 draft_noise: float = 0.0, kernels: str = "torch", quant: str = "none"):
+                 draft_noise: float = 0.0, kernels: str = "torch", quant: str = "none", keep_pools: bool = False):
         self.target, self.draft, self.draft_noise = target, draft, draft_noise
         self.quant = quant  # the target engine's layer projections: none or awq (the draft's stay plain)
         self.kernels = kernels  # the engines' forwards: torch ops or our fused kernels
@@ -80,6 +80,7 @@ class LoadedPair:
         self.worker_timeout = worker_timeout  # seconds without a heartbeat before a pool worker counts as stalled
         self._engines = None
         self._pools: dict = {}
+        self.keep_pools = keep_pools  # every pool stays up (--interleave); else one at a time holds the GPUs
 
     def spans_processes(self, system: System) -> bool:
         return system.on_engine and (self.split is not None if system.name == "swiftspec" else self.tp > 1)
@@ -120,7 +121,7 @@ class LoadedPair:
         from swiftspec_core.runtime.service import WorkerPlan, WorkerPool
 
         if system.name not in self._pools:
-            for other in list(self._pools):  # one pool at a time holds the GPUs
+            for other in [] if self.keep_pools else list(self._pools):
                 self._pools.pop(other).close()
             plan = WorkerPlan(system.name, self.target.name, self.draft.name if self.draft else None,
                               self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,

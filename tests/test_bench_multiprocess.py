@@ -72,3 +72,25 @@ def test_replay_needs_a_source_with_the_system(tmp_path):
     assert res.exit_code == 2 and "no such file" in res.stderr
     res = CliRunner().invoke(app, ["run", "--systems", "swiftspec", "--split", "1-1", "--out", str(tmp_path / "z")])
     assert res.exit_code == 2 and "--split" in res.stderr
+
+
+def test_interleave_runs_every_system_on_a_query_before_the_next(tmp_path, monkeypatch):
+    """--interleave: rows come query by query, each system's workers start once and stay up to the
+    end (so a machine's drift during the run falls on both systems), and the tokens are the same."""
+    from swiftspec_core.runtime.service import WorkerPool
+
+    closed = []
+    close = WorkerPool.close
+    monkeypatch.setattr(WorkerPool, "close", lambda self: closed.append(len(rows_so_far())) or close(self))
+    out = tmp_path / "interleaved"
+
+    def rows_so_far():
+        return pd.read_parquet(out / "results.parquet") if (out / "results.parquet").exists() else []
+
+    run(out, "--systems", "tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2",
+        "--datasets", "gsm8k,humaneval", "--interleave")
+    frame = pd.read_parquet(out / "results.parquet")
+    assert list(zip(frame.dataset, frame.system)) == [(d, s) for d in ("gsm8k", "humaneval")
+                                                      for s in ("tree@tp2:graft", "swiftspec@1+1:d2:graft")]
+    assert closed == [4, 4]  # both pools closed at the end, none between queries
+    assert frame.groupby("dataset").output_sha.nunique().eq(1).all()
