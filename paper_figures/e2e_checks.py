@@ -1,6 +1,7 @@
-"""Issue 10's end-to-end checks from run folders, as a markdown table: each system's mean speed
-against ar and the serial baseline on the queries both ran, how often swiftspec beats that baseline,
-and swiftspec's link waits (steady ones against its verification, the first one against a steady one).
+"""Issue 10's end-to-end checks from run folders, as a markdown table: each system's mean speed and
+decode rate (tokens a ms after the prefill), its speed against ar and the serial baseline on the
+queries both ran, how often swiftspec beats that baseline, and swiftspec's link waits (steady ones
+against its verification, the first one against a steady one).
 
     PYTHONPATH=. python3 paper_figures/e2e_checks.py FOLDER [FOLDER ...] [--ar ar:fused]
                                                      [--baseline tree@tp2:graft:fused] [--baseline-folder F]
@@ -30,6 +31,12 @@ def ratio(rows: pd.DataFrame, other: pd.DataFrame) -> tuple[float, float, int]:
     return both.tokens_per_s.mean() / both.tokens_per_s_other.mean(), faster, len(both)
 
 
+def decode_rate(rows: pd.DataFrame) -> float:
+    """Mean over queries of tokens emitted after the first (the verifications') per ms of decoding
+    (latency less prefill): the prefill, host-bound and drifting from run to run, left out."""
+    return (rows.accepted_lengths.map(sum) / ((rows.latency_s - rows.prefill_s) * 1e3)).mean()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("folders", nargs="+")
@@ -43,12 +50,12 @@ def main() -> None:
         base = base[base.system == a.baseline].assign(folder=a.baseline_folder)
         d = pd.concat([d[d.system != a.baseline], base], ignore_index=True)
     ar, base = d[d.system == a.ar], d[d.system == a.baseline]
-    print(f"| system | folder | queries | tok/s | vs {a.ar} | vs {a.baseline} | faster than it |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| system | folder | queries | tok/s | decode tokens a ms | vs {a.ar} | vs {a.baseline} | faster than it |")
+    print("|---|---|---|---|---|---|---|---|")
     for system, g in d.groupby("system", sort=False):
         vs_ar, _, _ = ratio(g, ar)
         vs_base, faster, n = ratio(g, base)
-        print(f"| {system} | {g.folder.iloc[0]} | {len(g)} | {g.tokens_per_s.mean():.1f} | {vs_ar:.2f}x | "
+        print(f"| {system} | {g.folder.iloc[0]} | {len(g)} | {g.tokens_per_s.mean():.1f} | {decode_rate(g):.3f} | {vs_ar:.2f}x | "
               f"{vs_base:.2f}x | {faster:.0%} of {n} |")
     for system, g in d[d.system.str.startswith("swiftspec@")].groupby("system"):
         verify = statistics.median(t for ts in g.target_s for t in ts)
