@@ -22,3 +22,13 @@ COMMON="${COMMON/--limit 1/--limit 4}"
 python3 -m swiftspec_bench.cli run $COMMON --systems ar
 python3 -m swiftspec_bench.cli run $COMMON --systems swiftspec --draft-steps 3 --graft ngram
 python3 -m swiftspec_bench.cli run $COMMON --systems tree --graft ngram
+# Seventh session, 18:43-20:28 UTC (new rows at 230d25f, from a worktree of that commit): every
+# system to 10 prompts a dataset (70 queries with mt_bench's second turns), and swiftspec at d = 4
+# too, so that GPU runs at TREE_BS=12 replay the same 70 queries as bs 8 runs and a d = 4 run has
+# its own recordings. compare.md: lossless yes (every system, 70 of 70); pooled accepted a round:
+# swiftspec d = 3 3.84, d = 4 4.25, tree 5.27 (ar 1).
+COMMON="${COMMON/--limit 4/--limit 10}"
+python3 -m swiftspec_bench.cli run $COMMON --systems swiftspec --draft-steps 3 --graft ngram
+python3 -m swiftspec_bench.cli run $COMMON --systems tree --graft ngram
+python3 -m swiftspec_bench.cli run $COMMON --systems ar
+python3 -m swiftspec_bench.cli run $COMMON --systems swiftspec --draft-steps 4 --graft ngram
