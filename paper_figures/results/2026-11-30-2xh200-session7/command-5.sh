@@ -2,6 +2,9 @@
 # Seventh session, call 5 (nvidia-h200-x2, the last ~4 minutes of device time): KVCache with keys
 # and values in one tensor (keep: one gather and one scatter) against 5233985 (two tensors, two
 # of each), profile_split at each, alternating: the draft's settle median and step median.
+# The snapshot, made here and carried (carry: .cache/ab):
+#   mkdir -p .cache/ab/two-tensors && git archive 5233985 swiftspec_core swiftspec_bench cuda paper_figures \
+#     tests datasets.yaml pyproject.toml | tar x -C .cache/ab/two-tensors && rm -rf .cache/ab/two-tensors/paper_figures/results
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
