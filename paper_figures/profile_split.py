@@ -101,7 +101,7 @@ class _PartTimes:
 
     def _timed(self, name, method):
         def wrapper(drafter, *args, **kwargs):
-            if name == "settle" and drafter.kept_rows is None:
+            if name == "settle" and drafter.cache.deferred is None:
                 return method(drafter, *args, **kwargs)  # nothing deferred: not a move
             torch.cuda.synchronize()
             t0 = time.perf_counter()

@@ -22,6 +22,7 @@ class KVCache:
         self.k, self.v = self.kv[0], self.kv[1]  # [layers, rows, kv heads, head dim] each, contiguous
         self.max_len = max_len
         self.length = 0  # verified rows
+        self.deferred: tuple[list[int], int] | None = None  # a keep() put off until settle()
 
     def write(self, layer: int, rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """rows: [T] int64 cache rows; k, v: [T, kv_heads, head_dim]."""
@@ -32,12 +33,22 @@ class KVCache:
         """The first n_rows rows of a layer: [n_rows, kv_heads, head_dim] each."""
         return self.k[layer, :n_rows], self.v[layer, :n_rows]
 
-    def keep(self, rows: list[int], verified: int) -> None:
+    def restart(self, length: int) -> None:
+        """A prefill wrote rows [0, length) afresh: they are the prefix, and a keep the last
+        request deferred is void."""
+        self.length, self.deferred = length, None
+
+    def keep(self, rows: list[int], verified: int, defer: bool = False) -> None:
         """Move `rows` (ascending, all >= self.length) to [length, length + len(rows)).
 
         The first `verified` of them become part of the prefix; the rest stay as tree rows right
         after it. Ascending sources land at or below themselves, so copying in order is safe.
+        defer: only note the move; `settle` makes it (the split runtime answers the other side
+        before the index copies and their host work). Nothing may read `length` until then.
         """
+        if defer:
+            self.deferred = (rows, verified)
+            return
         if any(b <= a for a, b in zip(rows, rows[1:])) or (rows and rows[0] < self.length):
             raise ValueError(f"rows to keep must ascend from {self.length}: {rows}")
         moves = [(s, d) for d, s in enumerate(rows, start=self.length) if s != d]
@@ -45,6 +56,13 @@ class KVCache:
             src, dst = torch.tensor(moves, device=self.kv.device).T
             self.kv[:, :, dst] = self.kv[:, :, src]
         self.length += verified
+
+    def settle(self) -> None:
+        """Make the keep that was deferred, if any."""
+        if self.deferred is not None:
+            rows, verified = self.deferred
+            self.deferred = None
+            self.keep(rows, verified)
 
     def truncate(self, length: int) -> None:
         if not 0 <= length <= self.length:

@@ -76,14 +76,14 @@ def test_caches_equal_fresh_prefill_after_every_reroot(defer):
         length = verifier.cache.length
         emitted, _ = verifier.verify(*subtree, defer_cache=defer)
         if defer:
-            assert verifier.cache.length == length and verifier.kept_rows is not None  # nothing kept yet
+            assert verifier.cache.length == length and verifier.cache.deferred is not None  # nothing kept yet
             verifier.settle()
         for _ in range(rng.randrange(3)):  # the parallel draft keeps expanding meanwhile
             drafter.step(4, 4)
         length = drafter.cache.length
         reused += drafter.advance(emitted, defer_cache=defer)[1]
         if defer:
-            assert drafter.cache.length == length and drafter.kept_rows is not None  # nothing moved yet
+            assert drafter.cache.length == length and drafter.cache.deferred is not None  # nothing moved yet
             drafter.settle()
         verified += emitted
         # The target holds every verified token but the newest (the next root).

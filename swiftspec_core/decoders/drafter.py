@@ -36,7 +36,6 @@ class Drafter:
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
         self.tree: TokenTree | None = None
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
-        self.kept_rows: tuple[list[int], int] | None = None  # a deferred re-root's cache move (settle)
         self.topk_logprob_sum: list[float] | None = None  # sorted child log-probs, summed
         self.expansions = 0
 
@@ -49,8 +48,8 @@ class Drafter:
         if len(prompt) > 1:
             self.model.prefill(prompt[:-1], self.cache)
         else:
-            self.cache.length = 0
-        self.tree, self.pending, self.sent, self.kept_rows = TokenTree(prompt[-1]), [], set(), None
+            self.cache.restart(0)
+        self.tree, self.pending, self.sent = TokenTree(prompt[-1]), [], set()
         if self.grafter:
             self.grafter.start(prompt, replay)
 
@@ -150,15 +149,10 @@ class Drafter:
         if self.grafter:
             self.grafter.extend(emitted)
         n = self.cache.length
-        self.kept_rows = ([n + row for row in r.keep_rows], r.verified_rows)
-        if not defer_cache:
-            self.settle()
+        self.cache.keep([n + row for row in r.keep_rows], r.verified_rows, defer=defer_cache)
         self.pending = r.pending
         return emitted, r.reused
 
     def settle(self) -> None:
         """Move the rows the last re-root kept, if it deferred that (advance's defer_cache)."""
-        if self.kept_rows is not None:
-            rows, verified = self.kept_rows
-            self.cache.keep(rows, verified=verified)
-            self.kept_rows = None
+        self.cache.settle()

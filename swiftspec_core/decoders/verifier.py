@@ -23,7 +23,6 @@ class Verifier:
         self.runner_ups: list[int] = []  # ... and the token that came second there
         self.cache = model.new_cache(model.max_seq_len)
         self.forward = make_forward(model, self.cache, width, max_visible=width)  # a path of the tree
-        self.kept_rows: list[int] | None = None  # a deferred keep of the accepted path's rows (settle)
 
     @property
     def bonus_hint(self) -> bool | None:
@@ -37,7 +36,7 @@ class Verifier:
 
     def prefill(self, prompt: list[int], replay: Replay | None = None) -> int:
         """Start a request: run the prompt; return the target's first token (the first root)."""
-        self.replay, self.kept_rows = replay, None  # the prefill writes the cache afresh
+        self.replay = replay
         with Stopwatch(self.model.device) as t:
             (first,), (margin,), (second,) = greedy_with_margins(self.model.prefill(prompt, self.cache)[None])
         self.prefill_s = t.seconds
@@ -54,7 +53,7 @@ class Verifier:
         defer_cache: keep those rows only at the next verify (or `settle`), so that the split
         runtime sends the verdict before the cache's index copies and their host work.
         """
-        self.settle()
+        self.cache.settle()
         if self.replay is None and tokens[0] != self.emitted[-1]:
             # Every round starts from the target's bonus; a tree rooted elsewhere would make the
             # decoder emit someone else's tokens (only replay lets the draft pick the bonus).
@@ -75,9 +74,7 @@ class Verifier:
             path = [0]
             while best[path[-1]] in children[path[-1]]:
                 path.append(children[path[-1]][best[path[-1]]])
-        self.kept_rows = [n + i for i in path]
-        if not defer_cache:
-            self.settle()
+        self.cache.keep([n + i for i in path], verified=len(path), defer=defer_cache)
         emitted = [tokens[i] for i in path[1:]] + [best[path[-1]]]
         self.emitted += emitted
         self.margins += [margins[i] for i in path]  # emitted[j] was chosen at node path[j], its parent
@@ -87,9 +84,7 @@ class Verifier:
 
     def settle(self) -> None:
         """Keep the last verification's accepted rows, if it deferred that (verify's defer_cache)."""
-        if self.kept_rows is not None:
-            self.cache.keep(self.kept_rows, verified=len(self.kept_rows))
-            self.kept_rows = None
+        self.cache.settle()
 
 
 def greedy_with_margins(logits: torch.Tensor, fused: bool = False) -> tuple[list[int], list[float], list[int]]:

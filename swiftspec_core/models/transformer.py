@@ -213,7 +213,7 @@ class Transformer(nn.Module):
         n, dev = len(tokens), self.device
         positions = torch.arange(n, device=dev)
         logits = self(torch.tensor(tokens, device=dev), positions, positions, None, cache, eager=True, last_only=True)
-        cache.length = n
+        cache.restart(n)
         return logits[0]
 
     @torch.inference_mode()
