@@ -121,8 +121,9 @@ class LoadedPair:
         from swiftspec_core.runtime.service import WorkerPlan, WorkerPool
 
         if system.name not in self._pools:
-            for other in [] if self.keep_pools else list(self._pools):
-                self._pools.pop(other).close()
+            if not self.keep_pools:  # one pool at a time holds the GPUs
+                for other in list(self._pools):
+                    self._pools.pop(other).close()
             plan = WorkerPlan(system.name, self.target.name, self.draft.name if self.draft else None,
                               self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,
                               self.max_seq_len, settings, self.draft_noise, self.kernels, self.quant)
