@@ -19,7 +19,6 @@ import time
 import numpy as np
 import torch
 
-from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_bench.kernel_ops import CALLS, input_copies, random_awq
 from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, Case, floor_bytes, gemm_shape, shard_args
 from swiftspec_core.kernels.awq_gemm import awq_gemm, check_operands, plan
@@ -27,7 +26,7 @@ from swiftspec_core.kernels.build import launch, ptr
 from swiftspec_core.kernels.gemm import _sm_count
 from swiftspec_core.models.awq import GROUP, TiledAWQWeight
 from swiftspec_core.models.args import awq_bytes
-from timing import device_line
+from timing import ab_gemm, device_line
 
 # Version 2's launch rule, as swiftspec_core/kernels/awq_gemm.py had it at b474bb9 (its bits and
 # speed are what the A/B compares against; nothing else launches it).
@@ -89,14 +88,9 @@ def main() -> None:
             bias = torch.randn(n, device="cuda", dtype=torch.bfloat16) * 0.02 if has_bias else None
             for m in (int(v) for v in args.m.split(",")):
                 x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-                outs = {v: torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16) for v in VERSIONS}
-                for version, gemm in VERSIONS.items():
-                    gemm(x, ws[0], bias, outs[version])
-                v2, v3 = outs["v2"].float(), outs["v3"].float()
-                agreement = ((v3 - v2).abs().max() / v2.abs().max()).item()  # NaN: an unwritten output
-                us = {version: time_calls(lambda i, g=gemm, o=outs[version]: g(x, ws[i % copies], bias, o),
-                                          max(CALLS, copies))
-                      for version, gemm in VERSIONS.items()}
+                sides = {version: lambda out, i, g=gemm: g(x, ws[i % copies], bias, out)  # call i: copy i mod copies
+                         for version, gemm in VERSIONS.items()}
+                agreement, us = ab_gemm(sides, (m, n), max(CALLS, copies))  # v3 against v2
                 floor_b = floor_bytes(Case(f"awq_gemm_{projection}", model, 1, m, None, "ours"))
                 floor_us = floor_b / bandwidth * 1e6
                 rate = floor_b / (us["v3"] * 1e-6)

@@ -24,11 +24,10 @@ import time
 
 import torch
 
-from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_bench.kernel_ops import CALLS, input_copies
 from swiftspec_bench.kernel_shapes import PROJECTIONS, gemm_shape, shard_args
 from swiftspec_core.kernels.gemm import k_splits, launch_planned, plan
-from timing import device_line
+from timing import ab_gemm, device_line
 
 
 @functools.cache
@@ -68,16 +67,9 @@ def main() -> None:
                 ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02 for _ in range(copies)]
                 for m in (int(v) for v in args.m.split(",")):
                     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-                    outs = {name: torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-                            for name in plans}
-                    for name, (nt, splits) in plans.items():
-                        launch_planned(x, ws[0], None, outs[name], nt, splits)
-                    a, b = outs["today"].float(), outs["balanced"].float()
-                    agreement = ((b - a).abs().max() / a.abs().max()).item()  # NaN: an unwritten output
-                    def calls(planned, out):  # the i-th call reads weight copy i mod copies
-                        return lambda i: launch_planned(x, ws[i % copies], None, out, *planned)
-
-                    us = {name: time_calls(calls(p, outs[name]), max(CALLS, copies)) for name, p in plans.items()}
+                    sides = {name: lambda out, i, p=p: launch_planned(x, ws[i % copies], None, out, *p)
+                             for name, p in plans.items()}  # call i reads weight copy i mod copies
+                    agreement, us = ab_gemm(sides, (m, n), max(CALLS, copies))  # balanced against today
                     floor_us = (n * k + m * k + m * n) * 2 / bandwidth * 1e6
                     print(f"| {model} | {tp} | {projection} | {n} | {k} | {m} | {plans['today']} | {plans['balanced']} "
                           f"| {floor_us:.1f} | {us['today']:.2f} | {us['balanced']:.2f} "

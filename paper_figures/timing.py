@@ -1,5 +1,5 @@
-"""One timing loop for the scripts here: CUDA events around each call, medians; and the device line
-the A/B tables start with."""
+"""One timing loop for the scripts here: CUDA events around each call, medians; the device line
+the A/B tables start with; and a GEMM A/B's check and timing of its two sides."""
 from __future__ import annotations
 
 import statistics
@@ -35,3 +35,19 @@ def device_line() -> tuple[float, int]:
     bandwidth, sms = copy_bandwidth(), _sm_count(torch.cuda.current_device())
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e12:.3f} TB/s, {sms} SMs\n")
     return bandwidth, sms
+
+
+def ab_gemm(sides: dict, shape: tuple[int, int], calls: int) -> tuple[float, dict[str, float]]:
+    """Two sides of a GEMM A/B on the same operands: sides[name](out, i) runs call i into out
+    ([M, N] bf16, filled with NaN first). -> (the second side's max abs difference from the first
+    over the first's max abs, after call 0 of each: NaN where a side left an output unwritten;
+    median us a call of each side over `calls` calls in one CUDA graph, kernel_bench.time_calls)."""
+    from swiftspec_bench.kernel_bench import time_calls
+
+    outs = {name: torch.full(shape, float("nan"), device="cuda", dtype=torch.bfloat16) for name in sides}
+    for name, run in sides.items():
+        run(outs[name], 0)
+    first, second = (out.float() for out in outs.values())
+    agreement = ((second - first).abs().max() / first.abs().max()).item()
+    us = {name: time_calls(lambda i, run=run, out=outs[name]: run(out, i), calls) for name, run in sides.items()}
+    return agreement, us
