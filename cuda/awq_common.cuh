@@ -1,6 +1,6 @@
-// Device helpers of the AWQ GEMM kernels (awq_gemm.cu, and awq_gemm_v2.cu, kept for
-// paper_figures/awq_gemm_ab.py's A/B): asynchronous copies, loads through L1, the exact bf16
-// dequantization steps and the cluster combine's barrier and remote loads.
+// Device helpers of the AWQ GEMM kernels (awq_gemm.cu, and awq_gemm_v3.cu, kept for
+// paper_figures/awq_gemm_ab.py's A/B): asynchronous copies, loads through L1 and from shared memory,
+// the exact bf16 dequantization steps and the cluster combine's barrier and remote loads.
 #pragma once
 #include <cuda_fp16.h>
 #include "common.cuh"
@@ -12,9 +12,14 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
 }
 
 // Asynchronous global -> shared copy of 16 bytes of codes, bypassing L1 (each is read once, by one
-// warp: caching them would only evict x).
+// warp: caching them would only evict x). AWQ_L2_256B (a build only paper_figures/awq_gemm_ab.py
+// makes, to be kept or dropped on its numbers): with the hint that L2 fetch 256 bytes at once.
 __device__ __forceinline__ void copy16(unsigned dst, const void* src) {
+#ifdef AWQ_L2_256B
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+#endif
 }
 
 // 16 (4) bytes through L1: ld.global.nc, for data no kernel writes while this one runs (x, scales,
@@ -28,6 +33,21 @@ __device__ __forceinline__ uint4 load16_l1(const void* p) {
 __device__ __forceinline__ unsigned load4_l1(const void* p) {
   unsigned v;
   asm volatile("ld.global.nc.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
+  return v;
+}
+
+// 16 (4) bytes of shared memory at a shared-window address. Volatile with a memory clobber: it must
+// stay after the wait for the copies that wrote them.
+__device__ __forceinline__ uint4 load_shared16(unsigned address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address)
+               : "memory");
+  return v;
+}
+
+__device__ __forceinline__ unsigned load_shared4(unsigned address) {
+  unsigned v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address) : "memory");
   return v;
 }
 
@@ -48,20 +68,6 @@ __device__ __forceinline__ unsigned nibbles_plus_128(unsigned pair, int j) {
   if (j > 0) asm("mul.hi.u32 %0, %1, %2;\n" : "=r"(shifted) : "r"(pair), "r"(1u << (32 - 4 * j)));
   asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(v) : "r"(shifted), "r"(0x000F000Fu), "r"(0x43004300u));
   return v;
-}
-
-// Both halves of `a` minus the low (high) half of `b`, exact for these integers: one HADD2 whose
-// second operand is b.H0_H0 (b.H1_H1), the broadcast folded in by ptxas (seen in the SASS).
-__device__ __forceinline__ unsigned sub_low_bf16(unsigned a, unsigned b) {
-  const __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a),
-                                   __low2bfloat162(*reinterpret_cast<__nv_bfloat162*>(&b)));
-  return *reinterpret_cast<const unsigned*>(&r);
-}
-
-__device__ __forceinline__ unsigned sub_high_bf16(unsigned a, unsigned b) {
-  const __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a),
-                                   __high2bfloat162(*reinterpret_cast<__nv_bfloat162*>(&b)));
-  return *reinterpret_cast<const unsigned*>(&r);
 }
 
 __device__ __forceinline__ unsigned permute(unsigned a, unsigned b, unsigned selector) {

@@ -70,6 +70,7 @@ def main() -> None:
                     sides = {name: lambda out, i, p=p: launch_planned(x, ws[i % copies], None, out, *p)
                              for name, p in plans.items()}  # call i reads weight copy i mod copies
                     agreement, us = ab_gemm(sides, (m, n), max(CALLS, copies))  # balanced against today
+                    agreement = agreement["balanced"]
                     floor_us = (n * k + m * k + m * n) * 2 / bandwidth * 1e6
                     print(f"| {model} | {tp} | {projection} | {n} | {k} | {m} | {plans['today']} | {plans['balanced']} "
                           f"| {floor_us:.1f} | {us['today']:.2f} | {us['balanced']:.2f} "

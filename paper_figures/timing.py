@@ -37,9 +37,9 @@ def device_line() -> tuple[float, int]:
     return bandwidth, sms
 
 
-def ab_gemm(sides: dict, shape: tuple[int, int], calls: int) -> tuple[float, dict[str, float]]:
-    """Two sides of a GEMM A/B on the same operands: sides[name](out, i) runs call i into out
-    ([M, N] bf16, filled with NaN first). -> (the second side's max abs difference from the first
+def ab_gemm(sides: dict, shape: tuple[int, int], calls: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Two or more sides of a GEMM A/B on the same operands: sides[name](out, i) runs call i into out
+    ([M, N] bf16, filled with NaN first). -> (each later side's max abs difference from the first
     over the first's max abs, after call 0 of each: NaN where a side left an output unwritten;
     median us a call of each side over `calls` calls in one CUDA graph, kernel_bench.time_calls)."""
     from swiftspec_bench.kernel_bench import time_calls
@@ -47,7 +47,8 @@ def ab_gemm(sides: dict, shape: tuple[int, int], calls: int) -> tuple[float, dic
     outs = {name: torch.full(shape, float("nan"), device="cuda", dtype=torch.bfloat16) for name in sides}
     for name, run in sides.items():
         run(outs[name], 0)
-    first, second = (out.float() for out in outs.values())
-    agreement = ((second - first).abs().max() / first.abs().max()).item()
+    first, *later = sides
+    reference = outs[first].float()
+    agreement = {name: ((outs[name].float() - reference).abs().max() / reference.abs().max()).item() for name in later}
     us = {name: time_calls(lambda i, run=run, out=outs[name]: run(out, i), calls) for name, run in sides.items()}
     return agreement, us

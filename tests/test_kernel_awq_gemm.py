@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_args
-from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, BLOCKS_PER_SM, CLUSTERS, GROUPS, SHARED_PER_SM,
+from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, BLOCKS_PER_SM, CLUSTERS, GROUPS, META_BYTES, SHARED_PER_SM,
                                              SPLITS, STAGE_BYTES, STAGES, WARPS_PER_SM, awq_gemm, awq_gemm_reference,
-                                             kernel_name, launch_shape, plan, shared_bytes)
+                                             WARP_SHARED_BYTES, kernel_name, launch_shape, plan)
 from kernel_checks import assert_rows_bitwise_invariant, replay_on
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
@@ -158,7 +158,10 @@ def test_constants_match_the_kernel():
     for c, attributes in clusters:
         assert attributes.rstrip(" \\") == ("" if c == "1" else f"__cluster_dims__({c}, 1, 1)")
     defines = {name: int(v) for name, v in re.findall(r"^#define (AWQ_\w+) (\d+)", source, re.MULTILINE)}
-    assert defines == {"AWQ_STAGES": STAGES, "AWQ_STAGE_BYTES": STAGE_BYTES, "AWQ_THREADS": 32 * max(SPLITS)}
+    assert defines == {"AWQ_STAGES": STAGES, "AWQ_STAGE_BYTES": STAGE_BYTES, "AWQ_META_BYTES": META_BYTES,
+                       "AWQ_THREADS": 32 * max(SPLITS)}
+    assert "#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))" in source
+    assert META_BYTES == 64 * 2 + 8 * 4  # a group's fp16 scales and int32 zeros of one tile
     assert STAGES & (STAGES - 1) == 0 and STAGE_BYTES == 32 * 32  # a chunk's 32 rows of 32 bytes, no padding
     # 80 registers a lane at most (65536 / AWQ_THREADS, in multiples of 8) is what WARPS_PER_SM counts on.
     assert (65536 // (32 * max(SPLITS))) // 8 * 8 * 32 * WARPS_PER_SM <= 65536
@@ -169,9 +172,9 @@ def test_constants_match_the_kernel():
 def test_shared_memory_fits(splits):
     # The rings then the accumulators; after the loop a cluster's [32][32] block sums fit the rings;
     # within the 227 KB a block may opt in to.
-    assert shared_bytes(splits) == splits * (STAGES * STAGE_BYTES + ACCUMULATOR_BYTES)
+    assert WARP_SHARED_BYTES == STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES
     assert ACCUMULATOR_BYTES == 32 * 32 * 4 and splits * STAGES * STAGE_BYTES >= 32 * 32 * 4
-    assert shared_bytes(splits) <= 227 * 1024
+    assert splits * WARP_SHARED_BYTES <= 227 * 1024
 
 
 def model_layers() -> dict[str, tuple[int, int]]:
@@ -197,7 +200,7 @@ def test_plan_fits_the_kernel(n, k, group):
     assert splits * cluster <= max(1, k // group)  # every warp has a group
     per_sm = -(-(-(-n // 64) * cluster) // H200_SMS)  # one wave: every block resident at once
     fits = per_sm <= BLOCKS_PER_SM and per_sm * splits <= WARPS_PER_SM \
-        and per_sm * (shared_bytes(splits) + 1024) <= SHARED_PER_SM
+        and per_sm * (splits * WARP_SHARED_BYTES + 1024) <= SHARED_PER_SM
     assert fits or (splits, cluster) == (1, 1)
 
 

@@ -1,4 +1,4 @@
-"""Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu, version 3): out = x @ W.T
+"""Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu, version 4): out = x @ W.T
 + bias, W dequantized inside the kernel from AutoAWQ's tensors in the tiled layout (models/awq.py:
 tile(), which the engine converts its AWQ layers to once, Transformer.use_kernels), bf16 x and out.
 
@@ -10,7 +10,7 @@ bf16 GEMM reads 2 N K: at these M both are bound by reading the weights, and thi
 issuing its dequantization (~111 instructions a KB of codes at M <= 8), so plan() aims at many
 warps on every SM, in one wave.
 
-Numerics (version 3's contract): the kernel sums x * (128 + q) over a whole group (G k) in fp32 on
+Numerics (version 3's contract, kept by version 4): the kernel sums x * (128 + q) over a whole group (G k) in fp32 on
 the tensor cores, and x alone beside it, and takes the group's value as fmaf(-(128 + zero), sum of
 x, that sum) times the fp32 scale: no weight is rounded (q, zero and 128 are exact in bf16), the
 zero is folded in once a group. Its fp32 roundings see values ~20x those of summing q - zero (v1/v2,
@@ -23,6 +23,7 @@ stay bitwise equal to the exact-weight fp32 sum but for rare last-bit difference
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -36,7 +37,9 @@ COLUMNS_PER_BLOCK = TILE_COLUMNS  # a tile: one warp's four mma tiles
 GROUPS = (32, 64, 128)  # the group sizes built (awq_gemm_r*_g{G}_c*): a group's chunks unrolled
 STAGES = 4  # 1 KB chunks of codes in each warp's shared-memory ring (AWQ_STAGES): 3 KB in flight a warp
 STAGE_BYTES = 1024  # one chunk's codes (AWQ_STAGE_BYTES)
+META_BYTES = 160  # a group's 64 fp16 scales and 8 int32 zeros, a slot a stage (AWQ_META_BYTES)
 ACCUMULATOR_BYTES = 32 * 32 * 4  # a warp's accumulators in shared memory: [32 lanes][32 floats]
+WARP_SHARED_BYTES = STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES  # its ring, then its accumulators
 SPLITS = tuple(range(1, 25))  # warps splitting K in one block: __launch_bounds__(AWQ_THREADS = 768)
 CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_r*_g*_c{C}
 WARPS_PER_SM = 24  # at most 80 registers a lane (__launch_bounds__(768)): 24 warps fit the 64 K registers
@@ -55,7 +58,7 @@ def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
 
 
 @functools.cache
-def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
+def plan(n: int, k: int, group: int, sms: int, warp_shared: int = WARP_SHARED_BYTES) -> tuple[int, int]:
     """(S, C) for an [n, k] weight in groups of `group` on a GPU of `sms` SMs: clusters of C blocks of S
     warps on each 64 output columns, the C S warps splitting K's groups (warp s: groups s, s + C S, ..).
     Decided by (n, k, group) and the GPU, never by M: that keeps a row's reduction order, so its
@@ -63,7 +66,9 @@ def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
 
     The shapes that run in one wave, scored by the time of the busiest SM: the groups of its
     busiest warp times its warps, or SATURATING_WARPS where it holds fewer (fewer warps issue
-    proportionally slower). Ties go to more SMs busy, then fewer blocks per cluster, then more warps."""
+    proportionally slower). Ties go to more SMs busy, then fewer blocks per cluster, then more warps.
+    warp_shared: a warp's shared memory (another number only for paper_figures/awq_gemm_ab.py's other
+    builds)."""
     tiles, groups = -(-n // COLUMNS_PER_BLOCK), k // group
     best, best_key = (1, 1), None
     for cluster in CLUSTERS:
@@ -73,7 +78,7 @@ def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
             grid = tiles * cluster
             per_sm = -(-grid // sms)  # blocks on the busiest SM
             if per_sm > BLOCKS_PER_SM or per_sm * splits > WARPS_PER_SM \
-                    or per_sm * (shared_bytes(splits) + 1024) > SHARED_PER_SM:
+                    or per_sm * (splits * warp_shared + 1024) > SHARED_PER_SM:
                 continue  # not one wave
             busiest_warp = -(-groups // (cluster * splits))
             key = (busiest_warp * max(per_sm * splits, SATURATING_WARPS), -min(grid, sms), cluster, -splits)
@@ -82,10 +87,16 @@ def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
     return best  # (1, 1) where no shape fits one wave (N over 64 * 32 * sms): many small blocks
 
 
-def shared_bytes(splits: int) -> int:
-    """Dynamic shared memory of a block of `splits` warps: their rings, then their accumulators (a
-    cluster's [32][32] block sums reuse the rings)."""
-    return splits * (STAGES * STAGE_BYTES + ACCUMULATOR_BYTES)
+class Build(NamedTuple):
+    """Which compiled kernels a launch runs: cuda/SOURCE.cu built with -D `defines`, a warp taking
+    `warp_shared` bytes of shared memory. The runtime's is RUNTIME; paper_figures/awq_gemm_ab.py times
+    others beside it (the previous version, a deeper ring)."""
+    source: str = "awq_gemm"
+    defines: tuple[str, ...] = ()
+    warp_shared: int = WARP_SHARED_BYTES
+
+
+RUNTIME = Build()
 
 
 def kernel_name(m: int, group: int, cluster: int) -> str:
@@ -138,12 +149,13 @@ def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = Non
 
 
 def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
-                 cluster: int) -> None:
+                 cluster: int, build: Build = RUNTIME) -> None:
     """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps (awq_gemm
     takes them from plan(); the GPU tests run every shape)."""
     (m, k), n = x.shape, w.n
     with torch.cuda.device(x.device):
-        launch("awq_gemm", kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
+        launch(build.source, kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=shared_bytes(splits), pdl=cluster == 1)  # PDL for cluster launches: not tried yet
+               shared_mem=splits * build.warp_shared, pdl=cluster == 1,  # PDL for cluster launches: not tried yet
+               defines=build.defines)

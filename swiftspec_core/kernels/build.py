@@ -46,41 +46,45 @@ def cuda_include() -> tuple[str, ...]:
 
 
 @functools.cache
-def module(name: str, device: int):
+def module(name: str, device: int, defines: tuple[str, ...] = ()):
+    """cuda/NAME.cu built for `device`; defines: -D options ("AWQ_STAGES=8"), for a script's A/B of a
+    build the runtime does not use (the runtime builds every source without any)."""
     import cupy
 
     with cupy.cuda.Device(device):
-        return cupy.RawModule(code=source(name), options=OPTIONS + cuda_include(), backend="nvrtc")
+        return cupy.RawModule(code=source(name), options=OPTIONS + cuda_include() + tuple(f"-D{d}" for d in defines),
+                              backend="nvrtc")
 
 
-_shared_limit: dict[tuple[str, str, int], int] = {}  # the dynamic shared memory a function may take
+_shared_limit: dict[tuple, int] = {}  # the dynamic shared memory a function may take
 
 
-def function(name: str, kernel: str, device: int, shared_mem: int = 0):
+def function(name: str, kernel: str, device: int, shared_mem: int = 0, defines: tuple[str, ...] = ()):
     """The kernel, allowed at least `shared_mem` bytes of dynamic shared memory. Above 48 KB a kernel
     must opt in; the limit belongs to the one CUDA function, so it only ever rises."""
-    fn = _function(name, kernel, device)
-    key = (name, kernel, device)
+    fn = _function(name, kernel, device, defines)
+    key = (name, kernel, device, defines)
     if shared_mem > max(48 * 1024, _shared_limit.get(key, 0)):
         fn.max_dynamic_shared_size_bytes = _shared_limit[key] = shared_mem
     return fn
 
 
 @functools.cache
-def _function(name: str, kernel: str, device: int):
-    return module(name, device).get_function(kernel)
+def _function(name: str, kernel: str, device: int, defines: tuple[str, ...] = ()):
+    return module(name, device, defines).get_function(kernel)
 
 
 def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,
-           shared_mem: int = 0, pdl: bool = True) -> None:
-    """Launch `kernel` of cuda/NAME.cu on torch's current device and stream. args: pointers as
-    ptr(tensor), scalars as numpy scalars of the kernel's parameter types (np.int32, np.float32).
-    pdl: with programmatic dependent launch (the kernel must call common.cuh's pdl_start() before it
-    touches what other kernels write); off everywhere when SWIFTSPEC_PDL=0 (for A/B timing)."""
+           shared_mem: int = 0, pdl: bool = True, defines: tuple[str, ...] = ()) -> None:
+    """Launch `kernel` of cuda/NAME.cu (built with `defines`, see module) on torch's current device and
+    stream. args: pointers as ptr(tensor), scalars as numpy scalars of the kernel's parameter types
+    (np.int32, np.float32). pdl: with programmatic dependent launch (the kernel must call common.cuh's
+    pdl_start() before it touches what other kernels write); off everywhere when SWIFTSPEC_PDL=0 (for
+    A/B timing)."""
     import cupy
 
     device = torch.cuda.current_device()
-    fn = function(name, kernel, device, shared_mem)
+    fn = function(name, kernel, device, shared_mem, defines)
     stream = torch.cuda.current_stream().cuda_stream
     if pdl and PDL:
         with cupy.cuda.Device(device):

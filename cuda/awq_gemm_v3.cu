@@ -1,0 +1,371 @@
+// FROZEN: version 3 of cuda/awq_gemm.cu, kept only for paper_figures/awq_gemm_ab.py (the runtime launches awq_gemm.cu).
+// Row-invariant small-M GEMM on 4-bit AWQ weights, version 3: out[M, N] = x[M, K] @ W^T (+ bias[N]),
+// W[n, k] = (code[k, n] - zero[k / G, n]) * scale[k / G, n], AutoAWQ's tensors in the tiled layout of
+// swiftspec_core/models/awq.py (tile(): B = ceil(N / 64) tiles of 64 output columns, each tile's rows
+// contiguous, zero-padded past N): qweight int32 [B][K][8], qzeros int32 [B][K/G][8], scales fp16
+// [B][K/G][64], nibble i of an int32 holding column 8c + ORDER[i], ORDER = (0, 2, 4, 6, 1, 3, 5, 7).
+// bf16 x and out, 1 <= M <= 16, fp32 accumulation, rounded once (swiftspec_core/kernels/awq_gemm.py).
+//
+// Numerics (the contract awq_gemm.py states): the nibbles become bf16 128 + q (0x4300 | q, exact), and
+// the mma's sum x (128 + q) over one whole group (G k, G / 32 chunks of 32) in fp32, beside x alone
+// (an mma with A all ones); the group's value is fmaf(-(128 + zero), x sum, that sum) (the zero
+// folded in once a group, not subtracted from every weight), times the fp32 scale, added to the
+// accumulator. No weight is rounded; the sums' fp32 roundings see 128 + q where v1/v2 summed the
+// exact q - zero, about 20x larger intermediate values (still ~2^-18 of a result, where bf16's
+// rounding is 2^-9: a CPU proxy of both, round-to-nearest and truncating sums, puts >= 99.9% of
+// 70B-shape outputs bitwise equal to the exact-weight fp32 sum either way). Row invariance as in
+// version 2: an output element depends only on its own x row and weight column; which groups a warp
+// sums, in which order, and how the warps' sums combine is decided by (N, K, G) and the GPU alone
+// (plan() in awq_gemm.py), never by M. Rows 0..7 run the same instructions in both kernels
+// (awq_gemm_r8_*, M <= 8, and awq_gemm_r16_*, which adds the mma's of x rows 8..15 on the same
+// weight fragments).
+//
+// Why version 3 (v1/v2 on 70B gate_up at M = 8: ~113 us against a 59.7 us floor; ncu: DRAM 42%,
+// issue slots 44% busy, no eligible warp 46% of cycles, ~11 warps an SM; doubling the bytes in
+// flight changed nothing): the kernel is bound by issuing its own instructions with too few warps to
+// hide their latency. v2's loop took ~190 instructions a KB of codes at M <= 8 and 128 registers (16
+// warps an SM at most). Version 3 at 80 registers (SASS of ptxas 13.0, the group loop of 4 KB:
+// awq_gemm_r8_g128_c1 ~445 instructions, ~111 a KB, 256 of them the nibble extraction, 40 mma;
+// awq_gemm_r16_g128_c1 ~125 a chunk plus ~190 a group, ~172 a KB, v2 218):
+//   - the zero folded in once a group (above): no bf16 subtraction a weight pair (32 a KB).
+//   - ldmatrix.trans instead of 8 32-bit shared loads and 8 prmt's a chunk: a stage holds a chunk's
+//     32 code rows in an order (stage_row) such that the transposed 8 x 8 matrices hand lane (g, t)
+//     16-bit half g of an int32 column at the k pair (8t + 2m, 8t + 2m + 1): 4 output columns x 2
+//     consecutive k, what an mma A register holds once one nibble is extracted. 2 ldmatrix.x4 a
+//     chunk feed its 8 mma's (M <= 8).
+//   - one scale per group, not per chunk: the mma's sum a whole group, and 32 fmaf a group (not 16 a
+//     chunk) fold the zero and the scale in; zeros, scales and their conversions once a group too.
+//   - a warp's unit of work is a group (its G / 32 chunks in a row: 4 KB at G = 128), so the C S
+//     warps of a cluster read consecutive 4 KB pieces of the tile at once.
+//   - registers: the accumulators live in shared memory (read, scaled and written once a group), the
+//     group loop's chunks are unrolled at M <= 8 (stages, copy offsets and x buffers known at compile
+//     time), and at M > 8 x rows are loaded in the chunk they feed: 80 registers, 24 warps an SM
+//     (where v2 had 16) where plan() gives them (70B gate_up: 21, v2: 14).
+//   - a 4-stage ring a warp (3 KB of codes in flight; 24 warps an SM: 72 KB, ~3 us of an SM's share
+//     of the bandwidth).
+// At ~111 instructions a KB, 132 SMs at 1.98 GHz issuing 4 a cycle stream 9.6 TB/s: 80% of 4.14 TB/s
+// needs 35% of the issue slots busy; v2 reached 44% with 11-14 warps an SM (and needed ~60%).
+
+// Layout of the work:
+//   cluster = C blocks (C = 1: one block) on one tile of 64 output columns;
+//   block = S warps; the cluster's C S warps split K by groups: warp w of block (rank) r is split
+//     s = r S + w and sums groups s, s + C S, s + 2 C S, ... (in that order);
+//   warp = those groups' chunks, each chunk's 1 KB of codes copied by cp.async into the warp's own
+//     ring of AWQ_STAGES 1 KB stages (no block barrier in the loop), x rows, zeros and scales
+//     through L1 (x a chunk ahead at M <= 8, zeros a group ahead), its accumulators in shared memory;
+//   lane (g, t) = (lane / 4, lane % 4), in mma tile j (0..3):
+//     A row g      = output column 8 (g / 2) + 2 j + (g % 2)        (int32 column g / 2, half g % 2)
+//     A row g + 8  = output column 32 + 8 (g / 2) + 2 j + (g % 2)   (int32 column 4 + g / 2)
+//     (the half g % 2 of an int32 holds nibbles 4 (g % 2) .. + 3: columns 2 i + g % 2, i = 0..3,
+//     nibble j of the half being tile j);
+//     logical k {2t, 2t+1 | 2t+8, 2t+9} of mma h (0, 1) = physical chunk k {8t + 4h, +1 | 8t + 4h + 2,
+//     +3}, the same for A and B, so lane (g, t)'s x fragment is x row g at k 8t .. 8t + 7 (one 16-byte
+//     load: .x .y feed mma 0, .z .w mma 1);
+//   combine = as version 2: each warp's fp32 accumulators to shared memory, summed over the block's
+//     warps 0..S-1 in order, then (C > 1) the blocks' sums in rank order 0..C-1 through distributed
+//     shared memory (no atomics, no global workspace).
+#include <cuda_fp16.h>
+#include "common.cuh"
+#include "mma.cuh"
+#include "awq_common.cuh"
+
+// A warp's ring: AWQ_STAGES stages of one chunk's codes (1 KB each; awq_gemm.py's STAGES).
+#define AWQ_STAGES 4  // a power of two: chunk n's stage is n % STAGES
+#define AWQ_STAGE_BYTES 1024
+
+// Where chunk row r (k within the chunk) sits in a stage: r = 8t + 2m + e goes to stage row
+// 8m + 2t + e, so that an 8 x 8 ldmatrix of stage rows 8m .. 8m + 7, transposed, gives lane (g, t)
+// the 16-bit column g of chunk rows 8t + 2m (low half) and 8t + 2m + 1 (high half).
+__device__ __forceinline__ int stage_row(int r) { return 8 * ((r >> 1) & 3) + 2 * (r >> 3) + (r & 1); }
+
+// A stage row's 16-byte half q (int32 columns 4q .. 4q + 3) at byte 32 row + 16 (q ^ bit 2 of row):
+// the 8 rows one ldmatrix reads (32 bytes apart) then fall in 8 different 4-bank groups.
+__device__ __forceinline__ unsigned stage_offset(int row, int q) { return 32 * row + 16 * (q ^ ((row >> 2) & 1)); }
+
+// Four transposed 8 x 8 matrices of 16-bit elements: lanes 8i .. 8i + 7 give the row addresses of
+// matrix i, and lane (g, t) receives its rows 2t (low half) and 2t + 1 (high half) of column g, in
+// register i. Volatile with a memory clobber: it must stay after the wait for the copies it reads.
+__device__ __forceinline__ void ldmatrix_trans(unsigned (&r)[4], unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
+}
+
+// A lane's loop-invariant offsets, in bytes. They go through shared memory once before the loop (as
+// in version 2: values ptxas can derive from the thread index it recomputes inside the loop).
+struct LaneConstants {
+  unsigned copy_src;    // 16 lane: this lane's two 16-byte copies are bytes copy_src and copy_src + 512
+  unsigned copy_dst;    // their stage offsets: chunk rows lane / 2 and lane / 2 + 16, half lane % 2
+  unsigned copy_dst16;
+  unsigned read;        // ldmatrix row address of this lane in a stage (k pairs m = 0, 1; m = 2, 3: + 512)
+  unsigned x_row;       // from x to row g at k 8t (row 0 where g >= M)
+  unsigned x_row8;      // the same for row g + 8
+};
+
+__device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) {
+  LaneConstants c;
+  const int row = lane >> 1, half = lane & 1;
+  c.copy_src = 16u * lane;
+  c.copy_dst = stage_offset(stage_row(row), half);
+  c.copy_dst16 = stage_offset(stage_row(row + 16), half);
+  const int matrix = lane >> 3;  // ldmatrix: k pair m = matrix / 2 (+ 2 in the second), half q = matrix % 2
+  c.read = stage_offset(8 * (matrix >> 1) + (lane & 7), matrix & 1);
+  const int g = lane >> 2, t = lane & 3;
+  c.x_row = 2u * ((g < M ? g : 0) * (unsigned)K + 8 * t);
+  c.x_row8 = 2u * ((g + 8 < M ? g + 8 : 0) * (unsigned)K + 8 * t);
+  return c;
+}
+
+// fp16 scale of A row g (q = 0) or g + 8 (q = 1) in tile j, as fp32: half g % 2 of word j of the
+// 8 scales `s` of this lane's int32 column.
+__device__ __forceinline__ float scale_of(const uint4& s, int j, unsigned half_shift) {
+  const unsigned word = j == 0 ? s.x : j == 1 ? s.y : j == 2 ? s.z : s.w;
+  return __half2float(__ushort_as_half((unsigned short)(word >> half_shift)));
+}
+
+// Element e of a block's [32 accumulators][32 lanes] sums (see the combine) plus the bias, rounded
+// once into out where its row and column exist. e = (8 j + 4 b + r) 32 + lane: tile j, x rows
+// 8b .. 8b + 7, d fragment register r (A row g (r < 2) or g + 8, B column 2t + r % 2).
+__device__ __forceinline__ void store_output(float v, int e, int col_block, const bf16* __restrict__ bias,
+                                             bf16* __restrict__ out, int M, int N) {
+  const int l = e & 31, j = e >> 8, b = (e >> 7) & 1, r = (e >> 5) & 3;
+  const int g = l >> 2;
+  const int col = col_block * 64 + 32 * (r >> 1) + 8 * (g >> 1) + 2 * j + (g & 1);
+  const int row = b * 8 + (l & 3) * 2 + (r & 1);
+  if (row < M && col < N) {
+    if (bias != nullptr) v += __bfloat162float(bias[col]);
+    out[(size_t)row * N + col] = __float2bfloat16(v);  // round to nearest even, as torch does
+  }
+}
+
+// bf16 (1, 1): the A operand of the mma's that sum x alone.
+constexpr unsigned kOnes = 0x3F803F80u;
+
+// d = A B (+ nothing): the first mma of a group's sums, its accumulators zero (RZ in the SASS).
+__device__ __forceinline__ void mma_16816_zero(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                               unsigned a3, unsigned b0, unsigned b1) {
+  d[0] = d[1] = d[2] = d[3] = 0.f;
+  mma_16816(d, a0, a1, a2, a3, b0, b1);
+}
+
+// One block of a cluster of kCluster; kTwo: x rows 8..15 exist (M > 8); kChunks = G / 32 chunks a
+// group (1, 2 or 4: the group loop's chunks unrolled, so where each copy goes is known at compile time).
+template <int kCluster, bool kTwo, int kChunks>
+__device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const int* __restrict__ qweight,
+                                               const int* __restrict__ qzeros, const __half* __restrict__ scales,
+                                               const bf16* __restrict__ bias, bf16* __restrict__ out,
+                                               int M, int N, int K) {
+  // [S][STAGES][1 KB] rings, then [S][32 lanes][32 floats] accumulators; after the loop, a cluster's
+  // [32][32] block sums in the rings.
+  extern __shared__ __align__(16) unsigned char smem[];
+  pdl_start();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int splits = blockDim.x >> 5;
+  const int rank = blockIdx.x % kCluster;  // the block's place in its cluster (the same tile)
+  const int col_block = blockIdx.x / kCluster;
+  const int split = rank * splits + warp, all_splits = kCluster * splits;
+  const int groups = K / (32 * kChunks);  // K % G == 0 (checked in awq_gemm.py)
+  unsigned char* ring = smem + warp * (AWQ_STAGES * AWQ_STAGE_BYTES);
+  const unsigned ring_s = shared_address(ring);
+  // Chunk n's stage (at G = 128 known at compile time: n % STAGES = n % (G / 32)).
+  auto stage_of = [&](int n) { return ring_s + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_STAGE_BYTES; };
+
+  LaneConstants c;
+  {
+    LaneConstants* slot = reinterpret_cast<LaneConstants*>(ring) + lane;
+    *slot = lane_constants(lane, M, K);
+    __syncwarp();
+    c = *slot;
+    __syncwarp();
+  }
+
+  // This warp's groups split, split + C S, ..: `mine` of them, `chunks` chunks (warp-uniform: the
+  // mma's and ldmatrix's run with all 32 lanes). Every chunk step commits one group of copies
+  // (empty past the end), so waiting for all but the newest STAGES - 2 means the chunk has landed.
+  const int mine = split < groups ? (groups - 1 - split) / all_splits + 1 : 0;
+  const int chunks = mine * kChunks;
+
+  // Codes: a tile's chunk q at byte 1024 q; copy_group is the first chunk of the group that holds
+  // the next chunk to copy (this lane's piece of it), advanced by group_stride past each group.
+  const size_t group_stride = (size_t)all_splits * kChunks * 1024;
+  const unsigned char* copy_group = reinterpret_cast<const unsigned char*>(qweight) + (size_t)col_block * K * 32 +
+                                    (size_t)split * kChunks * 1024 + c.copy_src;
+  // Copy chunk p of its group (p known at compile time where the chunk loop is unrolled) into
+  // `stage`; past a group's last chunk, on to the next group.
+  auto copy_chunk = [&](int p, unsigned stage) {
+    copy16(stage + c.copy_dst, copy_group + 1024 * p);
+    copy16(stage + c.copy_dst16, copy_group + 1024 * p + 512);
+    if (p == kChunks - 1) copy_group += group_stride;
+  };
+  // x: row g's (g + 8's) 16 bytes at k 8t of chunk p of group `group` (64 bytes a chunk; offsets < 2 K
+  // fit 32 bits: awq_gemm.py checks K).
+  const unsigned char* x_bytes = reinterpret_cast<const unsigned char*>(x);
+  auto x_of = [&](unsigned group, int p, unsigned row) {
+    return load16_l1(x_bytes + (group * (kChunks * 64) + 64 * p + row));
+  };
+  // A group's zeros and scales of this lane's int32 columns g / 2 and 4 + g / 2 (8 int32 and 64
+  // fp16 a group). Derived from the lane where used, once a group: no registers through the chunks.
+  const size_t tile_groups = (size_t)col_block * groups;
+  auto zeros_of = [&](unsigned group) { return qzeros + (tile_groups + group) * 8 + (lane >> 3); };
+  auto scales_of = [&](unsigned group) { return scales + (tile_groups + group) * 64 + 8 * (lane >> 3); };
+
+  // The warp's accumulators live in its slot of the buffer past the rings, [S][32 lanes][8 pieces
+  // of 4 floats]: piece 2 j + b holds d fragment registers r = 0..3 of tile j, x rows 8b .. 8b + 7,
+  // and sits at piece (2 j + b) ^ (lane % 8) (16-byte accesses without bank conflicts). Updated
+  // once a group, they hold no registers through the chunk loop.
+  float4* acc = reinterpret_cast<float4*>(smem + splits * (AWQ_STAGES * AWQ_STAGE_BYTES)) + (warp * 32 + lane) * 8;
+#pragma unroll
+  for (int v = 0; v < 8; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+
+#pragma unroll
+  for (int p = 0; p < AWQ_STAGES - 1; ++p) {  // chunks 0 .. STAGES - 2 into stages 0 .. STAGES - 2
+    if (p < chunks) copy_chunk(p % kChunks, stage_of(p));
+    copies_commit();
+  }
+  uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
+  xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
+  // M <= 8: the next chunk's x row g, a pointer advanced as copy_group (no offsets recomputed a chunk).
+  const unsigned char* x_next = x_bytes + c.x_row + (size_t)split * kChunks * 64;
+  const size_t x_group_step = (size_t)(all_splits - 1) * kChunks * 64 + 64;  // last chunk -> next group's first
+  auto load_x_next = [&](int p, uint4& v) {  // p: the in-group index of the chunk loaded
+    v = load16_l1(x_next);
+    x_next += p == kChunks - 1 ? x_group_step : 64;
+  };
+  if (!kTwo && chunks > 0) load_x_next(0, xs[0]);
+  for (int i = 0; i < mine; ++i) {
+    const unsigned group = split + i * all_splits;
+    const int n0 = i * kChunks;
+    // The group's sums of x (128 + q) (tile j, x rows 8b.., d fragment r) and of x alone (x rows
+    // 8b + 2t + r % 2; the ones-mma's d registers 2, 3 repeat 0, 1), fp32, in mma accumulators.
+    float sums[4][2][4], x_sums[2][4];
+    if (kTwo) {  // zero here: its chunk loop is not unrolled (below), so no first mma without them
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        x_sums[b][0] = x_sums[b][1] = x_sums[b][2] = x_sums[b][3] = 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sums[j][b][0] = sums[j][b][1] = sums[j][b][2] = sums[j][b][3] = 0.f;
+      }
+    }
+    // The group's chunks: unrolled at M <= 8 (stages, copy offsets and the x buffer known at compile
+    // time); one at a time at M > 8, where unrolled ptxas overlaps chunks and spills at 80 registers.
+#pragma unroll (kTwo ? 1 : kChunks)
+    for (int p = 0; p < kChunks; ++p) {
+      const int n = n0 + p;
+      // x rows g (and g + 8) of chunk n: at M <= 8 loaded a chunk ahead; at M > 8 here (8 registers
+      // more would spill at 80 a lane; the other warps of the SM cover the wait).
+      const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[p & 1];
+      const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now;
+      if (!kTwo && n + 1 < chunks)
+        load_x_next((p + 1) % kChunks, xs[(p + 1) & 1]);
+      copies_wait<AWQ_STAGES - 2>();
+      __syncwarp();  // every lane's copies of chunk n visible; every lane done with chunk n - 1's stage
+      // Chunk n + STAGES - 1 into chunk n - 1's stage.
+      if (n + AWQ_STAGES - 1 < chunks) copy_chunk((p + AWQ_STAGES - 1) & (kChunks - 1), stage_of(n + AWQ_STAGES - 1));
+      copies_commit();
+
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // Matrix i of mma h's k pairs: i = 0: (pair m = 2h, half q = 0), 1: (2h, 1), 2: (2h + 1, 0),
+        // 3: (2h + 1, 1): A registers a0, a1, a2, a3 of every tile, tile j's in nibble j.
+        unsigned w[4];
+        ldmatrix_trans(w, stage_of(n) + c.read + 512 * h);
+        const unsigned b0 = h ? x_now.z : x_now.x, b1 = h ? x_now.w : x_now.y;
+        const unsigned b8 = h ? x_now8.z : x_now8.x, b9 = h ? x_now8.w : x_now8.y;
+        const bool first = !kTwo && p == 0 && h == 0;  // the group's first mma's: zero accumulators (RZ)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const unsigned a0 = nibbles_plus_128(w[0], j), a1 = nibbles_plus_128(w[1], j);
+          const unsigned a2 = nibbles_plus_128(w[2], j), a3 = nibbles_plus_128(w[3], j);
+          if (first) mma_16816_zero(sums[j][0], a0, a1, a2, a3, b0, b1);
+          else mma_16816(sums[j][0], a0, a1, a2, a3, b0, b1);
+          if (kTwo) mma_16816(sums[j][1], a0, a1, a2, a3, b8, b9);
+        }
+        if (first) mma_16816_zero(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
+        else mma_16816(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
+        if (kTwo) mma_16816(x_sums[1], kOnes, kOnes, kOnes, kOnes, b8, b9);
+      }
+    }
+    if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
+
+    // The group's zeros and scales (loaded now: no registers held through its chunks). Its value
+    // of column c, x row r: sums - (128 + zero) x_sums (one rounding), times the scale, added.
+    const unsigned zeros_lo = load4_l1(zeros_of(group)), zeros_hi = load4_l1(zeros_of(group) + 4);
+    const uint4 scales_lo = load16_l1(scales_of(group));
+    const uint4 scales_hi = load16_l1(scales_of(group) + 32);
+    const unsigned half_shift = 16u * ((lane >> 2) & 1);  // half g % 2 of a word
+    const unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);  // halves g % 2
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float s_g = scale_of(scales_lo, j, half_shift), s_g8 = scale_of(scales_hi, j, half_shift);
+      // 128 + zero of A row g (low half) and g + 8 (high half), bf16 integers, exactly as fp32.
+      const unsigned zero_pair = nibbles_plus_128(both, j);
+      const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
+#pragma unroll
+      for (int b = 0; b < (kTwo ? 2 : 1); ++b) {
+        float4& a = acc[(2 * j + b) ^ (lane & 7)];
+        float4 v = a;
+        v.x = fmaf(s_g, fmaf(-z_g, x_sums[b][0], sums[j][b][0]), v.x);
+        v.y = fmaf(s_g, fmaf(-z_g, x_sums[b][1], sums[j][b][1]), v.y);
+        v.z = fmaf(s_g8, fmaf(-z_g8, x_sums[b][0], sums[j][b][2]), v.z);
+        v.w = fmaf(s_g8, fmaf(-z_g8, x_sums[b][1], sums[j][b][3]), v.w);
+        a = v;
+      }
+    }
+  }
+  copies_wait<0>();  // only empty groups are left; the rings become the cluster's block sums
+  __syncthreads();
+
+  // Warp w's accumulator (j, b, r) of lane l: float r of piece (2 j + b) ^ (l & 7) of [w][l].
+  const float* partial = reinterpret_cast<const float*>(smem + splits * (AWQ_STAGES * AWQ_STAGE_BYTES));
+  auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
+    const int l = e & 31, piece = (e >> 7) ^ (l & 7), r = (e >> 5) & 3;
+    return partial[((w * 32 + l) * 8 + piece) * 4 + r];
+  };
+
+  // One thread per output element of the block: warps 0..S-1 added in order, then (kCluster > 1)
+  // the cluster's blocks' sums in rank order, then the bias, then one rounding. Rows 8..15 only
+  // where kTwo (elements e >= 0 with b = 1 are never stored otherwise).
+  float* block_sum = reinterpret_cast<float*>(smem);  // [1024], in the rings (kCluster > 1)
+  for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
+    if (!kTwo && ((e >> 7) & 1)) continue;
+    float v = accumulator(0, e);
+    for (int s = 1; s < splits; ++s) v += accumulator(s, e);
+    if (kCluster == 1) store_output(v, e, col_block, bias, out, M, N);
+    else block_sum[e] = v;
+  }
+  if (kCluster > 1) {
+    cluster_barrier();  // every block's sums written and visible to the cluster
+    const unsigned sum_s = shared_address(block_sum);
+    for (int e = threadIdx.x + rank * blockDim.x; e < 32 * 32; e += kCluster * blockDim.x) {
+      if (!kTwo && ((e >> 7) & 1)) continue;
+      float v = cluster_load(sum_s + 4 * e, 0);
+      for (int q = 1; q < kCluster; ++q) v += cluster_load(sum_s + 4 * e, q);
+      store_output(v, e, col_block, bias, out, M, N);
+    }
+    cluster_barrier();  // no block leaves (its shared memory) while another still reads it
+  }
+}
+
+// awq_gemm_r{8,16}_g{G}_c{C}: M <= 8 or M > 8, group size G, clusters of C blocks (C > 1:
+// __cluster_dims__, so a plain launch of a grid of whole clusters). AWQ_THREADS bounds a block (S <=
+// 24 warps: awq_gemm.py's SPLITS) and so a lane's registers: 65536 / 768 -> 80, which lets 24 warps
+// share an SM (awq_gemm.py's WARPS_PER_SM). ptxas 13.0, sm_90: r8 66-72 registers, r16 74-80, no
+// spills.
+#define AWQ_THREADS 768
+#define AWQ_GEMM_KERNEL(ROWS, TWO, G, C, ATTRIBUTES)                                                      \
+  extern "C" __global__ void __launch_bounds__(AWQ_THREADS) ATTRIBUTES awq_gemm_r##ROWS##_g##G##_c##C(      \
+      const bf16* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
+      const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* __restrict__ out, int M,   \
+      int N, int K) {                                                                                    \
+    awq_gemm_block<C, TWO, G / 32>(x, qweight, qzeros, scales, bias, out, M, N, K);                      \
+  }
+#define AWQ_GEMM_CLUSTERS(ROWS, TWO, G)                                 \
+  AWQ_GEMM_KERNEL(ROWS, TWO, G, 1, )                                    \
+  AWQ_GEMM_KERNEL(ROWS, TWO, G, 2, __cluster_dims__(2, 1, 1))           \
+  AWQ_GEMM_KERNEL(ROWS, TWO, G, 4, __cluster_dims__(4, 1, 1))           \
+  AWQ_GEMM_KERNEL(ROWS, TWO, G, 8, __cluster_dims__(8, 1, 1))
+AWQ_GEMM_CLUSTERS(8, false, 32)
+AWQ_GEMM_CLUSTERS(8, false, 64)
+AWQ_GEMM_CLUSTERS(8, false, 128)
+AWQ_GEMM_CLUSTERS(16, true, 32)
+AWQ_GEMM_CLUSTERS(16, true, 64)
+AWQ_GEMM_CLUSTERS(16, true, 128)
