@@ -12,14 +12,9 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
 }
 
 // Asynchronous global -> shared copy of 16 bytes of codes, bypassing L1 (each is read once, by one
-// warp: caching them would only evict x). AWQ_L2_256B (a build only paper_figures/awq_gemm_ab.py
-// makes, to be kept or dropped on its numbers): with the hint that L2 fetch 256 bytes at once.
+// warp: caching them would only evict x). (The L2::256B prefetch hint changed nothing: NOTES v35.)
 __device__ __forceinline__ void copy16(unsigned dst, const void* src) {
-#ifdef AWQ_L2_256B
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
-#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
-#endif
 }
 
 // 16 (4) bytes through L1: ld.global.nc, for data no kernel writes while this one runs (x, scales,

@@ -80,12 +80,15 @@
 // many meta slots of a group's scales (64 fp16) and zeros (8 int32): slot i % AWQ_STAGES holds the
 // warp's i-th group's. (Group i + STAGES's first chunk is copied STAGES - 1 chunks ahead, so after
 // group i's last chunk has been summed, whatever G / 32: its slot is free by then.)
-#ifndef AWQ_STAGES
 #define AWQ_STAGES 4  // a power of two: chunk n's stage is n % STAGES
-#endif
 #define AWQ_STAGE_BYTES 1024
 #define AWQ_META_BYTES 160
-#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))
+#ifdef AWQ_X_RING  // a build paper_figures/awq_gemm_ab.py times (x rows 0..7 in the ring, 512 bytes a chunk)
+#define AWQ_X_STAGE_BYTES 512
+#else
+#define AWQ_X_STAGE_BYTES 0
+#endif
+#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES + AWQ_X_STAGE_BYTES))
 
 // Where chunk row r (k within the chunk) sits in a stage: r = 8t + 2m + e goes to stage row
 // 8m + 2t + e, so that an 8 x 8 ldmatrix of stage rows 8m .. 8m + 7, transposed, gives lane (g, t)
@@ -95,6 +98,11 @@ __device__ __forceinline__ int stage_row(int r) { return 8 * ((r >> 1) & 3) + 2 
 // A stage row's 16-byte half q (int32 columns 4q .. 4q + 3) at byte 32 row + 16 (q ^ bit 2 of row):
 // the 8 rows one ldmatrix reads (32 bytes apart) then fall in 8 different 4-bank groups.
 __device__ __forceinline__ unsigned stage_offset(int row, int q) { return 32 * row + 16 * (q ^ ((row >> 2) & 1)); }
+
+// stage_offset(stage_row(r + 16), q) from stage_offset(stage_row(r), q), r < 16: stage_row(r + 16) =
+// stage_row(r) + 4, which flips the row's bit 2 and so the half (bit 4 of the offset, clear in 32
+// (row + 4)). One register fewer than a second lane constant (r16_g32_c1 spilled 16 bytes at 80).
+__device__ __forceinline__ unsigned copy_dst16(unsigned copy_dst) { return (copy_dst + 128) ^ 16; }
 
 // Four transposed 8 x 8 matrices of 16-bit elements: lanes 8i .. 8i + 7 give the row addresses of
 // matrix i, and lane (g, t) receives its rows 2t (low half) and 2t + 1 (high half) of column g, in
@@ -108,8 +116,7 @@ __device__ __forceinline__ void ldmatrix_trans(unsigned (&r)[4], unsigned addres
 // in version 2: values ptxas can derive from the thread index it recomputes inside the loop).
 struct LaneConstants {
   unsigned copy_src;    // 16 lane: this lane's two 16-byte copies are bytes copy_src and copy_src + 512
-  unsigned copy_dst;    // their stage offsets: chunk rows lane / 2 and lane / 2 + 16, half lane % 2
-  unsigned copy_dst16;
+  unsigned copy_dst;    // their stage offsets: chunk row lane / 2 here, row lane / 2 + 16 at copy_dst16()
   unsigned read;        // ldmatrix row address of this lane in a stage (k pairs m = 0, 1; m = 2, 3: + 512)
   unsigned x_row;       // from x to row g at k 8t (row 0 where g >= M)
   unsigned x_row8;      // the same for row g + 8
@@ -120,7 +127,6 @@ __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) 
   const int row = lane >> 1, half = lane & 1;
   c.copy_src = 16u * lane;
   c.copy_dst = stage_offset(stage_row(row), half);
-  c.copy_dst16 = stage_offset(stage_row(row + 16), half);
   const int matrix = lane >> 3;  // ldmatrix: k pair m = matrix / 2 (+ 2 in the second), half q = matrix % 2
   c.read = stage_offset(8 * (matrix >> 1) + (lane & 7), matrix & 1);
   const int g = lane >> 2, t = lane & 3;
@@ -129,10 +135,8 @@ __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) 
   return c;
 }
 
-// fp16 scale of A row g (q = 0) or g + 8 (q = 1) in tile j, as fp32: half g % 2 of word j of the
-// 8 scales `s` of this lane's int32 column.
-__device__ __forceinline__ float scale_of(const uint4& s, int j, unsigned half_shift) {
-  const unsigned word = j == 0 ? s.x : j == 1 ? s.y : j == 2 ? s.z : s.w;
+// fp16 scale in half g % 2 (half_shift = 16 (g % 2)) of a word of scales, as fp32.
+__device__ __forceinline__ float scale_of(unsigned word, unsigned half_shift) {
   return __half2float(__ushort_as_half((unsigned short)(word >> half_shift)));
 }
 
@@ -171,7 +175,6 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // [S] warp rings of [STAGES][1 KB] stages then [STAGES][160 B] meta slots, then [S][32 lanes][32
   // floats] accumulators; after the loop, a cluster's [32][32] block sums in the first rings.
   extern __shared__ __align__(16) unsigned char smem[];
-  pdl_start();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int splits = blockDim.x >> 5;
   const int rank = blockIdx.x % kCluster;  // the block's place in its cluster (the same tile)
@@ -183,6 +186,12 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // Chunk n's stage (at G = 128 known at compile time: n % STAGES = n % (G / 32)).
   auto stage_of = [&](int n) { return ring_s + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_STAGE_BYTES; };
   const unsigned meta_s = ring_s + AWQ_STAGES * AWQ_STAGE_BYTES;  // the meta slots, past the stages
+#ifdef AWQ_X_RING
+  // Chunk n's x row g, 16 bytes a lane, past the meta slots (each lane reads only what it copied).
+  auto x_stage_of = [&](int n) {
+    return meta_s + AWQ_STAGES * AWQ_META_BYTES + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_X_STAGE_BYTES + 16 * lane;
+  };
+#endif
 
   LaneConstants c;
   {
@@ -217,7 +226,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // among this warp's, mod STAGES); past a group's last chunk, on to the next group.
   auto copy_chunk = [&](int p, int ordinal, unsigned stage) {
     copy16(stage + c.copy_dst, copy_group + 1024 * p);
-    copy16(stage + c.copy_dst16, copy_group + 1024 * p + 512);
+    copy16(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512);
     if (p == 0) {
       if (lane < 10) copy16(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next);
       meta_next += all_splits * meta_group_bytes;
@@ -244,16 +253,37 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     if (p < chunks) copy_chunk(p % kChunks, p / kChunks, stage_of(p));
     copies_commit();
   }
-  uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
-  xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
-  // M <= 8: the next chunk's x row g, a pointer advanced as copy_group (no offsets recomputed a chunk).
+  // Only now wait for the kernel before this one (it writes x): the copies above read weights, which
+  // no kernel writes, so under PDL their DRAM latency overlaps that kernel's last blocks (v5).
+  pdl_start();
+
+  // The next chunk's x row g (rows 0..7), a pointer advanced as copy_group (no offsets recomputed a
+  // chunk); p: the in-group index of the chunk it is for.
   const unsigned char* x_next = x_bytes + c.x_row + (size_t)split * kChunks * 64;
   const size_t x_group_step = (size_t)(all_splits - 1) * kChunks * 64 + 64;  // last chunk -> next group's first
-  auto load_x_next = [&](int p, uint4& v) {  // p: the in-group index of the chunk loaded
+  auto advance_x = [&](int p) { x_next += p == kChunks - 1 ? x_group_step : 64; };
+#ifdef AWQ_X_RING
+  // M <= 8: x rows 0..7 ride the ring with the codes (copied STAGES - 1 chunks ahead, no register
+  // held); M > 8 loads x rows in the chunk they feed, as without the ring (80 registers).
+  auto copy_x = [&](int p, int n) {
+    copy16(x_stage_of(n), x_next);
+    advance_x(p);
+  };
+#pragma unroll
+  for (int p = 0; p < AWQ_STAGES - 1; ++p) {
+    if (!kTwo && p < chunks) copy_x(p % kChunks, p);
+    copies_commit();
+  }
+  copies_wait<0>();  // the loop's waits count one group a chunk: this extra one must have landed
+#else
+  uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
+  xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
+  auto load_x_next = [&](int p, uint4& v) {
     v = load16_l1(x_next);
-    x_next += p == kChunks - 1 ? x_group_step : 64;
+    advance_x(p);
   };
   if (!kTwo && chunks > 0) load_x_next(0, xs[0]);
+#endif
   for (int i = 0; i < mine; ++i) {
     const unsigned group = split + i * all_splits;
     const int n0 = i * kChunks;
@@ -275,16 +305,28 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       const int n = n0 + p;
       // x rows g (and g + 8) of chunk n: at M <= 8 loaded a chunk ahead; at M > 8 here (8 registers
       // more would spill at 80 a lane; the other warps of the SM cover the wait).
+#ifdef AWQ_X_RING
+      const uint4 x_now0 = kTwo ? x_of(group, p, c.x_row) : make_uint4(0u, 0u, 0u, 0u);
+      const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now0;
+#else
       const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[p & 1];
       const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now;
       if (!kTwo && n + 1 < chunks)
         load_x_next((p + 1) % kChunks, xs[(p + 1) & 1]);
+#endif
       copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk n visible; every lane done with chunk n - 1's stage
       // Chunk n + STAGES - 1 into chunk n - 1's stage.
-      if (n + AWQ_STAGES - 1 < chunks)
+      if (n + AWQ_STAGES - 1 < chunks) {
         copy_chunk((p + AWQ_STAGES - 1) & (kChunks - 1), i + (p + AWQ_STAGES - 1) / kChunks, stage_of(n + AWQ_STAGES - 1));
+#ifdef AWQ_X_RING
+        if (!kTwo) copy_x((p + AWQ_STAGES - 1) & (kChunks - 1), n + AWQ_STAGES - 1);
+#endif
+      }
       copies_commit();
+#ifdef AWQ_X_RING
+      const uint4 x_now = kTwo ? x_now0 : load_shared16(x_stage_of(n));
+#endif
 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -308,21 +350,25 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         if (kTwo) mma_16816(x_sums[1], kOnes, kOnes, kOnes, kOnes, b8, b9);
       }
     }
+#ifndef AWQ_X_RING
     if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
+#endif
 
     // The group's zeros and scales of this lane's int32 columns g / 2 and 4 + g / 2, from its meta
     // slot (landed with its first chunk). Its value of column c, x row r: sums - (128 + zero) x_sums
     // (one rounding), times the scale, added.
     const unsigned slot = meta_s + (unsigned)(i & (AWQ_STAGES - 1)) * AWQ_META_BYTES;
-    const uint4 scales_lo = load_shared16(slot + 16 * (lane >> 3));
-    const uint4 scales_hi = load_shared16(slot + 64 + 16 * (lane >> 3));
+    // Scales: word j of this lane's 16 bytes (int32 column g / 2; + 64: 4 + g / 2) in tile j, read
+    // a word at a time (4 words live, not 8: r16_g32_c1 spilled at 80 registers with 16-byte reads).
+    const unsigned scales = slot + 16 * (lane >> 3);
     const unsigned zeros_lo = load_shared4(slot + 128 + 4 * (lane >> 3));
     const unsigned zeros_hi = load_shared4(slot + 144 + 4 * (lane >> 3));
     const unsigned half_shift = 16u * ((lane >> 2) & 1);  // half g % 2 of a word
     const unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);  // halves g % 2
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float s_g = scale_of(scales_lo, j, half_shift), s_g8 = scale_of(scales_hi, j, half_shift);
+      const float s_g = scale_of(load_shared4(scales + 4 * j), half_shift);
+      const float s_g8 = scale_of(load_shared4(scales + 64 + 4 * j), half_shift);
       // 128 + zero of A row g (low half) and g + 8 (high half), bf16 integers, exactly as fp32.
       const unsigned zero_pair = nibbles_plus_128(both, j);
       const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);

@@ -1,7 +1,8 @@
-"""A/B of the AWQ GEMM on one GPU: version 3 (cuda/awq_gemm_v3.cu, kept only for this script) against
-version 4 (the runtime's: cuda/awq_gemm.cu, swiftspec_core/kernels/awq_gemm.py), and version 4
-built with a deeper ring (-DAWQ_STAGES=8: 7 KB of codes in flight a warp, fewer warps an SM) and
-with copies that ask L2 for 256 bytes at once (-DAWQ_L2_256B).
+"""A/B of the AWQ GEMM on one GPU: version 4 (cuda/awq_gemm_v4.cu, kept only for this script) against
+version 5 (the runtime's: cuda/awq_gemm.cu, swiftspec_core/kernels/awq_gemm.py: the weights'
+first copies issued before the wait for the kernel before it), and version 5 built with x rows 0..7
+copied into the ring beside the codes (-DAWQ_X_RING: no x load in flight in registers, 512 bytes a
+stage more of shared memory, so fewer warps an SM). Every launch is a PDL launch, clusters included.
 
     PYTHONPATH=. python3 paper_figures/awq_gemm_ab.py [--models llama-3-70b,llama-3-8b] [--m 1,8,16]
 
@@ -11,7 +12,7 @@ cache: kernel_ops.input_copies), median us a call over the replays (kernel_bench
 and the floor count kernel_shapes.floor_bytes (4-bit codes, zeros and scales, x in, out written)
 over the measured copy bandwidth. Each build runs with plan()'s shape for its own shared memory a
 warp. Before timing, each shape's outputs are checked against version 3's on the same inputs
-(version 4 sums in the same order: expected 0). Prints a markdown table; about a minute on an H200
+(version 5 sums in the same order: expected 0). Prints a markdown table; about a minute on an H200
 (the first calls compile the three modules)."""
 from __future__ import annotations
 
@@ -22,19 +23,18 @@ import torch
 
 from swiftspec_bench.kernel_ops import CALLS, input_copies, random_awq
 from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, Case, floor_bytes, gemm_shape, shard_args
-from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, META_BYTES, RUNTIME, STAGE_BYTES, Build,
-                                             check_operands, launch_shape, plan)
+from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, META_BYTES, RUNTIME, STAGE_BYTES, STAGES,
+                                             WARP_SHARED_BYTES, Build, check_operands, launch_shape, plan)
 from swiftspec_core.models.awq import GROUP
 from swiftspec_core.models.args import awq_bytes
 from timing import ab_gemm, device_line
 
-# Version 3: its 4-stage ring without meta slots; v4-s8: the runtime's source with 8 stages; v4-l2:
-# its copies with the L2::256B prefetch hint.
+X_STAGE_BYTES = 512  # AWQ_X_STAGE_BYTES of the -DAWQ_X_RING build: x rows 0..7 of a chunk
+# Version 4 has the runtime's shared memory a warp (the same ring); v5-xr adds x's stages.
 BUILDS = {
-    "v3": Build("awq_gemm_v3", (), 4 * STAGE_BYTES + ACCUMULATOR_BYTES),
-    "v4": RUNTIME,
-    "v4-s8": Build("awq_gemm", ("AWQ_STAGES=8",), 8 * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES),
-    "v4-l2": Build("awq_gemm", ("AWQ_L2_256B",), RUNTIME.warp_shared),
+    "v4": Build("awq_gemm_v4", (), WARP_SHARED_BYTES),
+    "v5": RUNTIME,
+    "v5-xr": Build("awq_gemm", ("AWQ_X_RING",), STAGES * (STAGE_BYTES + META_BYTES + X_STAGE_BYTES) + ACCUMULATOR_BYTES),
 }
 
 
@@ -47,7 +47,7 @@ def main() -> None:
     bandwidth, sms = device_line()
     names = list(BUILDS)
     print("| model | op | N | K | M | floor us | " + " | ".join(f"{b} (S, C) | {b} us | {b} % of copy bw" for b in names)
-          + " | " + " | ".join(f"{b} / v3 | max abs({b} - v3) / max abs(v3)" for b in names[1:]) + " |")
+          + " | " + " | ".join(f"{b} / v4 | max abs({b} - v4) / max abs(v4)" for b in names[1:]) + " |")
     print("|---" * (6 + 3 * len(names) + 2 * (len(names) - 1)) + "|")
     for model in args.models.split(","):
         for projection in AWQ_PROJECTIONS:
@@ -68,7 +68,7 @@ def main() -> None:
                 floor_b = floor_bytes(Case(f"awq_gemm_{projection}", model, 1, m, None, "ours"))
                 floor_us = floor_b / bandwidth * 1e6
                 cells = [f"{plans[b]} | {us[b]:.1f} | {100 * floor_b / (us[b] * 1e-6) / bandwidth:.0f}%" for b in names]
-                cells += [f"{us[b] / us['v3']:.2f} | {agreement[b]:.2e}" for b in names[1:]]
+                cells += [f"{us[b] / us['v4']:.2f} | {agreement[b]:.2e}" for b in names[1:]]
                 print(f"| {model} | {projection} | {n} | {k} | {m} | {floor_us:.1f} | " + " | ".join(cells) + " |",
                       flush=True)
             del ws

@@ -158,9 +158,10 @@ def test_constants_match_the_kernel():
     for c, attributes in clusters:
         assert attributes.rstrip(" \\") == ("" if c == "1" else f"__cluster_dims__({c}, 1, 1)")
     defines = {name: int(v) for name, v in re.findall(r"^#define (AWQ_\w+) (\d+)", source, re.MULTILINE)}
+    # (AWQ_X_STAGE_BYTES: 0 but in paper_figures/awq_gemm_ab.py's -DAWQ_X_RING build, whose #define comes first.)
     assert defines == {"AWQ_STAGES": STAGES, "AWQ_STAGE_BYTES": STAGE_BYTES, "AWQ_META_BYTES": META_BYTES,
-                       "AWQ_THREADS": 32 * max(SPLITS)}
-    assert "#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))" in source
+                       "AWQ_X_STAGE_BYTES": 0, "AWQ_THREADS": 32 * max(SPLITS)}
+    assert "#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES + AWQ_X_STAGE_BYTES))" in source
     assert META_BYTES == 64 * 2 + 8 * 4  # a group's fp16 scales and int32 zeros of one tile
     assert STAGES & (STAGES - 1) == 0 and STAGE_BYTES == 32 * 32  # a chunk's 32 rows of 32 bytes, no padding
     # 80 registers a lane at most (65536 / AWQ_THREADS, in multiples of 8) is what WARPS_PER_SM counts on.

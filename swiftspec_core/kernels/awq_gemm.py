@@ -1,4 +1,4 @@
-"""Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu, version 4): out = x @ W.T
+"""Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu, version 5): out = x @ W.T
 + bias, W dequantized inside the kernel from AutoAWQ's tensors in the tiled layout (models/awq.py:
 tile(), which the engine converts its AWQ layers to once, Transformer.use_kernels), bf16 x and out.
 
@@ -10,7 +10,7 @@ bf16 GEMM reads 2 N K: at these M both are bound by reading the weights, and thi
 issuing its dequantization (~111 instructions a KB of codes at M <= 8), so plan() aims at many
 warps on every SM, in one wave.
 
-Numerics (version 3's contract, kept by version 4): the kernel sums x * (128 + q) over a whole group (G k) in fp32 on
+Numerics (version 3's contract, kept by versions 4 and 5): the kernel sums x * (128 + q) over a whole group (G k) in fp32 on
 the tensor cores, and x alone beside it, and takes the group's value as fmaf(-(128 + zero), sum of
 x, that sum) times the fp32 scale: no weight is rounded (q, zero and 128 are exact in bf16), the
 zero is folded in once a group. Its fp32 roundings see values ~20x those of summing q - zero (v1/v2,
@@ -90,7 +90,7 @@ def plan(n: int, k: int, group: int, sms: int, warp_shared: int = WARP_SHARED_BY
 class Build(NamedTuple):
     """Which compiled kernels a launch runs: cuda/SOURCE.cu built with -D `defines`, a warp taking
     `warp_shared` bytes of shared memory. The runtime's is RUNTIME; paper_figures/awq_gemm_ab.py times
-    others beside it (the previous version, a deeper ring)."""
+    others beside it (the previous version, x in the ring)."""
     source: str = "awq_gemm"
     defines: tuple[str, ...] = ()
     warp_shared: int = WARP_SHARED_BYTES
@@ -157,5 +157,4 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
         launch(build.source, kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=splits * build.warp_shared, pdl=cluster == 1,  # PDL for cluster launches: not tried yet
-               defines=build.defines)
+               shared_mem=splits * build.warp_shared, defines=build.defines)

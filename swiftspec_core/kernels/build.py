@@ -47,7 +47,7 @@ def cuda_include() -> tuple[str, ...]:
 
 @functools.cache
 def module(name: str, device: int, defines: tuple[str, ...] = ()):
-    """cuda/NAME.cu built for `device`; defines: -D options ("AWQ_STAGES=8"), for a script's A/B of a
+    """cuda/NAME.cu built for `device`; defines: -D options ("AWQ_X_RING"), for a script's A/B of a
     build the runtime does not use (the runtime builds every source without any)."""
     import cupy
 

@@ -1,5 +1,6 @@
-// FROZEN: version 3 of cuda/awq_gemm.cu, kept only for paper_figures/awq_gemm_ab.py (the runtime launches awq_gemm.cu).
-// Row-invariant small-M GEMM on 4-bit AWQ weights, version 3: out[M, N] = x[M, K] @ W^T (+ bias[N]),
+// Version 4 of cuda/awq_gemm.cu, frozen: only paper_figures/awq_gemm_ab.py builds it, to time the
+// runtime's version against it (same arithmetic in the same order: the outputs must be bitwise equal).
+// Row-invariant small-M GEMM on 4-bit AWQ weights, version 4: out[M, N] = x[M, K] @ W^T (+ bias[N]),
 // W[n, k] = (code[k, n] - zero[k / G, n]) * scale[k / G, n], AutoAWQ's tensors in the tiled layout of
 // swiftspec_core/models/awq.py (tile(): B = ceil(N / 64) tiles of 64 output columns, each tile's rows
 // contiguous, zero-padded past N): qweight int32 [B][K][8], qzeros int32 [B][K/G][8], scales fp16
@@ -45,6 +46,13 @@
 //     of the bandwidth).
 // At ~111 instructions a KB, 132 SMs at 1.98 GHz issuing 4 a cycle stream 9.6 TB/s: 80% of 4.14 TB/s
 // needs 35% of the issue slots busy; v2 reached 44% with 11-14 warps an SM (and needed ~60%).
+//
+// Why version 4 (v3 on 70B gate_up at M = 8: 94.6 us, 61% of the copy bandwidth; ~1.1 us a 1 KB chunk
+// a warp, so each chunk's copy took ~3 us from issue to use): v3 loaded a group's zeros and scales
+// with plain loads after the group's chunks, a DRAM round trip (~1-2 us under load) once a group in
+// which the warp issued no copy, so its ring ran dry every 4 KB. Version 4 copies them (160 bytes)
+// with cp.async beside the group's first chunk, into the warp's ring of AWQ_STAGES meta slots, and
+// reads them from shared memory: the warp never waits on a load it did not start a ring ahead.
 
 // Layout of the work:
 //   cluster = C blocks (C = 1: one block) on one tile of 64 output columns;
@@ -69,9 +77,14 @@
 #include "mma.cuh"
 #include "awq_common.cuh"
 
-// A warp's ring: AWQ_STAGES stages of one chunk's codes (1 KB each; awq_gemm.py's STAGES).
+// A warp's ring: AWQ_STAGES stages of one chunk's codes (1 KB each; awq_gemm.py's STAGES), and as
+// many meta slots of a group's scales (64 fp16) and zeros (8 int32): slot i % AWQ_STAGES holds the
+// warp's i-th group's. (Group i + STAGES's first chunk is copied STAGES - 1 chunks ahead, so after
+// group i's last chunk has been summed, whatever G / 32: its slot is free by then.)
 #define AWQ_STAGES 4  // a power of two: chunk n's stage is n % STAGES
 #define AWQ_STAGE_BYTES 1024
+#define AWQ_META_BYTES 160
+#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))
 
 // Where chunk row r (k within the chunk) sits in a stage: r = 8t + 2m + e goes to stage row
 // 8m + 2t + e, so that an 8 x 8 ldmatrix of stage rows 8m .. 8m + 7, transposed, gives lane (g, t)
@@ -81,6 +94,11 @@ __device__ __forceinline__ int stage_row(int r) { return 8 * ((r >> 1) & 3) + 2 
 // A stage row's 16-byte half q (int32 columns 4q .. 4q + 3) at byte 32 row + 16 (q ^ bit 2 of row):
 // the 8 rows one ldmatrix reads (32 bytes apart) then fall in 8 different 4-bank groups.
 __device__ __forceinline__ unsigned stage_offset(int row, int q) { return 32 * row + 16 * (q ^ ((row >> 2) & 1)); }
+
+// stage_offset(stage_row(r + 16), q) from stage_offset(stage_row(r), q), r < 16: stage_row(r + 16) =
+// stage_row(r) + 4, which flips the row's bit 2 and so the half (bit 4 of the offset, clear in 32
+// (row + 4)). One register fewer than a second lane constant (r16_g32_c1 spilled 16 bytes at 80).
+__device__ __forceinline__ unsigned copy_dst16(unsigned copy_dst) { return (copy_dst + 128) ^ 16; }
 
 // Four transposed 8 x 8 matrices of 16-bit elements: lanes 8i .. 8i + 7 give the row addresses of
 // matrix i, and lane (g, t) receives its rows 2t (low half) and 2t + 1 (high half) of column g, in
@@ -94,8 +112,7 @@ __device__ __forceinline__ void ldmatrix_trans(unsigned (&r)[4], unsigned addres
 // in version 2: values ptxas can derive from the thread index it recomputes inside the loop).
 struct LaneConstants {
   unsigned copy_src;    // 16 lane: this lane's two 16-byte copies are bytes copy_src and copy_src + 512
-  unsigned copy_dst;    // their stage offsets: chunk rows lane / 2 and lane / 2 + 16, half lane % 2
-  unsigned copy_dst16;
+  unsigned copy_dst;    // their stage offsets: chunk row lane / 2 here, row lane / 2 + 16 at copy_dst16()
   unsigned read;        // ldmatrix row address of this lane in a stage (k pairs m = 0, 1; m = 2, 3: + 512)
   unsigned x_row;       // from x to row g at k 8t (row 0 where g >= M)
   unsigned x_row8;      // the same for row g + 8
@@ -106,7 +123,6 @@ __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) 
   const int row = lane >> 1, half = lane & 1;
   c.copy_src = 16u * lane;
   c.copy_dst = stage_offset(stage_row(row), half);
-  c.copy_dst16 = stage_offset(stage_row(row + 16), half);
   const int matrix = lane >> 3;  // ldmatrix: k pair m = matrix / 2 (+ 2 in the second), half q = matrix % 2
   c.read = stage_offset(8 * (matrix >> 1) + (lane & 7), matrix & 1);
   const int g = lane >> 2, t = lane & 3;
@@ -115,10 +131,8 @@ __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) 
   return c;
 }
 
-// fp16 scale of A row g (q = 0) or g + 8 (q = 1) in tile j, as fp32: half g % 2 of word j of the
-// 8 scales `s` of this lane's int32 column.
-__device__ __forceinline__ float scale_of(const uint4& s, int j, unsigned half_shift) {
-  const unsigned word = j == 0 ? s.x : j == 1 ? s.y : j == 2 ? s.z : s.w;
+// fp16 scale in half g % 2 (half_shift = 16 (g % 2)) of a word of scales, as fp32.
+__device__ __forceinline__ float scale_of(unsigned word, unsigned half_shift) {
   return __half2float(__ushort_as_half((unsigned short)(word >> half_shift)));
 }
 
@@ -154,8 +168,8 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
                                                const int* __restrict__ qzeros, const __half* __restrict__ scales,
                                                const bf16* __restrict__ bias, bf16* __restrict__ out,
                                                int M, int N, int K) {
-  // [S][STAGES][1 KB] rings, then [S][32 lanes][32 floats] accumulators; after the loop, a cluster's
-  // [32][32] block sums in the rings.
+  // [S] warp rings of [STAGES][1 KB] stages then [STAGES][160 B] meta slots, then [S][32 lanes][32
+  // floats] accumulators; after the loop, a cluster's [32][32] block sums in the first rings.
   extern __shared__ __align__(16) unsigned char smem[];
   pdl_start();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -164,10 +178,11 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   const int col_block = blockIdx.x / kCluster;
   const int split = rank * splits + warp, all_splits = kCluster * splits;
   const int groups = K / (32 * kChunks);  // K % G == 0 (checked in awq_gemm.py)
-  unsigned char* ring = smem + warp * (AWQ_STAGES * AWQ_STAGE_BYTES);
+  unsigned char* ring = smem + warp * AWQ_RING_BYTES;
   const unsigned ring_s = shared_address(ring);
   // Chunk n's stage (at G = 128 known at compile time: n % STAGES = n % (G / 32)).
   auto stage_of = [&](int n) { return ring_s + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_STAGE_BYTES; };
+  const unsigned meta_s = ring_s + AWQ_STAGES * AWQ_STAGE_BYTES;  // the meta slots, past the stages
 
   LaneConstants c;
   {
@@ -189,11 +204,24 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   const size_t group_stride = (size_t)all_splits * kChunks * 1024;
   const unsigned char* copy_group = reinterpret_cast<const unsigned char*>(qweight) + (size_t)col_block * K * 32 +
                                     (size_t)split * kChunks * 1024 + c.copy_src;
+  // A group's meta: lanes 0..7 copy its 128 bytes of scales, lanes 8 and 9 its 32 bytes of zeros (the
+  // tile's groups are consecutive in both tensors); lane 10 on copies nothing.
+  // meta_next: this lane's 16 bytes of the next group to copy, advanced as copy_group.
+  const unsigned meta_group_bytes = lane < 8 ? 128 : 32;
+  const unsigned char* meta_next =
+      (lane < 8 ? reinterpret_cast<const unsigned char*>(scales) + 16 * lane
+                : reinterpret_cast<const unsigned char*>(qzeros) + 16 * (lane - 8)) +
+      ((size_t)col_block * groups + split) * meta_group_bytes;
   // Copy chunk p of its group (p known at compile time where the chunk loop is unrolled) into
-  // `stage`; past a group's last chunk, on to the next group.
-  auto copy_chunk = [&](int p, unsigned stage) {
+  // `stage`, and with a group's first chunk the group's meta into slot `ordinal` (the group's place
+  // among this warp's, mod STAGES); past a group's last chunk, on to the next group.
+  auto copy_chunk = [&](int p, int ordinal, unsigned stage) {
     copy16(stage + c.copy_dst, copy_group + 1024 * p);
-    copy16(stage + c.copy_dst16, copy_group + 1024 * p + 512);
+    copy16(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512);
+    if (p == 0) {
+      if (lane < 10) copy16(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next);
+      meta_next += all_splits * meta_group_bytes;
+    }
     if (p == kChunks - 1) copy_group += group_stride;
   };
   // x: row g's (g + 8's) 16 bytes at k 8t of chunk p of group `group` (64 bytes a chunk; offsets < 2 K
@@ -202,23 +230,18 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   auto x_of = [&](unsigned group, int p, unsigned row) {
     return load16_l1(x_bytes + (group * (kChunks * 64) + 64 * p + row));
   };
-  // A group's zeros and scales of this lane's int32 columns g / 2 and 4 + g / 2 (8 int32 and 64
-  // fp16 a group). Derived from the lane where used, once a group: no registers through the chunks.
-  const size_t tile_groups = (size_t)col_block * groups;
-  auto zeros_of = [&](unsigned group) { return qzeros + (tile_groups + group) * 8 + (lane >> 3); };
-  auto scales_of = [&](unsigned group) { return scales + (tile_groups + group) * 64 + 8 * (lane >> 3); };
 
   // The warp's accumulators live in its slot of the buffer past the rings, [S][32 lanes][8 pieces
   // of 4 floats]: piece 2 j + b holds d fragment registers r = 0..3 of tile j, x rows 8b .. 8b + 7,
   // and sits at piece (2 j + b) ^ (lane % 8) (16-byte accesses without bank conflicts). Updated
   // once a group, they hold no registers through the chunk loop.
-  float4* acc = reinterpret_cast<float4*>(smem + splits * (AWQ_STAGES * AWQ_STAGE_BYTES)) + (warp * 32 + lane) * 8;
+  float4* acc = reinterpret_cast<float4*>(smem + splits * AWQ_RING_BYTES) + (warp * 32 + lane) * 8;
 #pragma unroll
   for (int v = 0; v < 8; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
 
 #pragma unroll
   for (int p = 0; p < AWQ_STAGES - 1; ++p) {  // chunks 0 .. STAGES - 2 into stages 0 .. STAGES - 2
-    if (p < chunks) copy_chunk(p % kChunks, stage_of(p));
+    if (p < chunks) copy_chunk(p % kChunks, p / kChunks, stage_of(p));
     copies_commit();
   }
   uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
@@ -259,7 +282,8 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk n visible; every lane done with chunk n - 1's stage
       // Chunk n + STAGES - 1 into chunk n - 1's stage.
-      if (n + AWQ_STAGES - 1 < chunks) copy_chunk((p + AWQ_STAGES - 1) & (kChunks - 1), stage_of(n + AWQ_STAGES - 1));
+      if (n + AWQ_STAGES - 1 < chunks)
+        copy_chunk((p + AWQ_STAGES - 1) & (kChunks - 1), i + (p + AWQ_STAGES - 1) / kChunks, stage_of(n + AWQ_STAGES - 1));
       copies_commit();
 
 #pragma unroll
@@ -286,16 +310,21 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     }
     if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
 
-    // The group's zeros and scales (loaded now: no registers held through its chunks). Its value
-    // of column c, x row r: sums - (128 + zero) x_sums (one rounding), times the scale, added.
-    const unsigned zeros_lo = load4_l1(zeros_of(group)), zeros_hi = load4_l1(zeros_of(group) + 4);
-    const uint4 scales_lo = load16_l1(scales_of(group));
-    const uint4 scales_hi = load16_l1(scales_of(group) + 32);
+    // The group's zeros and scales of this lane's int32 columns g / 2 and 4 + g / 2, from its meta
+    // slot (landed with its first chunk). Its value of column c, x row r: sums - (128 + zero) x_sums
+    // (one rounding), times the scale, added.
+    const unsigned slot = meta_s + (unsigned)(i & (AWQ_STAGES - 1)) * AWQ_META_BYTES;
+    // Scales: word j of this lane's 16 bytes (int32 column g / 2; + 64: 4 + g / 2) in tile j, read
+    // a word at a time (4 words live, not 8: r16_g32_c1 spilled at 80 registers with 16-byte reads).
+    const unsigned scales = slot + 16 * (lane >> 3);
+    const unsigned zeros_lo = load_shared4(slot + 128 + 4 * (lane >> 3));
+    const unsigned zeros_hi = load_shared4(slot + 144 + 4 * (lane >> 3));
     const unsigned half_shift = 16u * ((lane >> 2) & 1);  // half g % 2 of a word
     const unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);  // halves g % 2
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float s_g = scale_of(scales_lo, j, half_shift), s_g8 = scale_of(scales_hi, j, half_shift);
+      const float s_g = scale_of(load_shared4(scales + 4 * j), half_shift);
+      const float s_g8 = scale_of(load_shared4(scales + 64 + 4 * j), half_shift);
       // 128 + zero of A row g (low half) and g + 8 (high half), bf16 integers, exactly as fp32.
       const unsigned zero_pair = nibbles_plus_128(both, j);
       const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
@@ -315,7 +344,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   __syncthreads();
 
   // Warp w's accumulator (j, b, r) of lane l: float r of piece (2 j + b) ^ (l & 7) of [w][l].
-  const float* partial = reinterpret_cast<const float*>(smem + splits * (AWQ_STAGES * AWQ_STAGE_BYTES));
+  const float* partial = reinterpret_cast<const float*>(smem + splits * AWQ_RING_BYTES);
   auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
     const int l = e & 31, piece = (e >> 7) ^ (l & 7), r = (e >> 5) & 3;
     return partial[((w * 32 + l) * 8 + piece) * 4 + r];
