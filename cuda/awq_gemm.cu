@@ -83,7 +83,13 @@
 #define AWQ_STAGES 4  // a power of two: chunk n's stage is n % STAGES
 #define AWQ_STAGE_BYTES 1024
 #define AWQ_META_BYTES 160
-#ifdef AWQ_X_RING  // a build paper_figures/awq_gemm_ab.py times (x rows 0..7 in the ring, 512 bytes a chunk)
+// x rows 0..7 loaded AWQ_X_AHEAD chunks ahead of the chunk they feed (M <= 8): 2 is a build
+// paper_figures/awq_gemm_ab.py times (4 registers more), as is AWQ_X_RING (x rows 0..7 in the
+// ring, 512 bytes a chunk).
+#ifndef AWQ_X_AHEAD
+#define AWQ_X_AHEAD 1
+#endif
+#ifdef AWQ_X_RING
 #define AWQ_X_STAGE_BYTES 512
 #else
 #define AWQ_X_STAGE_BYTES 0
@@ -276,13 +282,18 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   }
   copies_wait<0>();  // the loop's waits count one group a chunk: this extra one must have landed
 #else
-  uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
-  xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
+  // M <= 8: x row g of the next AWQ_X_AHEAD chunks, the next one first (a shift register: indices
+  // known at compile time in the unrolled chunk loop).
+  uint4 xs[AWQ_X_AHEAD];
+#pragma unroll
+  for (int a = 0; a < AWQ_X_AHEAD; ++a) xs[a] = make_uint4(0u, 0u, 0u, 0u);
   auto load_x_next = [&](int p, uint4& v) {
     v = load16_l1(x_next);
     advance_x(p);
   };
-  if (!kTwo && chunks > 0) load_x_next(0, xs[0]);
+#pragma unroll
+  for (int a = 0; a < AWQ_X_AHEAD; ++a)
+    if (!kTwo && a < chunks) load_x_next(a % kChunks, xs[a]);
 #endif
   for (int i = 0; i < mine; ++i) {
     const unsigned group = split + i * all_splits;
@@ -309,10 +320,13 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       const uint4 x_now0 = kTwo ? x_of(group, p, c.x_row) : make_uint4(0u, 0u, 0u, 0u);
       const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now0;
 #else
-      const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[p & 1];
+      const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[0];
       const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now;
-      if (!kTwo && n + 1 < chunks)
-        load_x_next((p + 1) % kChunks, xs[(p + 1) & 1]);
+      if (!kTwo) {
+#pragma unroll
+        for (int a = 0; a + 1 < AWQ_X_AHEAD; ++a) xs[a] = xs[a + 1];
+        if (n + AWQ_X_AHEAD < chunks) load_x_next((p + AWQ_X_AHEAD) % kChunks, xs[AWQ_X_AHEAD - 1]);
+      }
 #endif
       copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk n visible; every lane done with chunk n - 1's stage
@@ -350,9 +364,6 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         if (kTwo) mma_16816(x_sums[1], kOnes, kOnes, kOnes, kOnes, b8, b9);
       }
     }
-#ifndef AWQ_X_RING
-    if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
-#endif
 
     // The group's zeros and scales of this lane's int32 columns g / 2 and 4 + g / 2, from its meta
     // slot (landed with its first chunk). Its value of column c, x row r: sums - (128 + zero) x_sums

@@ -1,10 +1,14 @@
 """A/B of the AWQ GEMM on one GPU: version 4 (cuda/awq_gemm_v4.cu, kept only for this script) against
 version 5 (the runtime's: cuda/awq_gemm.cu, swiftspec_core/kernels/awq_gemm.py: the weights'
 first copies issued before the wait for the kernel before it), and version 5 built with x rows 0..7
-copied into the ring beside the codes (-DAWQ_X_RING: no x load in flight in registers, 512 bytes a
-stage more of shared memory, so fewer warps an SM). Every launch is a PDL launch, clusters included.
+loaded 2 or 3 chunks ahead of their mma's (-DAWQ_X_AHEAD=2, 3: 4, 8 registers more) or copied into
+the ring beside the codes (-DAWQ_X_RING: no x load held in registers, 512 bytes a stage more of
+shared memory, so fewer warps an SM). Every launch is a PDL launch, clusters included, with the
+shared memory that caps an SM's blocks at the plan's (build.balanced_shared) unless
+SWIFTSPEC_BALANCE=0.
 
     PYTHONPATH=. python3 paper_figures/awq_gemm_ab.py [--models llama-3-70b,llama-3-8b] [--m 1,8,16]
+                                                      [--builds v4,v5,v5-x2,v5-x3,v5-xr]
 
 Every AWQ projection of each model at TP 1 and each M: a CUDA graph of max(20, copies) calls over
 `copies` copies of random tiled weights (enough that a graph's calls read more than twice the L2
@@ -34,6 +38,8 @@ X_STAGE_BYTES = 512  # AWQ_X_STAGE_BYTES of the -DAWQ_X_RING build: x rows 0..7 
 BUILDS = {
     "v4": Build("awq_gemm_v4", (), WARP_SHARED_BYTES),
     "v5": RUNTIME,
+    "v5-x2": Build("awq_gemm", ("AWQ_X_AHEAD=2",), WARP_SHARED_BYTES),
+    "v5-x3": Build("awq_gemm", ("AWQ_X_AHEAD=3",), WARP_SHARED_BYTES),
     "v5-xr": Build("awq_gemm", ("AWQ_X_RING",), STAGES * (STAGE_BYTES + META_BYTES + X_STAGE_BYTES) + ACCUMULATOR_BYTES),
 }
 
@@ -42,12 +48,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="llama-3-70b,llama-3-8b")
     parser.add_argument("--m", default="1,8,16", help="rows of a call, comma-separated (1..16)")
+    parser.add_argument("--builds", default=",".join(BUILDS), help="comma-separated, the first the baseline")
     args = parser.parse_args()
+    names = args.builds.split(",")
+    if unknown := set(names) - set(BUILDS):
+        parser.error(f"unknown builds {sorted(unknown)}; known: {', '.join(BUILDS)}")
     started = time.perf_counter()
     bandwidth, sms = device_line()
-    names = list(BUILDS)
     print("| model | op | N | K | M | floor us | " + " | ".join(f"{b} (S, C) | {b} us | {b} % of copy bw" for b in names)
-          + " | " + " | ".join(f"{b} / v4 | max abs({b} - v4) / max abs(v4)" for b in names[1:]) + " |")
+          + " | " + " | ".join(f"{b} / {names[0]} | max abs({b} - {names[0]}) / max abs({names[0]})" for b in names[1:]) + " |")
     print("|---" * (6 + 3 * len(names) + 2 * (len(names) - 1)) + "|")
     for model in args.models.split(","):
         for projection in AWQ_PROJECTIONS:
@@ -55,7 +64,7 @@ def main() -> None:
             copies = input_copies(awq_bytes(n * k, GROUP))
             ws = [random_awq(n, k) for _ in range(copies)]
             bias = torch.randn(n, device="cuda", dtype=torch.bfloat16) * 0.02 if has_bias else None
-            plans = {b: plan(n, k, GROUP, sms, build.warp_shared) for b, build in BUILDS.items()}
+            plans = {b: plan(n, k, GROUP, sms, BUILDS[b].warp_shared) for b in names}
             for m in (int(v) for v in args.m.split(",")):
                 x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
                 check_operands(x, ws[0], bias, None)
@@ -68,7 +77,7 @@ def main() -> None:
                 floor_b = floor_bytes(Case(f"awq_gemm_{projection}", model, 1, m, None, "ours"))
                 floor_us = floor_b / bandwidth * 1e6
                 cells = [f"{plans[b]} | {us[b]:.1f} | {100 * floor_b / (us[b] * 1e-6) / bandwidth:.0f}%" for b in names]
-                cells += [f"{us[b] / us['v4']:.2f} | {agreement[b]:.2e}" for b in names[1:]]
+                cells += [f"{us[b] / us[names[0]]:.2f} | {agreement[b]:.2e}" for b in names[1:]]
                 print(f"| {model} | {projection} | {n} | {k} | {m} | {floor_us:.1f} | " + " | ".join(cells) + " |",
                       flush=True)
             del ws

@@ -157,4 +157,4 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
         launch(build.source, kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=splits * build.warp_shared, defines=build.defines)
+               shared_mem=splits * build.warp_shared, defines=build.defines, balance=True)
