@@ -1,4 +1,4 @@
-// Row-invariant small-M GEMM on 4-bit AWQ weights, version 4: out[M, N] = x[M, K] @ W^T (+ bias[N]),
+// Row-invariant small-M GEMM on 4-bit AWQ weights, version 5: out[M, N] = x[M, K] @ W^T (+ bias[N]),
 // W[n, k] = (code[k, n] - zero[k / G, n]) * scale[k / G, n], AutoAWQ's tensors in the tiled layout of
 // swiftspec_core/models/awq.py (tile(): B = ceil(N / 64) tiles of 64 output columns, each tile's rows
 // contiguous, zero-padded past N): qweight int32 [B][K][8], qzeros int32 [B][K/G][8], scales fp16
@@ -51,7 +51,12 @@
 // which the warp issued no copy, so its ring ran dry every 4 KB. Version 4 copies them (160 bytes)
 // with cp.async beside the group's first chunk, into the warp's ring of AWQ_STAGES meta slots, and
 // reads them from shared memory: the warp never waits on a load it did not start a ring ahead.
-// AWQ_STAGES may be set at compile time (-DAWQ_STAGES=8, paper_figures/awq_gemm_ab.py's variant).
+//
+// Why version 5 (NOTES v37, v38): version 4 waited for the kernel before it (PDL) before its first
+// copy. The weights are never written by a kernel, so version 5 issues the first STAGES - 1 chunks'
+// copies first and waits only before it reads x: under PDL that DRAM latency overlaps the previous
+// kernel's last blocks. Same arithmetic in the same order (bitwise version 4). What the A/Bs ruled
+// out: x loaded two or three chunks ahead (no gain), x rows in the ring (fewer warps an SM).
 
 // Layout of the work:
 //   cluster = C blocks (C = 1: one block) on one tile of 64 output columns;
@@ -83,18 +88,7 @@
 #define AWQ_STAGES 4  // a power of two: chunk n's stage is n % STAGES
 #define AWQ_STAGE_BYTES 1024
 #define AWQ_META_BYTES 160
-// x rows 0..7 loaded AWQ_X_AHEAD chunks ahead of the chunk they feed (M <= 8): 2 is a build
-// paper_figures/awq_gemm_ab.py times (4 registers more), as is AWQ_X_RING (x rows 0..7 in the
-// ring, 512 bytes a chunk).
-#ifndef AWQ_X_AHEAD
-#define AWQ_X_AHEAD 1
-#endif
-#ifdef AWQ_X_RING
-#define AWQ_X_STAGE_BYTES 512
-#else
-#define AWQ_X_STAGE_BYTES 0
-#endif
-#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES + AWQ_X_STAGE_BYTES))
+#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))
 
 // Where chunk row r (k within the chunk) sits in a stage: r = 8t + 2m + e goes to stage row
 // 8m + 2t + e, so that an 8 x 8 ldmatrix of stage rows 8m .. 8m + 7, transposed, gives lane (g, t)
@@ -192,12 +186,6 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // Chunk n's stage (at G = 128 known at compile time: n % STAGES = n % (G / 32)).
   auto stage_of = [&](int n) { return ring_s + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_STAGE_BYTES; };
   const unsigned meta_s = ring_s + AWQ_STAGES * AWQ_STAGE_BYTES;  // the meta slots, past the stages
-#ifdef AWQ_X_RING
-  // Chunk n's x row g, 16 bytes a lane, past the meta slots (each lane reads only what it copied).
-  auto x_stage_of = [&](int n) {
-    return meta_s + AWQ_STAGES * AWQ_META_BYTES + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_X_STAGE_BYTES + 16 * lane;
-  };
-#endif
 
   LaneConstants c;
   {
@@ -263,38 +251,16 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // no kernel writes, so under PDL their DRAM latency overlaps that kernel's last blocks (v5).
   pdl_start();
 
-  // The next chunk's x row g (rows 0..7), a pointer advanced as copy_group (no offsets recomputed a
-  // chunk); p: the in-group index of the chunk it is for.
+  uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
+  xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
+  // M <= 8: the next chunk's x row g, a pointer advanced as copy_group (no offsets recomputed a chunk).
   const unsigned char* x_next = x_bytes + c.x_row + (size_t)split * kChunks * 64;
   const size_t x_group_step = (size_t)(all_splits - 1) * kChunks * 64 + 64;  // last chunk -> next group's first
-  auto advance_x = [&](int p) { x_next += p == kChunks - 1 ? x_group_step : 64; };
-#ifdef AWQ_X_RING
-  // M <= 8: x rows 0..7 ride the ring with the codes (copied STAGES - 1 chunks ahead, no register
-  // held); M > 8 loads x rows in the chunk they feed, as without the ring (80 registers).
-  auto copy_x = [&](int p, int n) {
-    copy16(x_stage_of(n), x_next);
-    advance_x(p);
-  };
-#pragma unroll
-  for (int p = 0; p < AWQ_STAGES - 1; ++p) {
-    if (!kTwo && p < chunks) copy_x(p % kChunks, p);
-    copies_commit();
-  }
-  copies_wait<0>();  // the loop's waits count one group a chunk: this extra one must have landed
-#else
-  // M <= 8: x row g of the next AWQ_X_AHEAD chunks, the next one first (a shift register: indices
-  // known at compile time in the unrolled chunk loop).
-  uint4 xs[AWQ_X_AHEAD];
-#pragma unroll
-  for (int a = 0; a < AWQ_X_AHEAD; ++a) xs[a] = make_uint4(0u, 0u, 0u, 0u);
-  auto load_x_next = [&](int p, uint4& v) {
+  auto load_x_next = [&](int p, uint4& v) {  // p: the in-group index of the chunk loaded
     v = load16_l1(x_next);
-    advance_x(p);
+    x_next += p == kChunks - 1 ? x_group_step : 64;
   };
-#pragma unroll
-  for (int a = 0; a < AWQ_X_AHEAD; ++a)
-    if (!kTwo && a < chunks) load_x_next(a % kChunks, xs[a]);
-#endif
+  if (!kTwo && chunks > 0) load_x_next(0, xs[0]);
   for (int i = 0; i < mine; ++i) {
     const unsigned group = split + i * all_splits;
     const int n0 = i * kChunks;
@@ -316,31 +282,16 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       const int n = n0 + p;
       // x rows g (and g + 8) of chunk n: at M <= 8 loaded a chunk ahead; at M > 8 here (8 registers
       // more would spill at 80 a lane; the other warps of the SM cover the wait).
-#ifdef AWQ_X_RING
-      const uint4 x_now0 = kTwo ? x_of(group, p, c.x_row) : make_uint4(0u, 0u, 0u, 0u);
-      const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now0;
-#else
-      const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[0];
+      const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[p & 1];
       const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now;
-      if (!kTwo) {
-#pragma unroll
-        for (int a = 0; a + 1 < AWQ_X_AHEAD; ++a) xs[a] = xs[a + 1];
-        if (n + AWQ_X_AHEAD < chunks) load_x_next((p + AWQ_X_AHEAD) % kChunks, xs[AWQ_X_AHEAD - 1]);
-      }
-#endif
+      if (!kTwo && n + 1 < chunks)
+        load_x_next((p + 1) % kChunks, xs[(p + 1) & 1]);
       copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk n visible; every lane done with chunk n - 1's stage
       // Chunk n + STAGES - 1 into chunk n - 1's stage.
-      if (n + AWQ_STAGES - 1 < chunks) {
+      if (n + AWQ_STAGES - 1 < chunks)
         copy_chunk((p + AWQ_STAGES - 1) & (kChunks - 1), i + (p + AWQ_STAGES - 1) / kChunks, stage_of(n + AWQ_STAGES - 1));
-#ifdef AWQ_X_RING
-        if (!kTwo) copy_x((p + AWQ_STAGES - 1) & (kChunks - 1), n + AWQ_STAGES - 1);
-#endif
-      }
       copies_commit();
-#ifdef AWQ_X_RING
-      const uint4 x_now = kTwo ? x_now0 : load_shared16(x_stage_of(n));
-#endif
 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -364,6 +315,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         if (kTwo) mma_16816(x_sums[1], kOnes, kOnes, kOnes, kOnes, b8, b9);
       }
     }
+    if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
 
     // The group's zeros and scales of this lane's int32 columns g / 2 and 4 + g / 2, from its meta
     // slot (landed with its first chunk). Its value of column c, x row r: sums - (128 + zero) x_sums

@@ -26,15 +26,3 @@ def replay_on(graph, x, out, fresh):
     graph.replay()
     torch.cuda.synchronize()
     return out
-
-
-def blocks_per_sm(function_ptr: int, threads: int, shared_mem: int) -> int:
-    """How many blocks of a compiled kernel (its CUfunction handle) an SM holds at once with
-    `shared_mem` bytes of dynamic shared memory: the driver's occupancy calculator."""
-    import ctypes
-
-    blocks = ctypes.c_int()
-    err = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        ctypes.byref(blocks), ctypes.c_void_p(function_ptr), ctypes.c_int(threads), ctypes.c_size_t(shared_mem))
-    assert err == 0, f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed with CUresult {err}"
-    return blocks.value

@@ -69,22 +69,3 @@ def test_pdl_launch_config_is_cudas_layout():
     assert list(config.grid) == [3, 2, 1] and list(config.block) == [256, 1, 1] and config.shared_mem == 1024
     assert (type(config).stream.offset, type(config).attrs.offset, type(config).num_attrs.offset) == (32, 40, 48)
     assert config.stream == 0x1234 and config.num_attrs == 1 and ctypes.sizeof(config) == 56
-
-
-@pytest.mark.parametrize("sms,sm_shared,reserved,block_max", [(132, 228 * 1024, 1024, 227 * 1024),  # H100 / H200
-                                                            (108, 164 * 1024, 1024, 163 * 1024)])  # A100
-def test_balanced_shared_caps_the_blocks_an_sm_holds(sms, sm_shared, reserved, block_max):
-    """Padded in whole allocation units, a block's shared memory leaves room on an SM for
-    ceil(blocks / SMs) blocks and not one more (where the kernel's own need allows as many),
-    never less than the kernel needs, never more than a block may take."""
-    for blocks in list(range(1, 33 * sms, 7)) + [sms, 2 * sms, 32 * sms]:
-        per_sm = -(-blocks // sms)
-        for need in (0, 4096, 26208, 34944, 70000, block_max):
-            got = build.balanced_shared(blocks, need, sms, sm_shared, reserved, block_max)
-            fit = sm_shared // (got + reserved)
-            assert got >= need and got <= max(need, block_max) and got % build.SHARED_GRANULE in (0, need % 128)
-            if got > need:  # padded: exactly the share fits
-                assert fit == per_sm, (blocks, need, got, fit)
-            else:  # the kernel's own need already allows no more than the share
-                assert fit <= per_sm or got == block_max, (blocks, need, got, fit)
-

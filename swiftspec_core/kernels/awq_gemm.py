@@ -23,8 +23,6 @@ stay bitwise equal to the exact-weight fp32 sum but for rare last-bit difference
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
-
 import numpy as np
 import torch
 
@@ -57,20 +55,14 @@ def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
     return gemm_reference(x, dequantize(w, x.dtype), bias)
 
 
-@functools.cache
-def plan(n: int, k: int, group: int, sms: int, warp_shared: int = WARP_SHARED_BYTES) -> tuple[int, int]:
-    """(S, C) for an [n, k] weight in groups of `group` on a GPU of `sms` SMs: clusters of C blocks of S
-    warps on each 64 output columns, the C S warps splitting K's groups (warp s: groups s, s + C S, ..).
-    Decided by (n, k, group) and the GPU, never by M: that keeps a row's reduction order, so its
-    bits, the same at every M.
-
-    The shapes that run in one wave, scored by the time of the busiest SM: the groups of its
-    busiest warp times its warps, or SATURATING_WARPS where it holds fewer (fewer warps issue
-    proportionally slower). Ties go to more SMs busy, then fewer blocks per cluster, then more warps.
-    warp_shared: a warp's shared memory (another number only for paper_figures/awq_gemm_ab.py's other
-    builds)."""
+def one_wave_shapes(n: int, k: int, group: int, sms: int) -> list[tuple[tuple[int, int], tuple]]:
+    """Every (S, C) that runs an [n, k] weight in groups of `group` in one wave on `sms` SMs, every
+    warp with a group, with plan()'s score: the time of the busiest SM, as the groups of its busiest
+    warp times its warps, or SATURATING_WARPS where it holds fewer (fewer warps issue proportionally
+    slower); ties go to more SMs busy, then fewer blocks per cluster, then more warps. Lower is
+    better. (paper_figures/awq_plan_sweep.py times them all.)"""
     tiles, groups = -(-n // COLUMNS_PER_BLOCK), k // group
-    best, best_key = (1, 1), None
+    shapes = []
     for cluster in CLUSTERS:
         for splits in SPLITS:
             if cluster * splits > groups:
@@ -78,25 +70,23 @@ def plan(n: int, k: int, group: int, sms: int, warp_shared: int = WARP_SHARED_BY
             grid = tiles * cluster
             per_sm = -(-grid // sms)  # blocks on the busiest SM
             if per_sm > BLOCKS_PER_SM or per_sm * splits > WARPS_PER_SM \
-                    or per_sm * (splits * warp_shared + 1024) > SHARED_PER_SM:
+                    or per_sm * (splits * WARP_SHARED_BYTES + 1024) > SHARED_PER_SM:
                 continue  # not one wave
             busiest_warp = -(-groups // (cluster * splits))
-            key = (busiest_warp * max(per_sm * splits, SATURATING_WARPS), -min(grid, sms), cluster, -splits)
-            if best_key is None or key < best_key:
-                best, best_key = (splits, cluster), key
-    return best  # (1, 1) where no shape fits one wave (N over 64 * 32 * sms): many small blocks
+            shapes.append(((splits, cluster),
+                           (busiest_warp * max(per_sm * splits, SATURATING_WARPS), -min(grid, sms), cluster, -splits)))
+    return shapes
 
 
-class Build(NamedTuple):
-    """Which compiled kernels a launch runs: cuda/SOURCE.cu built with -D `defines`, a warp taking
-    `warp_shared` bytes of shared memory. The runtime's is RUNTIME; paper_figures/awq_gemm_ab.py times
-    others beside it (the previous version, x in the ring)."""
-    source: str = "awq_gemm"
-    defines: tuple[str, ...] = ()
-    warp_shared: int = WARP_SHARED_BYTES
-
-
-RUNTIME = Build()
+@functools.cache
+def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
+    """(S, C) for an [n, k] weight in groups of `group` on a GPU of `sms` SMs: clusters of C blocks of S
+    warps on each 64 output columns, the C S warps splitting K's groups (warp s: groups s, s + C S, ..).
+    Decided by (n, k, group) and the GPU, never by M: that keeps a row's reduction order, so its
+    bits, the same at every M. The best-scored of one_wave_shapes, or (1, 1) where no shape fits
+    one wave (N over 64 * 32 * sms): many small blocks."""
+    shapes = one_wave_shapes(n, k, group, sms)
+    return min(shapes, key=lambda shape: shape[1])[0] if shapes else (1, 1)
 
 
 def kernel_name(m: int, group: int, cluster: int) -> str:
@@ -149,12 +139,17 @@ def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = Non
 
 
 def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
-                 cluster: int, build: Build = RUNTIME) -> None:
+                 cluster: int, source: str = "awq_gemm") -> None:
     """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps (awq_gemm
-    takes them from plan(); the GPU tests run every shape)."""
+    takes them from plan(); the GPU tests run every shape). source: the cuda/ file whose kernels run
+    (paper_figures/awq_gemm_ab.py times the frozen awq_gemm_v4 beside the runtime's)."""
     (m, k), n = x.shape, w.n
     with torch.cuda.device(x.device):
-        launch(build.source, kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
+        launch(source, kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=splits * build.warp_shared, defines=build.defines, balance=True)
+               shared_mem=splits * WARP_SHARED_BYTES,
+               # Clusters without PDL: launched while the previous call drains, the SMs that free up
+               # first took more of their blocks than the plan counts (70B o / down at M = 8 in the
+               # A/B: 17.5 / 42.2 us without, 18.5 / 51.6 with; NOTES v37, v38).
+               pdl=cluster == 1)

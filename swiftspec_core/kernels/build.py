@@ -46,49 +46,43 @@ def cuda_include() -> tuple[str, ...]:
 
 
 @functools.cache
-def module(name: str, device: int, defines: tuple[str, ...] = ()):
-    """cuda/NAME.cu built for `device`; defines: -D options ("AWQ_X_RING"), for a script's A/B of a
-    build the runtime does not use (the runtime builds every source without any)."""
+def module(name: str, device: int):
+    """cuda/NAME.cu built for `device`."""
     import cupy
 
     with cupy.cuda.Device(device):
-        return cupy.RawModule(code=source(name), options=OPTIONS + cuda_include() + tuple(f"-D{d}" for d in defines),
+        return cupy.RawModule(code=source(name), options=OPTIONS + cuda_include(),
                               backend="nvrtc")
 
 
 _shared_limit: dict[tuple, int] = {}  # the dynamic shared memory a function may take
 
 
-def function(name: str, kernel: str, device: int, shared_mem: int = 0, defines: tuple[str, ...] = ()):
+def function(name: str, kernel: str, device: int, shared_mem: int = 0):
     """The kernel, allowed at least `shared_mem` bytes of dynamic shared memory. Above 48 KB a kernel
     must opt in; the limit belongs to the one CUDA function, so it only ever rises."""
-    fn = _function(name, kernel, device, defines)
-    key = (name, kernel, device, defines)
+    fn = _function(name, kernel, device)
+    key = (name, kernel, device)
     if shared_mem > max(48 * 1024, _shared_limit.get(key, 0)):
         fn.max_dynamic_shared_size_bytes = _shared_limit[key] = shared_mem
     return fn
 
 
 @functools.cache
-def _function(name: str, kernel: str, device: int, defines: tuple[str, ...] = ()):
-    return module(name, device, defines).get_function(kernel)
+def _function(name: str, kernel: str, device: int):
+    return module(name, device).get_function(kernel)
 
 
 def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,
-           shared_mem: int = 0, pdl: bool = True, defines: tuple[str, ...] = (), balance: bool = False) -> None:
-    """Launch `kernel` of cuda/NAME.cu (built with `defines`, see module) on torch's current device and
-    stream. args: pointers as ptr(tensor), scalars as numpy scalars of the kernel's parameter types
-    (np.int32, np.float32). pdl: with programmatic dependent launch (the kernel must call common.cuh's
-    pdl_start() before it touches what other kernels write); off everywhere when SWIFTSPEC_PDL=0 (for
-    A/B timing). balance: a grid planned as one even wave (the GEMMs' plans) gets the shared memory
-    that lets no more than its share of blocks onto an SM (balanced_shared); off everywhere when
-    SWIFTSPEC_BALANCE=0 (for A/B timing)."""
+           shared_mem: int = 0, pdl: bool = True) -> None:
+    """Launch `kernel` of cuda/NAME.cu on torch's current device and stream. args: pointers as
+    ptr(tensor), scalars as numpy scalars of the kernel's parameter types (np.int32, np.float32).
+    pdl: with programmatic dependent launch (the kernel must call common.cuh's pdl_start() before it
+    touches what other kernels write); off everywhere when SWIFTSPEC_PDL=0 (for A/B timing)."""
     import cupy
 
     device = torch.cuda.current_device()
-    if balance and BALANCE:
-        shared_mem = balanced_shared(int(np.prod(grid)), shared_mem, *_sm_shared(device))
-    fn = function(name, kernel, device, shared_mem, defines)
+    fn = function(name, kernel, device, shared_mem)
     stream = torch.cuda.current_stream().cuda_stream
     if pdl and PDL:
         with cupy.cuda.Device(device):
@@ -99,33 +93,6 @@ def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...]
 
 
 PDL = os.environ.get("SWIFTSPEC_PDL", "1") != "0"
-BALANCE = os.environ.get("SWIFTSPEC_BALANCE", "1") != "0"
-SHARED_GRANULE = 128  # bytes: the unit an SM allocates a block's shared memory in (sm_80, sm_90)
-
-
-def balanced_shared(blocks: int, shared_mem: int, sms: int, sm_shared: int, reserved: int, block_max: int) -> int:
-    """The dynamic shared memory (>= shared_mem) that fits at most ceil(blocks / sms) blocks on an SM,
-    where a block takes it plus `reserved` of the SM's `sm_shared` bytes, up to `block_max`.
-
-    Why: a plan that counts ceil(blocks / sms) blocks on the busiest SM assumes the blocks spread
-    evenly, as they do when a grid starts on an idle GPU. Under PDL a grid starts while the kernel
-    before it drains, and each SM that frees up first takes as many of its blocks as fit: up to 3
-    where 2 were planned, so the SMs that free up last get fewer and the busiest SM carries up to
-    1.5x its share (AWQ v4 on 70B down: 42.2 us with its clusters launched without PDL, 53.7 with:
-    NOTES v37, v38). Shared memory is the one resource a launch can raise without touching the kernel."""
-    per_sm = -(-blocks // sms)
-    padded = (sm_shared // per_sm - reserved) // SHARED_GRANULE * SHARED_GRANULE
-    return max(shared_mem, min(padded, block_max))
-
-
-@functools.cache
-def _sm_shared(device: int) -> tuple[int, int, int, int]:
-    """(SMs, shared memory an SM, shared memory the system reserves a block, most a block may opt in to)."""
-    import cupy
-
-    # cudaDevAttr: MultiProcessorCount 16, MaxSharedMemoryPerMultiprocessor 81, ReservedSharedMemoryPerBlock
-    # 111, MaxSharedMemoryPerBlockOptin 97 (driver_types.h).
-    return tuple(cupy.cuda.runtime.deviceGetAttribute(a, device) for a in (16, 81, 111, 97))
 _PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CUlaunchAttributeID (cuda.h)
 _CTYPES = {np.uint64: ctypes.c_uint64, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32,
            np.float32: ctypes.c_float}

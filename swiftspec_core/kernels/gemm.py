@@ -131,7 +131,7 @@ def launch_planned(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, 
         launch("gemm", f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
                (ptr(x), ptr(w), np.uint64(0) if bias is None else ptr(bias), ptr(out),
                 np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=combine_bytes(splits, nt), balance=True)
+               shared_mem=combine_bytes(splits, nt))
 
 
 def combine_bytes(splits: int, tiles: int) -> int:

@@ -54,7 +54,7 @@ def gemm_swiglu(x: torch.Tensor, w_gate_up: torch.Tensor, out: torch.Tensor | No
         tiles = swiglu_tiles(nt)
         launch("gemm_swiglu", f"gemm_swiglu_nt{tiles}", (-(-f // (4 * tiles)),), (32 * splits,),
                (ptr(x), ptr(w_gate_up), ptr(out), np.int32(m), np.int32(f), np.int32(k)),
-               shared_mem=combine_bytes(splits, tiles), balance=True)
+               shared_mem=combine_bytes(splits, tiles))
     return out
 
 
@@ -102,7 +102,7 @@ class GemmAllReduce(PeerInbox):
                    (ptr(x), ptr(w), ptr(out), np.int32(m), np.int32(n), np.int32(k), ptr(self.peers),
                     ptr(self.epochs), np.int32(self.rank), np.int32(self.world), np.int64(self.lines),
                     np.uint64(self.timeout_ns)),
-                   shared_mem=combine_bytes(splits, nt), balance=True)
+                   shared_mem=combine_bytes(splits, nt))
         return out
 
 
