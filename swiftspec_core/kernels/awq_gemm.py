@@ -43,9 +43,15 @@ CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_g
 WARPS_PER_SM = 24  # at most 80 registers a lane (__launch_bounds__(768)): 24 warps fit the 64 K registers
 BLOCKS_PER_SM = 32
 SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
-# Warps an SM needs to issue at its full rate (a guess: v2, ~11-14 warps an SM, had no eligible
-# warp 46% of cycles). plan() counts an SM holding fewer as proportionally slower.
-SATURATING_WARPS = 16
+# plan()'s score, fitted to every one-wave shape of the 70B (TP 1, 2) and 8B layers timed at M = 8
+# (paper_figures/results/2026-12-01-h200-session9/c4, NOTES v40): an SM holding fewer than
+# SATURATING_WARPS warps is counted as that many (fewer issue proportionally slower), and a cluster
+# of more than one block as CLUSTER_COST_GROUPS more groups on its busiest warp (it launches without
+# PDL, so its first copies wait for the kernel before, and it ends in a cluster barrier and a
+# combine through distributed shared memory). With them plan() picks within 10% of the fastest
+# shape on those 12 layers (3% on average); with 16 and 0 it was up to 1.76x (8B qkv).
+SATURATING_WARPS = 18
+CLUSTER_COST_GROUPS = 2
 
 
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
@@ -58,8 +64,8 @@ def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
 def one_wave_shapes(n: int, k: int, group: int, sms: int) -> list[tuple[tuple[int, int], tuple]]:
     """Every (S, C) that runs an [n, k] weight in groups of `group` in one wave on `sms` SMs, every
     warp with a group, with plan()'s score: the time of the busiest SM, as the groups of its busiest
-    warp times its warps, or SATURATING_WARPS where it holds fewer (fewer warps issue proportionally
-    slower); ties go to more SMs busy, then fewer blocks per cluster, then more warps. Lower is
+    warp (plus CLUSTER_COST_GROUPS where C > 1) times its warps, or SATURATING_WARPS where it holds
+    fewer; ties go to more SMs busy, then fewer blocks per cluster, then more warps. Lower is
     better. (paper_figures/awq_plan_sweep.py times them all.)"""
     tiles, groups = -(-n // COLUMNS_PER_BLOCK), k // group
     shapes = []
@@ -72,7 +78,7 @@ def one_wave_shapes(n: int, k: int, group: int, sms: int) -> list[tuple[tuple[in
             if per_sm > BLOCKS_PER_SM or per_sm * splits > WARPS_PER_SM \
                     or per_sm * (splits * WARP_SHARED_BYTES + 1024) > SHARED_PER_SM:
                 continue  # not one wave
-            busiest_warp = -(-groups // (cluster * splits))
+            busiest_warp = -(-groups // (cluster * splits)) + (CLUSTER_COST_GROUPS if cluster > 1 else 0)
             shapes.append(((splits, cluster),
                            (busiest_warp * max(per_sm * splits, SATURATING_WARPS), -min(grid, sms), cluster, -splits)))
     return shapes
