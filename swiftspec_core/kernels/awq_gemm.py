@@ -66,7 +66,7 @@ def one_wave_shapes(n: int, k: int, group: int, sms: int) -> list[tuple[tuple[in
     warp with a group, with plan()'s score: the time of the busiest SM, as the groups of its busiest
     warp (plus CLUSTER_COST_GROUPS where C > 1) times its warps, or SATURATING_WARPS where it holds
     fewer; ties go to more SMs busy, then fewer blocks per cluster, then more warps. Lower is
-    better. (paper_figures/awq_plan_sweep.py times them all.)"""
+    better. (paper_figures/plan_sweep.py times them all.)"""
     tiles, groups = -(-n // COLUMNS_PER_BLOCK), k // group
     shapes = []
     for cluster in CLUSTERS:

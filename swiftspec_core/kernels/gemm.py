@@ -125,7 +125,7 @@ def gemm(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
 def launch_planned(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor,
                    nt: int, splits: int) -> None:
     """gemm's launch at a given plan (NT, S), on operands gemm has checked (paper_figures'
-    gemm_plan_ab.py times other plans through it)."""
+    plan_sweep.py times other plans through it)."""
     (m, k), n = x.shape, w.shape[0]
     with torch.cuda.device(x.device):
         launch("gemm", f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
