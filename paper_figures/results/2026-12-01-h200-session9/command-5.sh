@@ -2,7 +2,7 @@
 # Written in the ninth session, not run (its device time was spent): the next session's first call
 # (nvidia-h200-x2), NOTES v41.
 # 1) GPU 1: the AWQ GEMM's tests with plan()'s fitted score; then plan_sweep.py on the bf16 GEMM
-#    (8B and 3B at TP 1, 1B at TP 2, M = 8) for issue 10's 8B verification (1.34x its floor).
+#    (8B and 1B at TP 1, M = 8) for issue 10's 8B verification (1.34x its floor) and 1B draft step.
 #    GPU 0 meanwhile: the AWQ sweep at M = 1 and 16 on 70B TP 1 (plan() was fitted at M = 8).
 # 2) Both GPUs: issue 11's pair (70B AWQ / 3B, fused, bs 8, grafting, replayed) with the new plan().
 set -u
@@ -16,8 +16,8 @@ O=$OUT/c5; mkdir -p $O
 ( export CUDA_VISIBLE_DEVICES=1
   timeout -k 5 150 python3 -m pytest -q -rfE -p no:cacheprovider tests/test_kernel_awq_gemm.py > $O/gpu-tests-awq.log 2>&1
   echo "awq tests: exit $? $(tail -1 $O/gpu-tests-awq.log) ($(( $(date +%s) - START )) s)"
-  PYTHONPATH=. timeout -k 5 150 python3 paper_figures/plan_sweep.py --kernel gemm --models llama-3-8b,llama-3.2-3b \
-      --csv $O/sweep-gemm.csv > $O/sweep-gemm.md 2> $O/sweep-gemm.log
+  PYTHONPATH=. timeout -k 5 170 python3 paper_figures/plan_sweep.py --kernel gemm --models llama-3-8b,llama-3.2-1b \
+      --ops qkv,o,gate_up,down --csv $O/sweep-gemm.csv > $O/sweep-gemm.md 2> $O/sweep-gemm.log
   echo "gemm sweep exit $? ($(( $(date +%s) - START )) s)"; tail -12 $O/sweep-gemm.md ) > $O/gpu1.log 2>&1 &
 for m in 1 16; do
   CUDA_VISIBLE_DEVICES=0 PYTHONPATH=. timeout -k 5 100 python3 paper_figures/plan_sweep.py --models llama-3-70b --m $m \
