@@ -1,6 +1,6 @@
-// Device helpers of the AWQ GEMM kernels (awq_gemm.cu, and awq_gemm_v3.cu, kept for
-// paper_figures/awq_gemm_ab.py's A/B): asynchronous copies, loads through L1 and from shared memory,
-// the exact bf16 dequantization steps and the cluster combine's barrier and remote loads.
+// Device helpers of the AWQ GEMM kernel (awq_gemm.cu): asynchronous copies, loads through L1 and
+// from shared memory, the exact bf16 dequantization steps and the cluster combine's barrier and
+// remote loads.
 #pragma once
 #include <cuda_fp16.h>
 #include "common.cuh"
@@ -17,29 +17,16 @@ __device__ __forceinline__ void copy16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
 }
 
-// 16 (4) bytes through L1: ld.global.nc, for data no kernel writes while this one runs (x, scales,
-// zeros). Volatile, so that no load moves above pdl_start()'s wait for the kernel that writes x.
+// 16 bytes through L1: ld.global.nc, for data no kernel writes while this one runs (x). Volatile,
+// so that no load moves above pdl_start()'s wait for the kernel that writes x.
 __device__ __forceinline__ uint4 load16_l1(const void* p) {
   uint4 v;
   asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
 
-__device__ __forceinline__ unsigned load4_l1(const void* p) {
-  unsigned v;
-  asm volatile("ld.global.nc.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
-  return v;
-}
-
-// 16 (4) bytes of shared memory at a shared-window address. Volatile with a memory clobber: it must
-// stay after the wait for the copies that wrote them.
-__device__ __forceinline__ uint4 load_shared16(unsigned address) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address)
-               : "memory");
-  return v;
-}
-
+// 4 bytes of shared memory at a shared-window address. Volatile with a memory clobber: it must stay
+// after the wait for the copies that wrote them.
 __device__ __forceinline__ unsigned load_shared4(unsigned address) {
   unsigned v;
   asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address) : "memory");

@@ -6,15 +6,15 @@ S warps a block), every NT built and S up to gemm.MAX_SPLITS.
     PYTHONPATH=. python3 paper_figures/plan_sweep.py [--kernel awq | gemm] [--models llama-3-70b,llama-3-8b]
                                                      [--tp 1] [--ops qkv,o,...] [--m 8] [--top 5] [--csv FILE]
 
-Each projection at each TP (one rank's shard): every shape timed as awq_gemm_ab.py times a build
-(one CUDA graph of max(20, copies) calls over weight copies beyond twice the L2 cache, median us a
-call; launched as the runtime launches, so with PDL but the AWQ GEMM's clusters; none under
-SWIFTSPEC_PDL=0). Every shape's outputs are checked against plan()'s on the same input first:
-other shapes sum in other orders, so they agree to a few bf16 ulps, not bitwise (max relative
-difference printed). Prints, per projection, the `--top` fastest shapes and plan()'s, the time
-against plan()'s; then one line a projection: plan()'s shape and the fastest. --csv: every
-shape's row, for fitting a plan to the measurements (tests/test_kernel_awq_gemm.py reads
-results/2026-12-01-h200-session9/c4's, written by this script's AWQ-only predecessor)."""
+Each projection at each TP (one rank's shard): every shape timed by timing.ab_gemm (one CUDA graph
+of max(20, copies) calls over weight copies beyond twice the L2 cache, median us a call; launched
+as the runtime launches, so with PDL but the AWQ GEMM's clusters; none under SWIFTSPEC_PDL=0).
+Every shape's outputs are checked against plan()'s on the same input first: other shapes sum in
+other orders, so they agree to a few bf16 ulps, not bitwise (max relative difference printed).
+Prints, per projection, the `--top` fastest shapes and plan()'s, the time against plan()'s; then
+one line a projection: plan()'s shape and the fastest. --csv: every shape's row, for fitting a
+plan to the measurements (tests/test_kernel_awq_gemm.py reads results/2026-12-01-h200-session9/c4's,
+written by this script's AWQ-only predecessor)."""
 from __future__ import annotations
 
 import argparse

@@ -1,5 +1,5 @@
 """One timing loop for the scripts here: CUDA events around each call, medians; the device line
-the A/B tables start with; and a GEMM A/B's check and timing of its two sides."""
+the A/B tables start with; and a GEMM A/B's check and timing of its sides."""
 from __future__ import annotations
 
 import statistics

@@ -211,8 +211,8 @@ SWEEP = Path(__file__).resolve().parents[1] / "paper_figures/results/2026-12-01-
 @pytest.mark.parametrize("csv", ["sweep-70b.csv", "sweep-8b.csv"])
 def test_plan_picks_a_fast_measured_shape(csv):
     """plan()'s score is fitted to every one-wave shape of the Llama-3-70B (TP 1, 2) and 8B layers,
-    timed at M = 8 on an H200 (NOTES v40): on each, plan() picks a shape within
-    10% of the fastest (its old score: up to 1.76x), and the 70B gate_up keeps (3, 1)."""
+    timed at M = 8 on an H200 (NOTES v40): on each, plan() picks a shape within 10% of the fastest
+    (its old score: up to 1.76x), and the 70B gate_up keeps (3, 1)."""
     import pandas as pd
 
     sweep = pd.read_csv(SWEEP / csv)

@@ -23,6 +23,7 @@ stay bitwise equal to the exact-weight fp32 sum but for rare last-bit difference
 from __future__ import annotations
 
 import functools
+
 import numpy as np
 import torch
 
@@ -145,13 +146,12 @@ def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = Non
 
 
 def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
-                 cluster: int, source: str = "awq_gemm") -> None:
+                 cluster: int) -> None:
     """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps (awq_gemm
-    takes them from plan(); the GPU tests run every shape). source: the cuda/ file whose kernels run
-    (paper_figures/awq_gemm_ab.py times the frozen awq_gemm_v4 beside the runtime's)."""
+    takes them from plan(); the GPU tests run every shape)."""
     (m, k), n = x.shape, w.n
     with torch.cuda.device(x.device):
-        launch(source, kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
+        launch("awq_gemm", kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
                shared_mem=splits * WARP_SHARED_BYTES,

@@ -51,11 +51,10 @@ def module(name: str, device: int):
     import cupy
 
     with cupy.cuda.Device(device):
-        return cupy.RawModule(code=source(name), options=OPTIONS + cuda_include(),
-                              backend="nvrtc")
+        return cupy.RawModule(code=source(name), options=OPTIONS + cuda_include(), backend="nvrtc")
 
 
-_shared_limit: dict[tuple, int] = {}  # the dynamic shared memory a function may take
+_shared_limit: dict[tuple[str, str, int], int] = {}  # the dynamic shared memory a function may take
 
 
 def function(name: str, kernel: str, device: int, shared_mem: int = 0):
