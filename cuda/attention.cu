@@ -131,7 +131,8 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
                                     const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
                                     float *__restrict__ part_ml, float *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
-                                    int V, int span, int R, int TQ, float scale_log2) {
+                                    int V, int span, int R, int TQ, float scale_log2, const void *pf,
+                                    int pf_rows, long long pf_stride, int pf_bytes) {
   constexpr int HALF = HD / 2, D8 = HD / 8, KS = HD / 16;  // KS: 16-dim steps (and 16-dim tiles)
   static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
   using S = Smem<HD>;
@@ -141,6 +142,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __shared__ float row_m[ROWSMAX], row_l[ROWSMAX];  // the combine's max and sum a query row
   __shared__ int is_last;
 
+  prefetch_l2_rows(pf, pf_rows, pf_stride, pf_bytes);  // o_proj's weights, while HBM idles here
   pdl_start();  // before the staging: the kernel before (append_kv) writes cache rows
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
@@ -375,9 +377,10 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(              \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
       const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
-      int V, int span, int R, int TQ, float scale_log2) {                                                   \
+      int V, int span, int R, int TQ, float scale_log2, const void *pf, int pf_rows, long long pf_stride,   \
+      int pf_bytes) {                                                                                       \
     tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T,  \
-                            H, KV, V, span, R, TQ, scale_log2);                                             \
+                            H, KV, V, span, R, TQ, scale_log2, pf, pf_rows, pf_stride, pf_bytes);           \
   }
 TREE_ATTENTION(64)
 TREE_ATTENTION(128)

@@ -1,0 +1,132 @@
+"""Where a fused forward's time goes: every kernel of its graph replay, from torch's profiler.
+
+    PYTHONPATH=. python3 paper_figures/profile_forward.py --models llama-3.2-1b,llama-3-8b \
+        [--width 8] [--context 1000] [--replays 5] [--csv FILE]
+
+Builds each model at its real shapes on one GPU (random bf16 weights, our kernel set), captures the
+forward of `width` tree tokens after `context` cached ones as the decoders run it (kernel_bench's
+time_forward: graphs.make_forward), times the replay with CUDA events (median), then replays it
+under torch.profiler and tables its kernels by their place in a layer (the norms, qkv, append_kv,
+attention, o, gate_up, down; embed, lm_head and the rest outside the layers): calls a forward,
+median us a call, us a forward. The span (first kernel's start to last kernel's end) minus the
+kernels' sum is the time between kernels. Under PDL (the default) a kernel that starts early counts
+its wait for the one before, so the sum can pass the span: SWIFTSPEC_PDL=0 gives each kernel's own
+time. SWIFTSPEC_PREFETCH=0 turns off the norms' and the attention's L2 prefetch (kernels/prefetch.py).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+from collections import defaultdict
+
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
+
+from swiftspec_bench.kernel_bench import build_shard, median_us, use_kernels
+from swiftspec_core.graphs import make_forward
+from swiftspec_core.runtime.floor import copy_bandwidth
+from swiftspec_bench.kernel_shapes import BF16, shard_args
+
+ORDER = ("embed", "norm (attention)", "qkv", "append_kv", "attention", "o", "norm (mlp)", "gate_up", "down",
+         "norm (final)", "lm_head", "after lm_head")
+
+
+def label_kernels(names: list[str]) -> list[str]:
+    """One forward's kernel names in launch order -> each one's place: norms are counted (attention,
+    mlp, ..., final), the other kernels named by the norm or attention they follow."""
+    n_norms = sum("add_rmsnorm" in n for n in names)
+    labels, phase, seen_norms, after = [], "embed", 0, 0
+    for n in names:
+        if "add_rmsnorm" in n:
+            seen_norms += 1
+            phase = ("norm (final)" if seen_norms == n_norms else
+                     "norm (attention)" if seen_norms % 2 else "norm (mlp)")
+            labels.append(phase)
+            after = 0
+            continue
+        if "append_kv" in n:
+            labels.append(phase := "append_kv")
+            continue
+        if "tree_attention" in n:
+            labels.append(phase := "attention")
+            continue
+        after += 1
+        labels.append({"norm (attention)": "qkv", "attention": "o", "append_kv": "append_kv",
+                       "norm (mlp)": "gate_up" if after == 1 else "down",
+                       "norm (final)": "lm_head" if after == 1 else "after lm_head"}.get(phase, phase))
+    return labels
+
+
+def profile_model(model: str, width: int, context: int, replays: int) -> tuple[list[dict], dict]:
+    engine = build_shard(model, 1, context + width + 1)
+    use_kernels(engine, "ours")
+    cache = engine.new_cache(context + width)
+    cache.length = context
+    forward = make_forward(engine, cache, width, width)
+    rows = list(range(context, context + width))
+    forward([0] * width, rows, rows, context, [rows[:j + 1] for j in range(width)])  # stages the inputs
+    graph, _ = forward.graphs[forward.span_for(context + width)]
+    replay_us = median_us(graph, 1)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    kernels = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and e.time_range.elapsed_us() > 0),
+                     key=lambda e: e.time_range.start)
+    floor_us = shard_args(model, 1).weight_bytes(BF16) / copy_bandwidth() * 1e6
+    summary = dict(model=model, width=width, context=context, replay_us=replay_us, floor_us=floor_us,
+                   kernels=len(kernels), pdl=os.environ.get("SWIFTSPEC_PDL", "1"),
+                   prefetch=os.environ.get("SWIFTSPEC_PREFETCH", "1"))
+    if not kernels or len(kernels) % replays:
+        summary["note"] = f"{len(kernels)} kernel events for {replays} replays: not tabled"
+        return [], summary
+    per = len(kernels) // replays
+    durations, names, spans = defaultdict(list), defaultdict(set), []
+    for r in range(replays):
+        one = kernels[r * per:(r + 1) * per]
+        spans.append(one[-1].time_range.end - one[0].time_range.start)
+        for label, e in zip(label_kernels([e.name for e in one]), one):
+            durations[label].append(e.time_range.elapsed_us())
+            names[label].add(e.name[:40])
+    rows_out = []
+    for label in sorted(durations, key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER)):
+        d = durations[label]
+        rows_out.append(dict(model=model, place=label, calls=len(d) // replays, median_us=statistics.median(d),
+                             forward_us=sum(d) / replays, kernels=" ".join(sorted(names[label]))))
+    summary.update(span_us=statistics.median(spans), kernel_sum_us=sum(r["forward_us"] for r in rows_out))
+    del forward, cache, engine, graph
+    torch.cuda.empty_cache()
+    return rows_out, summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="llama-3.2-1b,llama-3-8b")
+    parser.add_argument("--width", type=int, default=8)
+    parser.add_argument("--context", type=int, default=1000)
+    parser.add_argument("--replays", type=int, default=5)
+    parser.add_argument("--csv", default=None)
+    args = parser.parse_args()
+    everything = []
+    for model in args.models.split(","):
+        rows, s = profile_model(model, args.width, args.context, args.replays)
+        print(f"\n{model}, width {s['width']}, context {s['context']}, SWIFTSPEC_PDL={s['pdl']}, "
+              f"SWIFTSPEC_PREFETCH={s['prefetch']}: replay {s['replay_us']:.1f} us (CUDA events, median), "
+              f"floor {s['floor_us']:.1f} us ({s['replay_us'] / s['floor_us']:.2f}x); {s['kernels']} kernel events"
+              + (f"; span {s['span_us']:.1f} us, kernels' sum {s['kernel_sum_us']:.1f} us" if rows else "")
+              + (f"; {s['note']}" if "note" in s else ""))
+        if rows:
+            print("\n| place | calls | median us | us a forward | kernels |\n|---|---|---|---|---|")
+            for r in rows:
+                print(f"| {r['place']} | {r['calls']} | {r['median_us']:.2f} | {r['forward_us']:.1f} | {r['kernels']} |")
+        everything += [r | {k: s[k] for k in ("width", "context", "pdl", "prefetch", "replay_us")} for r in rows]
+    if args.csv and everything:
+        import pandas as pd
+
+        pd.DataFrame(everything).to_csv(args.csv, index=False)
+
+
+if __name__ == "__main__":
+    main()
