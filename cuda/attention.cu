@@ -6,8 +6,9 @@
 // fixed boundaries (one block per chunk, kv head and query group); in a chunk, the scores of a
 // (position, head) come from tensor-core products over the head dimension in a fixed order, one
 // softmax over the chunk a head (max and sum in a fixed order), its values summed by tensor-core
-// products over groups of 16 positions in order; the chunks' partials are combined in chunk order
-// by the last block of the (kv head, group) to finish. An mma's output element depends only on its
+// products over groups of 16 positions in order; the chunks' partials are merged in chunk order
+// (a running max, rescaling the sums) by the last blocks of the (kv head, group) to finish, each
+// merging a share of the rows (which block merges a row changes none of its bits). An mma's output element depends only on its
 // own row of A and column of B, so nothing depends on T, the query's index, the other queries or
 // heads, the cache rows its tree keys sit at (a fragment holds the same values whichever memory it
 // was loaded from), or the span (the grid size).
@@ -15,16 +16,15 @@
 // does), scores are fp32, a position's softmax weight is rounded to bf16 for the value product
 // while the sum that normalizes uses the fp32 weights.
 // Speed: a warp item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns),
-// so each key and value fragment read serves them all; the chunk is staged before the block's
-// positions are read (one global round trip fewer); the combine loads every chunk's partials at once.
+// so each key and value fragment read serves them all; the block's positions are loaded with the
+// chunk's staging (one global round trip fewer); the merge reads each chunk's partials once, all
+// chunks' loads in flight, and is shared by `combiners` blocks (its reads an SM's L2 bandwidth bound).
 #include "common.cuh"
 #include "mma.cuh"
 
 #define CHUNK 64      // positions a block reduces; kernels/attention.py's CHUNK says the same
 #define NWARPS 8      // warps a block (256 threads)
 #define TQMAX 32      // queries a block at most (their positions and prefixes sit in shared memory)
-#define ROWSMAX 256   // query rows (queries x G heads) a block at most (the combine's row table)
-#define SEG 8         // lanes the combine gives one query row (chunks k, k + SEG, ... each)
 #define MIN_BLOCKS 2  // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
 #define KPAD 8        // bf16 padding a tile row (16 bytes): 8 rows' 16-byte reads hit distinct banks
@@ -95,6 +95,14 @@ __device__ __forceinline__ unsigned pack2(bf16 a, bf16 b) {
   return (unsigned)__bfloat16_as_ushort(a) | ((unsigned)__bfloat16_as_ushort(b) << 16);
 }
 
+// A counter read with acquire semantics at GPU scope: what the writers released before their
+// atomicAdd is visible after it.
+__device__ __forceinline__ int ld_acquire(const int *p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);
 }
@@ -123,36 +131,39 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const bf16 *
 // rows, else lane by lane through each position's row pointer (a tree row in the cache, or the
 // tile): the same registers either way. Partials go to part_ml [KV, nchunks, Q, 2] (the chunk's
 // max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks, Q, HD]
-// (Q = T * G query rows, row t * G + g); the last block of the (kv head, group) to finish
-// combines them into out [T, H * HD] and resets its counter.
+// (Q = T * G query rows, row t * G + g); the last `combiners` blocks of the (kv head, group) to
+// finish merge them into out [T, H * HD] (counters: a pair a (kv head, group), reset by the last
+// merging block); the others, as they leave, prefetch pf's rows into L2 (o_proj's weights).
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
                                     const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
                                     float *__restrict__ part_ml, float *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
-                                    int V, int span, int R, int TQ, float scale_log2, const void *pf,
-                                    int pf_rows, long long pf_stride, int pf_bytes) {
+                                    int V, int span, int R, int TQ, int combiners, float scale_log2,
+                                    const void *pf, int pf_rows, long long pf_stride, int pf_bytes) {
   constexpr int HALF = HD / 2, D8 = HD / 8, KS = HD / 16;  // KS: 16-dim steps (and 16-dim tiles)
   static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
   using S = Smem<HD>;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16 *k_tile = reinterpret_cast<bf16 *>(smem), *v_tile = reinterpret_cast<bf16 *>(smem + S::V_OFF);
   __shared__ int q_pos[TQMAX], q_prefix[TQMAX];  // position, prefix length of query t0 + i
-  __shared__ float row_m[ROWSMAX], row_l[ROWSMAX];  // the combine's max and sum a query row
-  __shared__ int is_last;
+  __shared__ int share;  // which share of the merge this block takes; < 0: none
 
-  prefetch_l2_rows(pf, pf_rows, pf_stride, pf_bytes);  // o_proj's weights, while HBM idles here
   pdl_start();  // before the staging: the kernel before (append_kv) writes cache rows
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
-  if (TQ > TQMAX || (t1 - t0) * G > ROWSMAX) return;  // the Python side never launches it so
+  if (TQ > TQMAX || combiners < 1 || combiners > nchunks) return;  // the Python side never launches it so
   const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
   const int cols = COL_VISIBLE + V, passes = (G + HN - 1) / HN;
   const long long stride = (long long)(H + 2 * KV) * HD;
 
-  // Stage the chunk's cache rows below the span now, before the block's positions arrive: rows
-  // past a query's prefix are staged too and never read as its keys (those are tree rows).
+  // The block's query positions and prefixes into registers, then the chunk's cache rows below
+  // the span into the tile (their loads in flight together, before any shared store waits on
+  // one): rows past a query's prefix are staged too and never read as its keys (those are tree rows).
+  const bool has_query = threadIdx.x < t1 - t0;  // t1 - t0 <= TQMAX < blockDim.x
+  const long long *my_blk = blk + (long long)(t0 + threadIdx.x) * cols;
+  const int my_pos = has_query ? (int)my_blk[COL_POSITION] : 0, my_prefix = has_query ? (int)my_blk[COL_PREFIX] : 0;
   const int tile_rows = max(0, min(span - c0, CHUNK));
 #pragma unroll 4
   for (int e = threadIdx.x; e < tile_rows * D8; e += blockDim.x) {
@@ -161,9 +172,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     *reinterpret_cast<uint4 *>(k_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(k_cache + src);
     *reinterpret_cast<uint4 *>(v_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(v_cache + src);
   }
-  for (int i = threadIdx.x; i < t1 - t0; i += blockDim.x) {
-    q_pos[i] = (int)blk[(long long)(t0 + i) * cols + COL_POSITION];
-    q_prefix[i] = (int)blk[(long long)(t0 + i) * cols + COL_PREFIX];
+  if (has_query) {
+    q_pos[threadIdx.x] = my_pos;
+    q_prefix[threadIdx.x] = my_prefix;
   }
   __syncthreads();
 
@@ -307,68 +318,62 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     __syncwarp();  // qw and pw are rewritten by the next item
   }
 
-  // The last block of this (kv head, group) to finish combines every chunk's partials.
+  // Take a ticket: the last `combiners` blocks of this (kv head, group) merge, share k each. A
+  // merging block waits until every block has its partials out: the blocks it waits for have
+  // started or can (kernels/attention.py keeps all (kv head, group)'s merging blocks below the
+  // resident slots). The others prefetch o_proj's weights into L2 as they leave (prefetch.py).
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int *counter = counters + kh * gridDim.z + blockIdx.z;
-    const int done = atomicAdd(counter, 1);
-    is_last = done == nchunks - 1;
-    if (is_last) *counter = 0;  // every block has counted: ready for the next call / replay
-  }
+  int *counter = counters + 2 * (kh * gridDim.z + blockIdx.z);  // [tickets, merges done]
+  if (threadIdx.x == 0) share = atomicAdd(counter, 1) - (nchunks - combiners);
   __syncthreads();
-  if (!is_last) return;
+  if (share < 0) {
+    prefetch_l2_rows(pf, pf_rows, pf_stride, pf_bytes);
+    return;
+  }
+  if (threadIdx.x == 0)
+    while (ld_acquire(counter) < nchunks) __nanosleep(64);
+  __syncthreads();
   __threadfence();
 
-  // A query row's max over its chunks 0..last, and its sum of exp2(m_c - max) * l_c: SEG lanes a
-  // row (32 / SEG rows a warp at once), lane k of a segment takes chunks k, k + SEG, ... in order,
-  // then a butterfly inside the segment (partials read past L1).
-  const int rows = (t1 - t0) * G, seg_lane = lane % SEG;
-  for (int r = warp * (32 / SEG) + lane / SEG; r - lane / SEG < rows; r += NWARPS * (32 / SEG)) {
-    const bool has_row = r < rows;  // the segment's lanes take part in the butterflies either way
-    const int qr = t0 * G + min(r, rows - 1);
-    const int last = has_row ? min(max(q_pos[qr / G - t0], 0) / CHUNK, nchunks - 1) : -1;
-    const float *ml = part_ml + ((long long)kh * nchunks * Q + qr) * 2;  // chunk cc at ml[cc * Q * 2]
-    float m = NEG_INF, l = 0.f;
-    for (int cc = seg_lane; cc <= last; cc += SEG) m = fmaxf(m, __ldcg(ml + (long long)cc * Q * 2));
-#pragma unroll
-    for (int o = 1; o < SEG; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    for (int cc = seg_lane; cc <= last; cc += SEG) {
-      const long long at = (long long)cc * Q * 2;
-      l = fmaf(exp2f(__ldcg(ml + at) - m), __ldcg(ml + at + 1), l);
-    }
-#pragma unroll
-    for (int o = 1; o < SEG; o <<= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    if (has_row && seg_lane == 0) {
-      row_m[r] = m;
-      row_l[r] = l;
-    }
-  }
-  __syncthreads();
-
-  // The output: a thread a (query row, 8 dims), chunks added in order, 8 chunks' loads in flight.
-  for (int item = threadIdx.x; item < rows * D8; item += blockDim.x) {
+  // The output: a thread a (query row, 8 dims), chunks 0..last merged in order with a running max
+  // m (the sums rescaled by exp2(m_old - m_new)); a chunk's loads do not depend on the running
+  // values, so 8 chunks' are in flight at once. Rows (item / D8) are dealt to the shares in turn.
+  const int rows = (t1 - t0) * G;
+  for (int item = share * blockDim.x + threadIdx.x; item < rows * D8; item += combiners * blockDim.x) {
     const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
     const int last = min(max(q_pos[t - t0], 0) / CHUNK, nchunks - 1);
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
-    const float m = row_m[r];
+    float m = NEG_INF, l = 0.f;
     float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll 8
-    for (int cc = 0; cc <= last; ++cc) {
+    for (int cc = 0; cc <= last; ++cc) {  // chunk 0 holds position 0 <= p: m is finite from it on
       const long long slot = first + (long long)cc * Q;
-      const float w = exp2f(__ldcg(part_ml + slot * 2) - m);
+      const float2 ml = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
       const float4 a = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
       const float4 b = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d + 4));
-      o[0] = fmaf(w, a.x, o[0]); o[1] = fmaf(w, a.y, o[1]); o[2] = fmaf(w, a.z, o[2]); o[3] = fmaf(w, a.w, o[3]);
-      o[4] = fmaf(w, b.x, o[4]); o[5] = fmaf(w, b.y, o[5]); o[6] = fmaf(w, b.z, o[6]); o[7] = fmaf(w, b.w, o[7]);
+      const float m_new = fmaxf(m, ml.x), keep = exp2f(m - m_new), w = exp2f(ml.x - m_new);
+      l = fmaf(l, keep, w * ml.y);
+      o[0] = fmaf(o[0], keep, w * a.x); o[1] = fmaf(o[1], keep, w * a.y);
+      o[2] = fmaf(o[2], keep, w * a.z); o[3] = fmaf(o[3], keep, w * a.w);
+      o[4] = fmaf(o[4], keep, w * b.x); o[5] = fmaf(o[5], keep, w * b.y);
+      o[6] = fmaf(o[6], keep, w * b.z); o[7] = fmaf(o[7], keep, w * b.w);
+      m = m_new;
     }
-    const float l = row_l[r];
     uint4 packed;
     packed.x = pack2(__float2bfloat16_rn(o[0] / l), __float2bfloat16_rn(o[1] / l));
     packed.y = pack2(__float2bfloat16_rn(o[2] / l), __float2bfloat16_rn(o[3] / l));
     packed.z = pack2(__float2bfloat16_rn(o[4] / l), __float2bfloat16_rn(o[5] / l));
     packed.w = pack2(__float2bfloat16_rn(o[6] / l), __float2bfloat16_rn(o[7] / l));
     *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;
+  }
+
+  // The last merging block to finish resets the pair for the next call (every merging block has
+  // seen all tickets by then, and the next call's blocks wait for this kernel to end).
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(counter + 1, 1) == combiners - 1) {
+    counter[0] = 0;
+    counter[1] = 0;
   }
 }
 
@@ -377,10 +382,10 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(              \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
       const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
-      int V, int span, int R, int TQ, float scale_log2, const void *pf, int pf_rows, long long pf_stride,   \
-      int pf_bytes) {                                                                                       \
+      int V, int span, int R, int TQ, int combiners, float scale_log2, const void *pf, int pf_rows,          \
+      long long pf_stride, int pf_bytes) {                                                                  \
     tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T,  \
-                            H, KV, V, span, R, TQ, scale_log2, pf, pf_rows, pf_stride, pf_bytes);           \
+                            H, KV, V, span, R, TQ, combiners, scale_log2, pf, pf_rows, pf_stride, pf_bytes); \
   }
 TREE_ATTENTION(64)
 TREE_ATTENTION(128)

@@ -25,13 +25,10 @@ __device__ __forceinline__ float block_sum(float v, float* warp_sums) {
 // ADD: x = h + m rounded once to bf16 and written to x_out (x_out may be h: every chunk is read and
 // written by the same thread). Without ADD, x = h and x_out, m are unused.
 // y = x * rsqrt(mean(x^2) + eps) * w in fp32, rounded once (y_out may be m, for the same reason).
-// pf, pf_rows, pf_stride, pf_bytes: common.cuh's prefetch_l2_rows (the next GEMM's weights).
 template <int CHUNKS, bool ADD>
 __device__ __forceinline__ void norm_row(const bf16* h, const bf16* m, const bf16* w, bf16* x_out,
-                                         bf16* y_out, int n_chunks, float eps, const void* pf, int pf_rows,
-                                         long long pf_stride, int pf_bytes) {
+                                         bf16* y_out, int n_chunks, float eps) {
   __shared__ float warp_sums[32];
-  prefetch_l2_rows(pf, pf_rows, pf_stride, pf_bytes);
   pdl_start();
   const long long base = (long long)blockIdx.x * n_chunks;  // the row's first chunk
   const bf16x8* h8 = reinterpret_cast<const bf16x8*>(h) + base;
@@ -84,13 +81,12 @@ __device__ __forceinline__ void norm_row(const bf16* h, const bf16* m, const bf1
 #define NORM_KERNELS(CHUNKS)                                                                       \
   extern "C" __global__ void __launch_bounds__(1024)                                               \
       add_rmsnorm_c##CHUNKS(const bf16* h, const bf16* m, const bf16* w, bf16* x_out, bf16* y_out, \
-                            int n_chunks, float eps, const void* pf, int pf_rows, long long pf_stride,  \
-                            int pf_bytes) {                                                        \
-    norm_row<CHUNKS, true>(h, m, w, x_out, y_out, n_chunks, eps, pf, pf_rows, pf_stride, pf_bytes); \
+                            int n_chunks, float eps) {                                             \
+    norm_row<CHUNKS, true>(h, m, w, x_out, y_out, n_chunks, eps);                                  \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(1024)                                               \
       rmsnorm_c##CHUNKS(const bf16* x, const bf16* w, bf16* y_out, int n_chunks, float eps) {      \
-    norm_row<CHUNKS, false>(x, nullptr, w, nullptr, y_out, n_chunks, eps, nullptr, 0, 0, 0);       \
+    norm_row<CHUNKS, false>(x, nullptr, w, nullptr, y_out, n_chunks, eps);                         \
   }
 NORM_KERNELS(1)
 NORM_KERNELS(2)

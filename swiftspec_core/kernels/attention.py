@@ -36,10 +36,10 @@ MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __laun
 KPAD = _define("KPAD")
 HN = _define("HN")  # q heads a warp item computes together
 PPAD = _define("PPAD")
-ROWSMAX = _define("ROWSMAX")  # query rows (queries x heads a kv head) one block at most
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
-COUNTERS = 1024  # combine counters per (device, stream): one a (kv head, query group)
+COUNTERS = 1024  # merge counters per (device, stream): a pair a (kv head, query group)
+COMBINERS = 4  # blocks sharing a (kv head, query group)'s merge at most (merging_blocks)
 _counters: dict[tuple[int, int], torch.Tensor] = {}
 
 
@@ -90,7 +90,7 @@ def _check(qkv, k_cache, v_cache, cos, sin, n_heads: int, n_kv: int) -> int:
     if k_cache.dim() != 3 or k_cache.shape != v_cache.shape:
         raise ValueError(f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)}: want [R, KV, hd] each")
     hd = k_cache.shape[-1]
-    if hd not in HEAD_DIMS or n_heads % n_kv or k_cache.shape[1] != n_kv or n_heads // n_kv > ROWSMAX:
+    if hd not in HEAD_DIMS or n_heads % n_kv or k_cache.shape[1] != n_kv:
         raise ValueError(f"head_dim {hd} (want one of {HEAD_DIMS}), {n_heads} heads over {n_kv} kv heads, "
                          f"cache kv heads {k_cache.shape[1]}")
     if qkv.dim() != 2 or qkv.shape[1] != (n_heads + 2 * n_kv) * hd:
@@ -121,8 +121,8 @@ def append_kv(qkv, positions, rows, cos, sin, k_cache, v_cache, n_heads: int, n_
 
 
 def _counter_block(device: torch.device) -> torch.Tensor:
-    """Per (device, stream): one int32 counter a (kv head, query group), zero between calls (the
-    kernel's last block resets it). Per stream: forwards on two streams of one GPU never share one
+    """Per (device, stream): a pair of int32 counters a (kv head, query group), zero between calls
+    (the kernel's last merging block resets them). Per stream: forwards on two streams of one GPU never share one
     (graphs captured with torch.cuda.graph's default capture stream share theirs, so replays of
     two of them must not overlap)."""
     key = (device.index, torch.cuda.current_stream(device).cuda_stream)
@@ -131,15 +131,25 @@ def _counter_block(device: torch.device) -> torch.Tensor:
     return _counters[key]
 
 
-def query_groups(T: int, blocks_per_group: int, resident: int, tq_max: int = TQMAX) -> tuple[int, int]:
+def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int]:
     """-> (TQ queries a block, groups): as few groups as fill the `resident` block slots (one wave)
-    given `blocks_per_group` (chunks x kv heads) blocks a group, at most tq_max queries a block. A
+    given `blocks_per_group` (chunks x kv heads) blocks a group, at most TQMAX queries a block. A
     block's warps take its query rows in turn: a row costs a warp far less than a wave of blocks
     costs the call (each block's chain of dependent global round trips), so waves are avoided first.
     Any split gives a query the same bits (rows never share a reduction)."""
     groups = max(1, min(T, resident // blocks_per_group))
-    TQ = min(tq_max, -(-T // groups))
+    TQ = min(TQMAX, -(-T // groups))
     return TQ, -(-T // TQ)
+
+
+def merging_blocks(nchunks: int, waiting_groups: int, resident: int, most: int = COMBINERS) -> int:
+    """Blocks that share each (kv head, query group)'s merge: the last `most` (at most nchunks) to
+    finish, which wait for the rest to write their partials. All groups' merging blocks together
+    stay within half the resident slots, so the blocks they wait for always find a slot; else 1
+    (the last block alone, which never waits). waiting_groups: kv heads x query groups. A share
+    changes which block merges a row, never its bits (tests: every count gives the same output)."""
+    w = min(most, nchunks)
+    return w if w * waiting_groups <= resident // 2 else 1
 
 
 def shared_bytes(hd: int) -> int:
@@ -150,7 +160,7 @@ def shared_bytes(hd: int) -> int:
 
 
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
-                   out=None, prefetch=None) -> torch.Tensor:
+                   out=None, prefetch=None, combiners: int = COMBINERS) -> torch.Tensor:
     """block: [T, 4 + V] int64 on device, graphs.py's staged block: columns TOKEN, POSITION, ROW,
     PREFIX, then V visible rows. Query t (its q heads from qkv, RoPE at p = block[t, POSITION]
     applied inside this kernel) attends the keys at positions 0..p: position j < n = block[t, PREFIX]
@@ -158,7 +168,8 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
     contiguous in position). GQA: q head h uses kv head h // (H / KV). span: cache rows [0, span)
     are the most any query reads (fixed per captured graph, so the grid is fixed by it): p < span.
     -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax. prefetch: the next
-    GEMM's [N, K] weight (o_proj's), pulled into L2 meanwhile (prefetch.py)."""
+    GEMM's [N, K] weight (o_proj's), pulled into L2 by the blocks that do not merge (prefetch.py).
+    combiners: blocks sharing a merge at most (merging_blocks; the bits do not depend on it)."""
     hd = _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv)
     T, R = qkv.shape[0], k_cache.shape[0]
     if block.dtype != torch.int64 or block.dim() != 2 or block.shape[0] != T or block.shape[1] <= VISIBLE:
@@ -174,10 +185,13 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
     # Grid: chunks x kv heads x query groups of TQ queries.
     G = n_heads // n_kv
     nchunks, Q = -(-span // CHUNK), T * G
-    TQ, groups = query_groups(T, nchunks * n_kv, MIN_BLOCKS * _sm_count(qkv.device.index),
-                              min(TQMAX, ROWSMAX // G))
-    if n_kv * groups > COUNTERS:
-        raise ValueError(f"{n_kv} kv heads x {groups} query groups: the combine counters hold {COUNTERS}")
+    resident = MIN_BLOCKS * _sm_count(qkv.device.index)
+    TQ, groups = query_groups(T, nchunks * n_kv, resident)
+    if 2 * n_kv * groups > COUNTERS:
+        raise ValueError(f"{n_kv} kv heads x {groups} query groups: the merge counters hold {COUNTERS // 2} pairs")
+    if combiners < 1:
+        raise ValueError(f"combiners {combiners}: want >= 1")
+    merging = merging_blocks(nchunks, n_kv * groups, resident, combiners)
     # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output.
     part_ml = torch.empty(n_kv * nchunks * Q * 2, dtype=torch.float32, device=qkv.device)
     part_acc = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.float32, device=qkv.device)
@@ -186,6 +200,6 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
            (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml),
             ptr(part_acc), ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads),
             np.int32(n_kv), np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R),
-            np.int32(TQ), np.float32(hd ** -0.5 * math.log2(math.e)), *prefetch_args(prefetch)),
+            np.int32(TQ), np.int32(merging), np.float32(hd ** -0.5 * math.log2(math.e)), *prefetch_args(prefetch)),
            shared_bytes(hd))
     return out

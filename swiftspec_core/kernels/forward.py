@@ -34,19 +34,19 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
     positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
     h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream
     m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
-    head = model.embed if model.lm_head is None else model.lm_head
-    # The norms and the attention leave HBM idle: each pulls the next GEMM's weights into L2
-    # (prefetch.py; bf16 weights only, an AWQ weight is not one [N, K] tensor).
     for i, layer in enumerate(model.layers):
-        x, y = add_rmsnorm(h, m, layer.attn_norm, a.norm_eps, prefetch=weight_of(layer.wqkv))
+        x, y = add_rmsnorm(h, m, layer.attn_norm, a.norm_eps)
         qkv = project(y, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
         append_kv(qkv, positions, rows, model.cos, model.sin, cache.k[i], cache.v[i], a.n_heads, a.n_kv_heads)
+        # The attention's blocks that do not combine pull o_proj's weights into L2 as they leave
+        # (prefetch.py; bf16 only: an AWQ weight is not one [N, K] tensor).
         attn = tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads,
                               a.n_kv_heads, prefetch=weight_of(layer.wo))
         o = row_parallel(attn, layer.wo)
-        h, y = add_rmsnorm(x, o, layer.mlp_norm, a.norm_eps, prefetch=weight_of(layer.w_gate_up))
+        h, y = add_rmsnorm(x, o, layer.mlp_norm, a.norm_eps)
         m = row_parallel(mlp_in(y, layer.w_gate_up), layer.w_down)
-    _, y = add_rmsnorm(h, m, model.norm, a.norm_eps, prefetch=head)
+    _, y = add_rmsnorm(h, m, model.norm, a.norm_eps)
+    head = model.embed if model.lm_head is None else model.lm_head
     logits = group.all_gather(gemm(y, head))
     return logits[:, : model.full_vocab].float()
 

@@ -14,7 +14,6 @@ import torch
 from torch import Tensor
 
 from . import build
-from .prefetch import prefetch_args
 
 MAX_THREADS = 1024
 CHUNKS_PER_THREAD = (1, 2, 4)  # the instantiations in cuda/norm.cu (add_rmsnorm_c1, ...)
@@ -54,9 +53,8 @@ def rmsnorm_reference(x: Tensor, weight: Tensor, eps: float, out: Tensor | None 
 
 
 def add_rmsnorm_reference(h: Tensor, m: Tensor, weight: Tensor, eps: float, x_out: Tensor | None = None,
-                          y_out: Tensor | None = None, prefetch: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """x = h + m (torch's add: one rounding to the dtype); y = rmsnorm(x). -> (x, y). prefetch: a
-    hint to the kernel that changes no value, ignored here."""
+                          y_out: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """x = h + m (torch's add: one rounding to the dtype); y = rmsnorm(x). -> (x, y)."""
     x = _written(h + m, x_out)
     return x, rmsnorm_reference(x, weight, eps, y_out)
 
@@ -112,18 +110,17 @@ def _launch_norm(kernel: str, rows: int, dim: int, device: torch.device, args: t
 
 
 def add_rmsnorm(h: Tensor, m: Tensor, weight: Tensor, eps: float, x_out: Tensor | None = None,
-                y_out: Tensor | None = None, prefetch: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                y_out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """h, m: [T, D] bf16 (any leading dims); weight: [D] bf16. x = h + m (one bf16 rounding, as
     torch's bf16 add); y = x * rsqrt(mean(x^2) + eps) * weight in fp32, rounded once.
     -> (x, y), written to x_out / y_out when given (x_out may be h and y_out may be m: each element
-    is read before it is written, by the same thread). m may be all zeros (the first layer).
-    prefetch: the next GEMM's [N, K] weight, pulled into L2 meanwhile (prefetch.py)."""
+    is read before it is written, by the same thread). m may be all zeros (the first layer)."""
     x_out = torch.empty_like(h) if x_out is None else x_out
     y_out = torch.empty_like(h) if y_out is None else y_out
     rows, dim = _check_norm("add_rmsnorm", h, weight, {"h": h, "m": m, "x_out": x_out, "y_out": y_out})
     _launch_norm("add_rmsnorm", rows, dim, h.device,
                  (build.ptr(h), build.ptr(m), build.ptr(weight), build.ptr(x_out), build.ptr(y_out),
-                  np.int32(dim // 8), np.float32(eps), *prefetch_args(prefetch)))
+                  np.int32(dim // 8), np.float32(eps)))
     return x_out, y_out
 
 

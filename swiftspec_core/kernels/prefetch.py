@@ -1,13 +1,12 @@
-"""L2 prefetch of a GEMM's weights by the latency-bound kernel before it (cuda/common.cuh's
-prefetch_l2_rows, called by the norms and the attention).
+"""L2 prefetch of o_proj's weights by the attention before it (cuda/common.cuh's prefetch_l2_rows).
 
-In a forward the norms and the attention read a few rows and the KV cache and wait on round trips:
-HBM idles while they run. The GEMM after each (qkv after the attention norm, o_proj after the
-attention, gate_up after the MLP norm, lm_head after the final norm) streams its weights at the
-HBM's rate. So the kernel before it issues, at its start, L2 prefetches of the first bytes of every
-weight row (a small-M GEMM reads all rows at once, each from its first K on), at most half the L2
-in all: that share of the GEMM's traffic moves into the idle time. A prefetch changes where the
-GEMM's loads hit, never a value: outputs are bitwise the same with it or without.
+The attention ends in a tail: its combining blocks merge the chunks' partials while the other
+blocks have finished and HBM idles. Those blocks, as they leave, issue L2 prefetches of the first
+bytes of every o_proj weight row (a small-M GEMM reads all rows at once, each from its first K on),
+at most half the L2 in all, so part of the GEMM's traffic moves into that idle time. A prefetch
+changes where the GEMM's loads hit, never a value: outputs are bitwise the same with it or without.
+Measured (NOTES v42): issued at a kernel's start it costs that kernel its issue time (~70 GB/s an
+SM), so the norms (a block a row: 8 SMs) must not prefetch and the attention only at its end.
 """
 from __future__ import annotations
 
