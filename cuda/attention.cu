@@ -133,15 +133,14 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const bf16 *
 // max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks, Q, HD]
 // (Q = T * G query rows, row t * G + g); the last `combiners` blocks of the (kv head, group) to
 // finish merge them into out [T, H * HD] (counters: a pair a (kv head, group), reset by the last
-// merging block); the others, as they leave, prefetch pf's rows into L2 (o_proj's weights).
+// merging block).
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
                                     const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
                                     float *__restrict__ part_ml, float *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
-                                    int V, int span, int R, int TQ, int combiners, float scale_log2,
-                                    const void *pf, int pf_rows, long long pf_stride, int pf_bytes) {
+                                    int V, int span, int R, int TQ, int combiners, float scale_log2) {
   constexpr int HALF = HD / 2, D8 = HD / 8, KS = HD / 16;  // KS: 16-dim steps (and 16-dim tiles)
   static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
   using S = Smem<HD>;
@@ -321,16 +320,13 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   // Take a ticket: the last `combiners` blocks of this (kv head, group) merge, share k each. A
   // merging block waits until every block has its partials out: the blocks it waits for have
   // started or can (kernels/attention.py keeps all (kv head, group)'s merging blocks below the
-  // resident slots). The others prefetch o_proj's weights into L2 as they leave (prefetch.py).
+  // resident slots).
   __threadfence();
   __syncthreads();
   int *counter = counters + 2 * (kh * gridDim.z + blockIdx.z);  // [tickets, merges done]
   if (threadIdx.x == 0) share = atomicAdd(counter, 1) - (nchunks - combiners);
   __syncthreads();
-  if (share < 0) {
-    prefetch_l2_rows(pf, pf_rows, pf_stride, pf_bytes);
-    return;
-  }
+  if (share < 0) return;
   if (threadIdx.x == 0)
     while (ld_acquire(counter) < nchunks) __nanosleep(64);
   __syncthreads();
@@ -382,10 +378,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(              \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
       const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
-      int V, int span, int R, int TQ, int combiners, float scale_log2, const void *pf, int pf_rows,          \
-      long long pf_stride, int pf_bytes) {                                                                  \
+      int V, int span, int R, int TQ, int combiners, float scale_log2) {                                    \
     tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T,  \
-                            H, KV, V, span, R, TQ, combiners, scale_log2, pf, pf_rows, pf_stride, pf_bytes); \
+                            H, KV, V, span, R, TQ, combiners, scale_log2);                                  \
   }
 TREE_ATTENTION(64)
 TREE_ATTENTION(128)

@@ -17,21 +17,6 @@ __device__ __forceinline__ void pdl_start() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
-// A later kernel's weights pulled into L2 while HBM idles (swiftspec_core/kernels/prefetch.py
-// picks what and how much): the first `bytes` bytes of each of `rows` rows `stride` bytes apart
-// from `base` (a small-M GEMM reads every row's K from the start, all rows at once), one bulk
-// prefetch a row, the grid's threads taking rows in turn. No result depends on it, but a block
-// pays for its issue (~70 GB/s an SM, NOTES v42): call it where a block has nothing left to do.
-// base == nullptr or bytes == 0: nothing.
-__device__ __forceinline__ void prefetch_l2_rows(const void *base, int rows, long long stride, int bytes) {
-  if (base == nullptr || bytes <= 0) return;
-  const long long block = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
-  const long long threads = (long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x;
-  for (long long r = block * blockDim.x + threadIdx.x; r < rows; r += threads)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const char *)base + r * stride), "r"(bytes)
-                 : "memory");
-}
-
 __device__ __forceinline__ float warp_sum(float v) {
   // Butterfly over the 32 lanes: a fixed order, so every lane gets the same bits every time.
 #pragma unroll

@@ -11,7 +11,7 @@ attention, o, gate_up, down; embed, lm_head and the rest outside the layers): ca
 median us a call, us a forward. The span (first kernel's start to last kernel's end) minus the
 kernels' sum is the time between kernels. Under PDL (the default) a kernel that starts early counts
 its wait for the one before, so the sum can pass the span: SWIFTSPEC_PDL=0 gives each kernel's own
-time. SWIFTSPEC_PREFETCH=0 turns off the norms' and the attention's L2 prefetch (kernels/prefetch.py).
+time.
 """
 from __future__ import annotations
 
@@ -77,8 +77,7 @@ def profile_model(model: str, width: int, context: int, replays: int) -> tuple[l
                      key=lambda e: e.time_range.start)
     floor_us = shard_args(model, 1).weight_bytes(BF16) / copy_bandwidth() * 1e6
     summary = dict(model=model, width=width, context=context, replay_us=replay_us, floor_us=floor_us,
-                   kernels=len(kernels), pdl=os.environ.get("SWIFTSPEC_PDL", "1"),
-                   prefetch=os.environ.get("SWIFTSPEC_PREFETCH", "1"))
+                   kernels=len(kernels), pdl=os.environ.get("SWIFTSPEC_PDL", "1"))
     if not kernels or len(kernels) % replays:
         summary["note"] = f"{len(kernels)} kernel events for {replays} replays: not tabled"
         return [], summary
@@ -113,7 +112,7 @@ def main() -> None:
     for model in args.models.split(","):
         rows, s = profile_model(model, args.width, args.context, args.replays)
         print(f"\n{model}, width {s['width']}, context {s['context']}, SWIFTSPEC_PDL={s['pdl']}, "
-              f"SWIFTSPEC_PREFETCH={s['prefetch']}: replay {s['replay_us']:.1f} us (CUDA events, median), "
+              f"replay {s['replay_us']:.1f} us (CUDA events, median), "
               f"floor {s['floor_us']:.1f} us ({s['replay_us'] / s['floor_us']:.2f}x); {s['kernels']} kernel events"
               + (f"; span {s['span_us']:.1f} us, kernels' sum {s['kernel_sum_us']:.1f} us" if rows else "")
               + (f"; {s['note']}" if "note" in s else ""))
@@ -121,7 +120,7 @@ def main() -> None:
             print("\n| place | calls | median us | us a forward | kernels |\n|---|---|---|---|---|")
             for r in rows:
                 print(f"| {r['place']} | {r['calls']} | {r['median_us']:.2f} | {r['forward_us']:.1f} | {r['kernels']} |")
-        everything += [r | {k: s[k] for k in ("width", "context", "pdl", "prefetch", "replay_us")} for r in rows]
+        everything += [r | {k: s[k] for k in ("width", "context", "pdl", "replay_us")} for r in rows]
     if args.csv and everything:
         import pandas as pd
 

@@ -21,7 +21,6 @@ from ..staged import POSITION, PREFIX, VISIBLE
 from ..models.rope import apply_rope
 from .build import CUDA_DIR, launch, ptr
 from .gemm import _sm_count  # the cached SM count the GEMM plans with
-from .prefetch import prefetch_args
 
 
 def _define(name: str) -> int:
@@ -64,9 +63,8 @@ def append_kv_reference(qkv, positions, rows, cos, sin, k_cache, v_cache, n_head
 
 
 def tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
-                             out=None, prefetch=None) -> torch.Tensor:
-    """As tree_attention (prefetch, a hint that changes no value, ignored), in torch on any device:
-    q with RoPE in fp32 rounded once to qkv's dtype
+                             out=None) -> torch.Tensor:
+    """As tree_attention, in torch on any device: q with RoPE in fp32 rounded once to qkv's dtype
     (the tensor cores' operand), fp32 scores and softmax. The kernel also rounds each softmax
     weight to bf16 for the value product (relative 2^-9 a weight); this reference does not."""
     T, hd = qkv.shape[0], k_cache.shape[-1]
@@ -160,16 +158,14 @@ def shared_bytes(hd: int) -> int:
 
 
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
-                   out=None, prefetch=None, combiners: int = COMBINERS) -> torch.Tensor:
+                   out=None, combiners: int = COMBINERS) -> torch.Tensor:
     """block: [T, 4 + V] int64 on device, graphs.py's staged block: columns TOKEN, POSITION, ROW,
     PREFIX, then V visible rows. Query t (its q heads from qkv, RoPE at p = block[t, POSITION]
     applied inside this kernel) attends the keys at positions 0..p: position j < n = block[t, PREFIX]
     is cache row j, position j >= n is cache row block[t, 4 + j - n] (its ancestors, then itself;
     contiguous in position). GQA: q head h uses kv head h // (H / KV). span: cache rows [0, span)
     are the most any query reads (fixed per captured graph, so the grid is fixed by it): p < span.
-    -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax. prefetch: the next
-    GEMM's [N, K] weight (o_proj's), pulled into L2 by the blocks that do not merge (prefetch.py).
-    combiners: blocks sharing a merge at most (merging_blocks; the bits do not depend on it)."""
+    -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax. combiners: blocks sharing a merge at most (merging_blocks; the bits do not depend on it)."""
     hd = _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv)
     T, R = qkv.shape[0], k_cache.shape[0]
     if block.dtype != torch.int64 or block.dim() != 2 or block.shape[0] != T or block.shape[1] <= VISIBLE:
@@ -200,6 +196,6 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
            (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml),
             ptr(part_acc), ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads),
             np.int32(n_kv), np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R),
-            np.int32(TQ), np.int32(merging), np.float32(hd ** -0.5 * math.log2(math.e)), *prefetch_args(prefetch)),
+            np.int32(TQ), np.int32(merging), np.float32(hd ** -0.5 * math.log2(math.e))),
            shared_bytes(hd))
     return out

@@ -38,10 +38,7 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
         x, y = add_rmsnorm(h, m, layer.attn_norm, a.norm_eps)
         qkv = project(y, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
         append_kv(qkv, positions, rows, model.cos, model.sin, cache.k[i], cache.v[i], a.n_heads, a.n_kv_heads)
-        # The attention's blocks that do not combine pull o_proj's weights into L2 as they leave
-        # (prefetch.py; bf16 only: an AWQ weight is not one [N, K] tensor).
-        attn = tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads,
-                              a.n_kv_heads, prefetch=weight_of(layer.wo))
+        attn = tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads, a.n_kv_heads)
         o = row_parallel(attn, layer.wo)
         h, y = add_rmsnorm(x, o, layer.mlp_norm, a.norm_eps)
         m = row_parallel(mlp_in(y, layer.w_gate_up), layer.w_down)
