@@ -186,17 +186,40 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk; c0 <= p
 
     // The HN heads' q with RoPE at p in fp32, rounded once to bf16 (heads past G repeat G - 1).
+    // A lane takes pairs i0..i0 + 3 of UL heads: every load is a vector and all are issued
+    // before the first is used (one round trip; scalar loads in unrolled groups took several).
     const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
     const bf16 *q_tok = qkv + t * stride + (long long)kh * G * HD;
-#pragma unroll 4
-    for (int e = lane; e < HN * HALF; e += 32) {
-      const int u = e / HALF, i = e % HALF;
-      const bf16 *q = q_tok + (long long)min(hp * HN + u, G - 1) * HD;
-      float y1, y2;
-      rope_pair(__bfloat162float(q[i]), __bfloat162float(q[i + HALF]), cs[i], sn[i], cs[i + HALF],
-                sn[i + HALF], y1, y2);
-      qw[u * S::ROW + i] = __float2bfloat16_rn(y1);
-      qw[u * S::ROW + i + HALF] = __float2bfloat16_rn(y2);
+    {
+      constexpr int IG = HALF / 4, UL = HN * IG / 32;  // groups of 4 pairs; heads a lane
+      static_assert(HN * IG % 32 == 0 && UL >= 1, "lanes cover HN heads x HALF pairs");
+      const int i0 = (lane % IG) * 4, u0 = (lane / IG) * UL;
+      const float4 c1 = *reinterpret_cast<const float4 *>(cs + i0), s1 = *reinterpret_cast<const float4 *>(sn + i0);
+      const float4 c2 = *reinterpret_cast<const float4 *>(cs + i0 + HALF);
+      const float4 s2 = *reinterpret_cast<const float4 *>(sn + i0 + HALF);
+      uint2 lo[UL], hi[UL];  // q[i0..i0 + 3] and q[i0 + HALF..] of head u0 + k, 4 bf16 each
+#pragma unroll
+      for (int k = 0; k < UL; ++k) {
+        const bf16 *q = q_tok + (long long)min(hp * HN + u0 + k, G - 1) * HD;
+        lo[k] = *reinterpret_cast<const uint2 *>(q + i0);
+        hi[k] = *reinterpret_cast<const uint2 *>(q + i0 + HALF);
+      }
+      const float cc1[4] = {c1.x, c1.y, c1.z, c1.w}, ss1[4] = {s1.x, s1.y, s1.z, s1.w};
+      const float cc2[4] = {c2.x, c2.y, c2.z, c2.w}, ss2[4] = {s2.x, s2.y, s2.z, s2.w};
+#pragma unroll
+      for (int k = 0; k < UL; ++k) {
+        const bf16 *x1 = reinterpret_cast<const bf16 *>(&lo[k]), *x2 = reinterpret_cast<const bf16 *>(&hi[k]);
+        bf16 y1[4], y2[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float a, b;
+          rope_pair(__bfloat162float(x1[j]), __bfloat162float(x2[j]), cc1[j], ss1[j], cc2[j], ss2[j], a, b);
+          y1[j] = __float2bfloat16_rn(a);
+          y2[j] = __float2bfloat16_rn(b);
+        }
+        *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0) = *reinterpret_cast<const uint2 *>(y1);
+        *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0 + HALF) = *reinterpret_cast<const uint2 *>(y2);
+      }
     }
 
     // Row pointers of positions c0 + r: the staged tile below the prefix, the query's visible
@@ -334,9 +357,10 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 
   // The output: a thread a (query row, 8 dims), chunks 0..last merged in order with a running max
   // m (the sums rescaled by exp2(m_old - m_new)); a chunk's loads do not depend on the running
-  // values, so 8 chunks' are in flight at once. Rows (item / D8) are dealt to the shares in turn.
+  // values, so 8 chunks' are in flight at once. Items are dealt to the shares in turn (item k to
+  // share k % combiners), so each merging SM reads its share of the partials.
   const int rows = (t1 - t0) * G;
-  for (int item = share * blockDim.x + threadIdx.x; item < rows * D8; item += combiners * blockDim.x) {
+  for (int item = share + combiners * threadIdx.x; item < rows * D8; item += combiners * blockDim.x) {
     const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
     const int last = min(max(q_pos[t - t0], 0) / CHUNK, nchunks - 1);
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
