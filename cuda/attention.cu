@@ -17,8 +17,8 @@
 // while the sum that normalizes uses the fp32 weights.
 // Speed: a warp item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns),
 // so each key and value fragment read serves them all; the block's positions are loaded with the
-// chunk's staging (one global round trip fewer); the merge is shared by `combiners` blocks and a
-// quad of lanes an item, each lane loading its chunks' partials before it uses them.
+// chunk's staging (one global round trip fewer); the merge reads each chunk's partials once, all
+// chunks' loads in flight, and is shared by `combiners` blocks (its reads an SM's L2 bandwidth bound).
 #include "common.cuh"
 #include "mma.cuh"
 
@@ -30,8 +30,6 @@
 #define KPAD 8        // bf16 padding a tile row (16 bytes): 8 rows' 16-byte reads hit distinct banks
 #define HN 8          // q heads of one kv head a warp item computes (the mma's n = 8 columns)
 #define PPAD 8        // bf16 padding a row of a warp's weight tile
-#define QUAD 4        // lanes the merge gives an item (query row, 8 dims): chunks j, j + QUAD, ...
-#define QUAD_LOADS 4  // chunks a merge lane loads before it uses the first
 
 // Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
 #define COL_POSITION 1
@@ -95,19 +93,6 @@ __device__ __forceinline__ unsigned ld32(const bf16 *p) { return *reinterpret_ca
 // Two bf16 (a in the low half, b in the high), as a fragment register holds them.
 __device__ __forceinline__ unsigned pack2(bf16 a, bf16 b) {
   return (unsigned)__bfloat16_as_ushort(a) | ((unsigned)__bfloat16_as_ushort(b) << 16);
-}
-
-// (m, l, o) merged with another partial (m2, l2, o2) of the same query row (m: max score in log2
-// units, l: sum of exp2(score - m), o: 8 dims of the unnormalized output). Either may be empty
-// (m = -inf, l = 0, o = 0): its weight is 0, never exp2(-inf - -inf).
-__device__ __forceinline__ void merge_partial(float &m, float &l, float (&o)[8], float m2, float l2,
-                                              const float (&o2)[8]) {
-  const float m_new = fmaxf(m, m2);
-  const float keep = m == NEG_INF ? 0.f : exp2f(m - m_new), w = m2 == NEG_INF ? 0.f : exp2f(m2 - m_new);
-  l = fmaf(l, keep, w * l2);
-#pragma unroll
-  for (int k = 0; k < 8; ++k) o[k] = fmaf(o[k], keep, w * o2[k]);
-  m = m_new;
 }
 
 // A counter read with acquire semantics at GPU scope: what the writers released before their
@@ -370,56 +355,37 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __syncthreads();
   __threadfence();
 
-  // The output: an item (query row, 8 dims) a quad of lanes. Lane j of the quad merges chunks
-  // j, j + QUAD, ... <= last in order with a running max m (sums rescaled by exp2(m_old - m_new)),
-  // their loads issued QUAD_LOADS chunks at a time before any is used; then the quad merges its
-  // lanes by butterfly (1, then 2), and lane 0's result is written. The order depends on the chunk
-  // indices alone. Items are dealt to the shares in turn (item k to share k % combiners); the
-  // loop runs warp-uniform (a quad past the items merges item 0 and writes nothing).
-  const int rows = (t1 - t0) * G, n_items = rows * D8, quads = blockDim.x / QUAD;
-  const int quad = threadIdx.x / QUAD, qj = threadIdx.x % QUAD;
-  for (int round = 0; share + combiners * round * quads < n_items; ++round) {
-    const int item = share + combiners * (round * quads + quad);
-    const bool has_item = item < n_items;
-    const int it = has_item ? item : 0;
-    const int r = it / D8, d = (it % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
+  // The output: a thread a (query row, 8 dims), chunks 0..last merged in order with a running max
+  // m (the sums rescaled by exp2(m_old - m_new)); a chunk's loads do not depend on the running
+  // values, so 8 chunks' are in flight at once. Items are dealt to the shares in turn (item k to
+  // share k % combiners), so each merging SM reads its share of the partials.
+  const int rows = (t1 - t0) * G;
+  for (int item = share + combiners * threadIdx.x; item < rows * D8; item += combiners * blockDim.x) {
+    const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
     const int last = min(max(q_pos[t - t0], 0) / CHUNK, nchunks - 1);
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
     float m = NEG_INF, l = 0.f;
     float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    for (int base = qj; base <= last; base += QUAD * QUAD_LOADS) {
-      float2 ml[QUAD_LOADS];
-      float4 a[QUAD_LOADS], b[QUAD_LOADS];
-#pragma unroll
-      for (int k = 0; k < QUAD_LOADS; ++k) {
-        const long long slot = first + (long long)min(base + k * QUAD, last) * Q;  // past last: unused
-        ml[k] = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
-        a[k] = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
-        b[k] = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d + 4));
-      }
-#pragma unroll
-      for (int k = 0; k < QUAD_LOADS; ++k) {
-        if (base + k * QUAD > last) break;
-        const float o2[8] = {a[k].x, a[k].y, a[k].z, a[k].w, b[k].x, b[k].y, b[k].z, b[k].w};
-        merge_partial(m, l, o, ml[k].x, ml[k].y, o2);
-      }
+#pragma unroll 8
+    for (int cc = 0; cc <= last; ++cc) {  // chunk 0 holds position 0 <= p: m is finite from it on
+      const long long slot = first + (long long)cc * Q;
+      const float2 ml = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
+      const float4 a = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
+      const float4 b = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d + 4));
+      const float m_new = fmaxf(m, ml.x), keep = exp2f(m - m_new), w = exp2f(ml.x - m_new);
+      l = fmaf(l, keep, w * ml.y);
+      o[0] = fmaf(o[0], keep, w * a.x); o[1] = fmaf(o[1], keep, w * a.y);
+      o[2] = fmaf(o[2], keep, w * a.z); o[3] = fmaf(o[3], keep, w * a.w);
+      o[4] = fmaf(o[4], keep, w * b.x); o[5] = fmaf(o[5], keep, w * b.y);
+      o[6] = fmaf(o[6], keep, w * b.z); o[7] = fmaf(o[7], keep, w * b.w);
+      m = m_new;
     }
-#pragma unroll
-    for (int x = 1; x < QUAD; x <<= 1) {  // every lane of the warp takes part
-      float o2[8];
-      const float m2 = __shfl_xor_sync(0xffffffffu, m, x), l2 = __shfl_xor_sync(0xffffffffu, l, x);
-#pragma unroll
-      for (int k = 0; k < 8; ++k) o2[k] = __shfl_xor_sync(0xffffffffu, o[k], x);
-      merge_partial(m, l, o, m2, l2, o2);
-    }
-    if (has_item && qj == 0) {
-      uint4 packed;
-      packed.x = pack2(__float2bfloat16_rn(o[0] / l), __float2bfloat16_rn(o[1] / l));
-      packed.y = pack2(__float2bfloat16_rn(o[2] / l), __float2bfloat16_rn(o[3] / l));
-      packed.z = pack2(__float2bfloat16_rn(o[4] / l), __float2bfloat16_rn(o[5] / l));
-      packed.w = pack2(__float2bfloat16_rn(o[6] / l), __float2bfloat16_rn(o[7] / l));
-      *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;
-    }
+    uint4 packed;
+    packed.x = pack2(__float2bfloat16_rn(o[0] / l), __float2bfloat16_rn(o[1] / l));
+    packed.y = pack2(__float2bfloat16_rn(o[2] / l), __float2bfloat16_rn(o[3] / l));
+    packed.z = pack2(__float2bfloat16_rn(o[4] / l), __float2bfloat16_rn(o[5] / l));
+    packed.w = pack2(__float2bfloat16_rn(o[6] / l), __float2bfloat16_rn(o[7] / l));
+    *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;
   }
 
   // The last merging block to finish resets the pair for the next call (every merging block has

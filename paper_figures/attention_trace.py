@@ -44,7 +44,7 @@ def instrumented_source() -> str:
         ("  __syncthreads();\n\n  bf16 *qw =", "after_sync", 1),
         ("  // Take a ticket:", "before", 2),
         ("  if (share < 0) return;", "before", 3),
-        ("  // The output: an item (query row, 8 dims) a quad of lanes.", "before", 4),
+        ("  // The output: a thread a (query row, 8 dims)", "before", 4),
         ("  // The last merging block to finish resets", "before", 5),
     ]
     for line, where, phase in anchors:
