@@ -5,7 +5,7 @@
 
 Builds each model at its real shapes on one GPU (random bf16 weights, our kernel set), captures the
 forward of `width` tree tokens after `context` cached ones as the decoders run it (kernel_bench's
-time_forward: graphs.make_forward), times the replay with CUDA events (median), then replays it
+forward_graph: graphs.make_forward), times the replay with CUDA events (median), then replays it
 under torch.profiler and tables its kernels by their place in a layer (the norms, qkv, append_kv,
 attention, o, gate_up, down; embed, lm_head and the rest outside the layers): calls a forward,
 median us a call, us a forward. The span (first kernel's start to last kernel's end) minus the
@@ -24,8 +24,7 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
-from swiftspec_bench.kernel_bench import build_shard, median_us, use_kernels
-from swiftspec_core.graphs import make_forward
+from swiftspec_bench.kernel_bench import build_shard, forward_graph, median_us, use_kernels
 from swiftspec_core.runtime.floor import copy_bandwidth
 from swiftspec_bench.kernel_shapes import BF16, shard_args
 
@@ -62,12 +61,7 @@ def label_kernels(names: list[str]) -> list[str]:
 def profile_model(model: str, width: int, context: int, replays: int) -> tuple[list[dict], dict]:
     engine = build_shard(model, 1, context + width + 1)
     use_kernels(engine, "ours")
-    cache = engine.new_cache(context + width)
-    cache.length = context
-    forward = make_forward(engine, cache, width, width)
-    rows = list(range(context, context + width))
-    forward([0] * width, rows, rows, context, [rows[:j + 1] for j in range(width)])  # stages the inputs
-    graph, _ = forward.graphs[forward.span_for(context + width)]
+    graph, keep = forward_graph(engine, width, context)
     replay_us = median_us(graph, 1)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(replays):
@@ -95,7 +89,7 @@ def profile_model(model: str, width: int, context: int, replays: int) -> tuple[l
         rows_out.append(dict(model=model, place=label, calls=len(d) // replays, median_us=statistics.median(d),
                              forward_us=sum(d) / replays, kernels=" ".join(sorted(names[label]))))
     summary.update(span_us=statistics.median(spans), kernel_sum_us=sum(r["forward_us"] for r in rows_out))
-    del forward, cache, engine, graph
+    del keep, engine, graph
     torch.cuda.empty_cache()
     return rows_out, summary
 

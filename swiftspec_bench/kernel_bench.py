@@ -118,19 +118,26 @@ def use_kernels(engine, impl: str) -> None:
         raise Skipped("Transformer.use_kernels (the fused kernel set) is not available")
 
 
-def time_forward(engine, width: int, context: int, before_timing=None) -> float:
-    """Median us of one graph replay of the width-`width` forward (a chain of `width` tree tokens
-    after `context` cached ones: every token sees its ancestors)."""
+def forward_graph(engine, width: int, context: int):
+    """The captured graph of the width-`width` forward (a chain of `width` tree tokens after
+    `context` cached ones: every token sees its ancestors), inputs staged. -> (graph, what keeps
+    it alive: the forward and its cache)."""
     cache = engine.new_cache(context + width)
     cache.length = context
     forward = make_forward(engine, cache, width, width)
     rows = list(range(context, context + width))
     forward([0] * width, rows, rows, context, [rows[:j + 1] for j in range(width)])  # stages the inputs
     graph, _ = forward.graphs[forward.span_for(context + width)]
+    return graph, (forward, cache)
+
+
+def time_forward(engine, width: int, context: int, before_timing=None) -> float:
+    """Median us of one graph replay of forward_graph's forward."""
+    graph, keep = forward_graph(engine, width, context)
     if before_timing is not None:
         before_timing()
     us = median_us(graph, 1)
-    del forward, cache
+    del graph, keep
     return us
 
 
