@@ -262,36 +262,6 @@ def test_query_split_does_not_change_bits(H, KV, hd, monkeypatch):
     assert report(f"one group vs one query a group H{H} KV{KV} hd{hd}", outs[0], outs[1], 0, 0)
 
 
-@pytest.mark.parametrize("nchunks,waiting_groups,resident", [(16, 16, 264), (16, 128, 264), (2, 8, 264),
-                                                             (1, 8, 264), (64, 8, 264), (16, 40, 264)])
-def test_merging_blocks_never_fill_the_slots_the_rest_need(nchunks, waiting_groups, resident):
-    w = attn.merging_blocks(nchunks, waiting_groups, resident)
-    assert 1 <= w <= min(attn.COMBINERS, nchunks)
-    assert w == 1 or w * waiting_groups <= resident // 2  # the blocks they wait for find a slot
-    if min(attn.COMBINERS, nchunks) * waiting_groups <= resident // 2:
-        assert w == min(attn.COMBINERS, nchunks)
-
-
-@gpu
-@pytest.mark.parametrize("H,KV,hd,T,context", [(32, 8, 128, 8, 1000), (14, 2, 64, 16, 3000), (32, 8, 64, 1, 60)])
-def test_merge_shared_by_more_blocks_does_not_change_bits(H, KV, hd, T, context):
-    """The chunks' partials merged by the last block alone and shared by the last 2, 3 or 4 (rows
-    dealt to them in turn): bitwise equal, and as the reference; under a graph, replayed, too (the
-    counter pairs reset)."""
-    qkv, block, cos, sin, k_cache, v_cache, span = tree_case(H, KV, hd, T, context, seed=T + context)
-    want = attn.tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
-    outs = {}
-    for w in (1, 2, 3, 4):
-        for _ in range(2):  # twice: the first call's last merging block reset the pair
-            out = torch.full_like(want, float("nan"))
-            attn.tree_attention(qkv, block, cos, sin, k_cache, v_cache, span, H, KV, out=out, combiners=w)
-            torch.cuda.synchronize()
-            assert report(f"combiners {w} H{H} KV{KV} hd{hd} T{T}", out, want, ATOL, RTOL)
-            outs[w] = out
-    for w in (2, 3, 4):
-        assert report(f"combiners {w} vs 1", outs[w], outs[1], 0, 0)
-
-
 @gpu
 def test_graph_replays_with_changed_blocks():
     """Captured once, replayed with new trees and queries: the combine counters reset."""

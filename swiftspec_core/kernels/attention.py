@@ -37,8 +37,7 @@ HN = _define("HN")  # q heads a warp item computes together
 PPAD = _define("PPAD")
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
-COUNTERS = 1024  # merge counters per (device, stream): a pair a (kv head, query group)
-COMBINERS = 4  # blocks sharing a (kv head, query group)'s merge at most (merging_blocks)
+COUNTERS = 1024  # merge counters per (device, stream): one a (kv head, query group)
 _counters: dict[tuple[int, int], torch.Tensor] = {}
 
 
@@ -119,8 +118,8 @@ def append_kv(qkv, positions, rows, cos, sin, k_cache, v_cache, n_heads: int, n_
 
 
 def _counter_block(device: torch.device) -> torch.Tensor:
-    """Per (device, stream): a pair of int32 counters a (kv head, query group), zero between calls
-    (the kernel's last merging block resets them). Per stream: forwards on two streams of one GPU never share one
+    """Per (device, stream): one int32 counter a (kv head, query group), zero between calls (the
+    kernel's last block resets it). Per stream: forwards on two streams of one GPU never share one
     (graphs captured with torch.cuda.graph's default capture stream share theirs, so replays of
     two of them must not overlap)."""
     key = (device.index, torch.cuda.current_stream(device).cuda_stream)
@@ -140,16 +139,6 @@ def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int
     return TQ, -(-T // TQ)
 
 
-def merging_blocks(nchunks: int, waiting_groups: int, resident: int, most: int = COMBINERS) -> int:
-    """Blocks that share each (kv head, query group)'s merge: the last `most` (at most nchunks) to
-    finish, which wait for the rest to write their partials. All groups' merging blocks together
-    stay within half the resident slots, so the blocks they wait for always find a slot; else 1
-    (the last block alone, which never waits). waiting_groups: kv heads x query groups. A share
-    changes which block merges a row, never its bits (tests: every count gives the same output)."""
-    w = min(most, nchunks)
-    return w if w * waiting_groups <= resident // 2 else 1
-
-
 def shared_bytes(hd: int) -> int:
     """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (bf16 K and V tile
     rows of hd + KPAD, then each warp's HN q heads and HN rows of softmax weights)."""
@@ -158,14 +147,14 @@ def shared_bytes(hd: int) -> int:
 
 
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
-                   out=None, combiners: int = COMBINERS) -> torch.Tensor:
+                   out=None) -> torch.Tensor:
     """block: [T, 4 + V] int64 on device, graphs.py's staged block: columns TOKEN, POSITION, ROW,
     PREFIX, then V visible rows. Query t (its q heads from qkv, RoPE at p = block[t, POSITION]
     applied inside this kernel) attends the keys at positions 0..p: position j < n = block[t, PREFIX]
     is cache row j, position j >= n is cache row block[t, 4 + j - n] (its ancestors, then itself;
     contiguous in position). GQA: q head h uses kv head h // (H / KV). span: cache rows [0, span)
     are the most any query reads (fixed per captured graph, so the grid is fixed by it): p < span.
-    -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax. combiners: blocks sharing a merge at most (merging_blocks; the bits do not depend on it)."""
+    -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax."""
     hd = _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv)
     T, R = qkv.shape[0], k_cache.shape[0]
     if block.dtype != torch.int64 or block.dim() != 2 or block.shape[0] != T or block.shape[1] <= VISIBLE:
@@ -178,24 +167,31 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
         raise ValueError(f"out: want contiguous {qkv.dtype} [{T}, {n_heads * hd}] at a 16-byte aligned address")
     if T == 0:
         return out
+    block = block.contiguous()
+    kernel, grid, args, partials = tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span, n_heads,
+                                                         n_kv, out)
+    launch("attention", kernel, grid, (THREADS,), args, shared_bytes(hd))
+    del partials  # freed after the launch, in stream order
+    return out
+
+
+def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int, out):
+    """tree_attention's launch on operands it has checked (block contiguous, T > 0), its partials
+    allocated: -> (kernel name, grid, args, the partials the args point to: keep them until it is
+    launched); the block is THREADS threads with shared_bytes(hd).
+    paper_figures/attention_trace.py launches an instrumented copy of the kernel with them."""
+    T, R, hd = qkv.shape[0], k_cache.shape[0], k_cache.shape[-1]
     # Grid: chunks x kv heads x query groups of TQ queries.
     G = n_heads // n_kv
     nchunks, Q = -(-span // CHUNK), T * G
-    resident = MIN_BLOCKS * _sm_count(qkv.device.index)
-    TQ, groups = query_groups(T, nchunks * n_kv, resident)
-    if 2 * n_kv * groups > COUNTERS:
-        raise ValueError(f"{n_kv} kv heads x {groups} query groups: the merge counters hold {COUNTERS // 2} pairs")
-    if combiners < 1:
-        raise ValueError(f"combiners {combiners}: want >= 1")
-    merging = merging_blocks(nchunks, n_kv * groups, resident, combiners)
+    TQ, groups = query_groups(T, nchunks * n_kv, MIN_BLOCKS * _sm_count(qkv.device.index))
+    if n_kv * groups > COUNTERS:
+        raise ValueError(f"{n_kv} kv heads x {groups} query groups: the merge counters hold {COUNTERS}")
     # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output.
     part_ml = torch.empty(n_kv * nchunks * Q * 2, dtype=torch.float32, device=qkv.device)
     part_acc = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.float32, device=qkv.device)
-    block = block.contiguous()
-    launch("attention", f"tree_attention_hd{hd}", (nchunks, n_kv, groups), (THREADS,),
-           (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml),
-            ptr(part_acc), ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads),
-            np.int32(n_kv), np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R),
-            np.int32(TQ), np.int32(merging), np.float32(hd ** -0.5 * math.log2(math.e))),
-           shared_bytes(hd))
-    return out
+    args = (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml), ptr(part_acc),
+            ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads), np.int32(n_kv),
+            np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R), np.int32(TQ),
+            np.float32(hd ** -0.5 * math.log2(math.e)))
+    return f"tree_attention_hd{hd}", (nchunks, n_kv, groups), args, (part_ml, part_acc)
