@@ -329,18 +329,24 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     __syncwarp();  // qw and pw are rewritten by the next item
   }
 
-  // The last block of this (kv head, group) to finish merges every chunk's partials.
-  __threadfence();
+  // The last block of this (kv head, group) to finish merges every chunk's partials. One thread
+  // a block synchronizes: the barrier orders the block's partial stores before thread 0's release
+  // fence and ticket; the block that draws the last ticket acquires (fence after the atomic), and
+  // its barrier orders that before every thread's loads of the partials. (Every thread fencing
+  // with __threadfence(), a fence.sc, was ~1 us of the ticket; NOTES v48.)
   __syncthreads();
   if (threadIdx.x == 0) {
     int *counter = counters + kh * gridDim.z + blockIdx.z;
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
     const int done = atomicAdd(counter, 1);
     is_last = done == nchunks - 1;
-    if (is_last) *counter = 0;  // every block has counted: ready for the next call / replay
+    if (is_last) {
+      *counter = 0;  // every block has counted: ready for the next call / replay
+      asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    }
   }
   __syncthreads();
   if (!is_last) return;
-  __threadfence();
 
   // The output: a thread a (query row, 8 dims), chunks 0..last merged in order with a running max
   // m (the sums rescaled by exp2(m_old - m_new)), unrolled 8 chunks deep. (Measured: ~3 us for
