@@ -3,25 +3,28 @@
 //
 // Row invariance: a query's bits depend only on its q, its position p and the keys/values at
 // positions 0..p. Keys are reduced in position order: positions split into chunks of CHUNK at
-// fixed boundaries (one block per chunk, kv head and query group); in a chunk, the scores of a
-// (position, head) come from tensor-core products over the head dimension in a fixed order, one
-// softmax over the chunk a head (max and sum in a fixed order), its values summed by tensor-core
-// products over groups of 16 positions in order; the chunks' partials are merged in chunk order
-// (a running max, rescaling the sums) by the last block of the (kv head, group) to finish. An
-// mma's output element depends only on its own row of A and column of B, so nothing depends on T, the query's index, the other queries or
-// heads, the cache rows its tree keys sit at (a fragment holds the same values whichever memory it
-// was loaded from), or the span (the grid size).
+// fixed boundaries (one block per chunk, kv head and query group), a chunk into two halves of 32
+// positions (one warp each); the scores of a (position, head) come from tensor-core products over
+// the head dimension in a fixed order, the chunk's max a head is the larger of its halves' maxima,
+// each half sums its weights and its values (tensor-core products over groups of 16 positions in
+// order) and the chunk's sums are half 0's plus half 1's; the chunks' partials are merged in chunk
+// order (a running max, rescaling the sums) by the last block of the (kv head, group) to finish.
+// An mma's output element depends only on its own row of A and column of B, so nothing depends on
+// T, the query's index, the other queries or heads, the cache rows its tree keys sit at (a
+// fragment holds the same values whichever memory it was loaded from), or the span (the grid size).
 // Numerics: q with RoPE in fp32 is rounded once to bf16 for the tensor cores (as the reference
 // does), scores are fp32, a position's softmax weight is rounded to bf16 for the value product
 // while the sum that normalizes uses the fp32 weights.
-// Speed: a warp item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns),
-// so each key and value fragment read serves them all; the block's positions are loaded with the
-// chunk's staging (one global round trip fewer); the merge reads each chunk's partials once.
+// Speed: an item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns), so
+// each key and value fragment read serves them all, and a warp pair shares it (half the chain of
+// dependent instructions each); the block's positions are loaded with the chunk's staging (one
+// global round trip fewer); the merge reads each chunk's partials once.
 #include "common.cuh"
 #include "mma.cuh"
 
 #define CHUNK 64      // positions a block reduces; kernels/attention.py's CHUNK says the same
 #define NWARPS 8      // warps a block (256 threads)
+#define NPAIRS (NWARPS / 2)  // warp pairs a block: one item each at a time
 #define TQMAX 32      // queries a block at most (their positions and prefixes sit in shared memory)
 #define MIN_BLOCKS 2  // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
@@ -75,15 +78,17 @@ extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long lo
   }
 }
 
-// Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula),
-// bf16 throughout: the chunk's K and V rows [CHUNK][HD + KPAD] as the cache holds them, then per
-// warp its item's q heads [HN][HD + KPAD] (RoPE applied) and softmax weights [HN][CHUNK + PPAD].
+// Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula):
+// the chunk's K and V rows [CHUNK][HD + KPAD] bf16 as the cache holds them, then per warp pair its
+// item's q heads [HN][HD + KPAD] bf16 (RoPE applied), softmax weights [HN][CHUNK + PPAD] bf16, half
+// 1's accumulators and sums [4 KS + 2][32] fp32 (by lane) and each half's maxima [2][HN] fp32.
 template <int HD>
 struct Smem {
-  static constexpr int ROW = HD + KPAD;                                    // bf16 elements
-  static constexpr int V_OFF = CHUNK * ROW * 2, Q_OFF = 2 * V_OFF;         // bytes
-  static constexpr int Q_BYTES = HN * ROW * 2, P_BYTES = HN * (CHUNK + PPAD) * 2;
-  static constexpr int BYTES = Q_OFF + NWARPS * (Q_BYTES + P_BYTES);
+  static constexpr int ROW = HD + KPAD, KS = HD / 16;                      // bf16 elements; dim tiles
+  static constexpr int V_OFF = CHUNK * ROW * 2, PAIR_OFF = 2 * V_OFF;      // bytes
+  static constexpr int PAIR_BYTES = 2 * HN * ROW + 2 * HN * (CHUNK + PPAD) + 4 * (32 * (4 * KS + 2) + 2 * HN);
+  static constexpr int BYTES = PAIR_OFF + NPAIRS * PAIR_BYTES;
+  static_assert(PAIR_BYTES % 16 == 0, "every pair's q tile 16-byte aligned");
 };
 
 __device__ __forceinline__ unsigned ld32(const bf16 *p) { return *reinterpret_cast<const unsigned *>(p); }
@@ -110,9 +115,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const bf16 *
 }
 
 // One block: chunk blockIdx.x (positions [c0, c0 + CHUNK)) of kv head blockIdx.y for the
-// queries t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)). A warp item is one query and HN
-// of its kv head's G q heads (heads [hp * HN, hp * HN + HN), heads past G repeating head G - 1);
-// warp w takes items w, w + NWARPS, ... In an item (lane (g, t) = (lane / 4, lane % 4)):
+// queries t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)). An item is one query and HN of
+// its kv head's G q heads (heads [hp * HN, hp * HN + HN), heads past G repeating head G - 1); warp
+// pair k takes items k, k + NPAIRS, ..., its half h the tiles 2h, 2h + 1. In a tile (lane (g, t) =
+// (lane / 4, lane % 4)):
 //   scores S[pos][head] = K . q^T: mma A = K rows (16 positions x 16 dims), B = q^T (16 dims x 8
 //     heads); d of lane (g, t): positions g, g + 8 of the tile, heads 2t, 2t + 1;
 //   output O^T[dim][head] = V^T . P^T: mma A = V^T (16 dims x 16 positions), B = P^T (16 positions
@@ -166,23 +172,31 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   }
   __syncthreads();
 
-  bf16 *qw = reinterpret_cast<bf16 *>(smem + S::Q_OFF + warp * (S::Q_BYTES + S::P_BYTES));  // [HN][ROW]
-  bf16 *pw = qw + HN * S::ROW;                                                            // [HN][CHUNK + PPAD]
-  for (int item = warp; item < (t1 - t0) * passes; item += NWARPS) {
+  // A warp pair takes an item (warps w and w + NPAIRS: halves 0 and 1); half h reduces the chunk's
+  // position tiles 2h and 2h + 1 (an item alone a warp left half the warps idle and made each
+  // item a chain of ~1,300 instructions; NOTES v49).
+  const int pair = warp % NPAIRS, half = warp / NPAIRS;
+  unsigned char *pair_smem = smem + S::PAIR_OFF + pair * S::PAIR_BYTES;
+  bf16 *qw = reinterpret_cast<bf16 *>(pair_smem);                        // [HN][ROW]
+  bf16 *pw = qw + HN * S::ROW;                                          // [HN][CHUNK + PPAD]
+  float *x_acc = reinterpret_cast<float *>(pw + HN * (CHUNK + PPAD));  // [4 KS + 2][32]
+  float *x_max = x_acc + 32 * (4 * KS + 2);                            // [2][HN]
+  auto pair_sync = [&]() { asm volatile("bar.sync %0, 64;\n" ::"r"(1 + pair) : "memory"); };
+  for (int item = pair; item < (t1 - t0) * passes; item += NPAIRS) {
     const int t = t0 + item / passes, hp = item % passes;
     const int p = q_pos[t - t0], n = q_prefix[t - t0];
-    if (p < c0) continue;  // the chunk is past this query: it contributes nothing, never read
+    if (p < c0) continue;  // the chunk is past this query (both halves skip): never read
     const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk; c0 <= p
 
-    // The HN heads' q with RoPE at p in fp32, rounded once to bf16 (heads past G repeat G - 1).
-    // A lane takes pairs i0..i0 + 3 of UL heads: every load is a vector and all are issued
-    // before the first is used (one round trip; scalar loads in unrolled groups took several).
+    // The HN heads' q with RoPE at p in fp32, rounded once to bf16 (heads past G repeat G - 1);
+    // half h takes heads [h HN / 2, h HN / 2 + HN / 2). A lane takes pairs i0..i0 + 3 of UL heads:
+    // every load is a vector and all are issued before the first is used.
     const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
     const bf16 *q_tok = qkv + t * stride + (long long)kh * G * HD;
     {
-      constexpr int IG = HALF / 4, UL = HN * IG / 32;  // groups of 4 pairs; heads a lane
-      static_assert(HN * IG % 32 == 0 && UL >= 1, "lanes cover HN heads x HALF pairs");
-      const int i0 = (lane % IG) * 4, u0 = (lane / IG) * UL;
+      constexpr int IG = HALF / 4, UL = HN / 2 * IG / 32;  // groups of 4 pairs; heads a lane
+      static_assert(HN / 2 * IG % 32 == 0 && UL >= 1, "a half's lanes cover HN / 2 heads x HALF pairs");
+      const int i0 = (lane % IG) * 4, u0 = half * (HN / 2) + (lane / IG) * UL;
       const float4 c1 = *reinterpret_cast<const float4 *>(cs + i0), s1 = *reinterpret_cast<const float4 *>(sn + i0);
       const float4 c2 = *reinterpret_cast<const float4 *>(cs + i0 + HALF);
       const float4 s2 = *reinterpret_cast<const float4 *>(sn + i0 + HALF);
@@ -221,14 +235,21 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     };
     auto key_of = [&](int r) { return row_of(k_tile, k_cache, r); };
     auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };
-    __syncwarp();
+    pair_sync();  // qw holds both halves' heads
 
-    // Scores: 4 position tiles x KS dim steps, in dim order.
-    float sc[4][4];
+    // The warp's tiles mt = 2 half + j are all staged and valid in the common case (every chunk
+    // but a query's last): that path has no per-lane row lookups at all (warp-uniform).
+    const bool fast = c0 + 32 * half + 32 <= min(n, end);
+    auto tile_staged = [&](int mt) { return fast || c0 + 16 * mt + 16 <= n; };
+    auto value_staged = [&](int kp) { return fast || c0 + 16 * kp + 16 <= min(n, end); };
+
+    // Scores: the warp's 2 position tiles x KS dim steps, in dim order.
+    float sc[2][4];
 #pragma unroll
-    for (int mt = 0; mt < 4; ++mt) {
-      sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
-      const bool staged = c0 + 16 * mt + 16 <= n;  // warp-uniform
+    for (int j = 0; j < 2; ++j) {
+      const int mt = 2 * half + j;
+      sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+      const bool staged = tile_staged(mt);  // warp-uniform
       const bf16 *row_g = staged ? nullptr : key_of(16 * mt + g), *row_g8 = staged ? nullptr : key_of(16 * mt + g + 8);
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks) {
@@ -243,53 +264,65 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
           a[3] = ld32(row_g8 + 16 * ks + 2 * tq + 8);
         }
         const bf16 *qb = qw + g * S::ROW + 16 * ks + 2 * tq;
-        mma_16816(sc[mt], a[0], a[1], a[2], a[3], ld32(qb), ld32(qb + 8));
+        mma_16816(sc[j], a[0], a[1], a[2], a[3], ld32(qb), ld32(qb + 8));
       }
     }
 
     // Softmax a head over the chunk (lane (g, t): heads 2t, 2t + 1 at positions 16 mt + g (+ 8)):
-    // scores in log2 units, -inf past the end; the max and the sum in a fixed order (the lane's
-    // positions in order, then the butterfly over g).
+    // scores in log2 units, -inf past the end; each half's max over its positions (the lane's in
+    // order, then the butterfly over g), the chunk's max the larger of the two halves'; the sum a
+    // half over its positions in the same order (the item's sum: half 0's plus half 1's).
     float m2[2], l2[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float m = NEG_INF;
 #pragma unroll
-      for (int mt = 0; mt < 4; ++mt)
+      for (int j = 0; j < 2; ++j)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          float &x = sc[mt][2 * half + h];
-          x = c0 + 16 * mt + g + 8 * half < end ? x * scale_log2 : NEG_INF;
+        for (int hr = 0; hr < 2; ++hr) {
+          float &x = sc[j][2 * hr + h];
+          x = c0 + 32 * half + 16 * j + g + 8 * hr < end ? x * scale_log2 : NEG_INF;
           m = fmaxf(m, x);
         }
 #pragma unroll
       for (int o = 4; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      float l = 0.f;  // finite m: position c0 <= p is valid
+      m2[h] = m;
+    }
+    if (g == 0) {
+      x_max[half * HN + 2 * tq] = m2[0];
+      x_max[half * HN + 2 * tq + 1] = m2[1];
+    }
+    pair_sync();
 #pragma unroll
-      for (int mt = 0; mt < 4; ++mt)
+    for (int h = 0; h < 2; ++h) {
+      const float m = fmaxf(x_max[2 * tq + h], x_max[HN + 2 * tq + h]);  // finite: position c0 <= p is in half 0
+      float l = 0.f;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const float w = exp2f(sc[mt][2 * half + h] - m);  // 0 past the end
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const float w = exp2f(sc[j][2 * hr + h] - m);  // 0 past the end
           l += w;
-          pw[(2 * tq + h) * (CHUNK + PPAD) + 16 * mt + g + 8 * half] = __float2bfloat16_rn(w);
+          pw[(2 * tq + h) * (CHUNK + PPAD) + 32 * half + 16 * j + g + 8 * hr] = __float2bfloat16_rn(w);
         }
 #pragma unroll
       for (int o = 4; o < 32; o <<= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
       m2[h] = m;
       l2[h] = l;
     }
-    __syncwarp();
+    __syncwarp();  // the warp reads back only its own positions' weights
 
-    // Values: O^T = V^T P^T over 4 position steps in order, KS dim tiles.
+    // Values: O^T = V^T P^T over the warp's 2 position steps in order, KS dim tiles.
     float acc[KS][4];
 #pragma unroll
     for (int md = 0; md < KS; ++md) acc[md][0] = acc[md][1] = acc[md][2] = acc[md][3] = 0.f;
 #pragma unroll
-    for (int kp = 0; kp < 4; ++kp) {
+    for (int j = 0; j < 2; ++j) {
+      const int kp = 2 * half + j;
       const bf16 *pb = pw + g * (CHUNK + PPAD) + 16 * kp + 2 * tq;
       const unsigned b0 = ld32(pb), b1 = ld32(pb + 8);
       if (c0 + 16 * kp >= end) break;  // weights 0 from here on: nothing to add (warp-uniform)
-      if (c0 + 16 * kp + 16 <= min(n, end)) {  // all staged and valid: ldmatrix .trans
+      if (value_staged(kp)) {  // all staged and valid: ldmatrix .trans
         const int i = lane / 8;  // matrices: (pos 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
         const bf16 *row = v_tile + (16 * kp + lane % 8 + 8 * (i / 2)) * S::ROW + 8 * (i % 2);
 #pragma unroll
@@ -310,6 +343,24 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       }
     }
 
+    // The item: half 0's sums plus half 1's (through shared memory, by lane), then its partials.
+    if (half == 1) {
+#pragma unroll
+      for (int md = 0; md < KS; ++md)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) x_acc[(4 * md + r) * 32 + lane] = acc[md][r];
+      x_acc[(4 * KS) * 32 + lane] = l2[0];
+      x_acc[(4 * KS + 1) * 32 + lane] = l2[1];
+    }
+    pair_sync();
+    if (half == 1) continue;  // the next item's first write (qw) comes after this one's reads
+#pragma unroll
+    for (int md = 0; md < KS; ++md)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[md][r] += x_acc[(4 * md + r) * 32 + lane];
+    l2[0] += x_acc[(4 * KS) * 32 + lane];
+    l2[1] += x_acc[(4 * KS + 1) * 32 + lane];
+
     // Partials of the item's heads below G: lane (g, t) holds heads 2t, 2t + 1 at dims 16 md + g (+ 8).
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -326,7 +377,6 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         part_acc[slot * HD + 16 * md + g + 8] = acc[md][2 + h];
       }
     }
-    __syncwarp();  // qw and pw are rewritten by the next item
   }
 
   // The last block of this (kv head, group) to finish merges every chunk's partials. One thread

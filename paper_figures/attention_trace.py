@@ -44,7 +44,7 @@ def instrumented_source() -> str:
               f"{BLOCK_ID}attn_trace[b_ * {SLOTS} + 10] = is_last; attn_trace[b_ * {SLOTS} + 11] = smid_; }}\n")
     anchors = [  # (text, what goes before it, what after it)
         ("  pdl_start();  // before the staging", stamp(0), ""),
-        ("  __syncthreads();\n\n  bf16 *qw =", "", None),  # phase 1 after this __syncthreads(), below
+        ("  __syncthreads();\n\n  // A warp pair takes an item", "", None),  # phase 1 after this __syncthreads(), below
         ("  // The last block of this (kv head, group) to finish merges", stamp(2), ""),
         ("  if (!is_last) return;", stamp(3) + merged, ""),
         ("    *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;\n  }\n",

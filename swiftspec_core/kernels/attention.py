@@ -30,6 +30,7 @@ def _define(name: str) -> int:
 
 CHUNK = _define("CHUNK")  # positions one block reduces
 NWARPS = _define("NWARPS")
+NPAIRS = NWARPS // 2  # warp pairs a block (attention.cu: NPAIRS)
 TQMAX = _define("TQMAX")  # queries one block at most
 MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __launch_bounds__)
 KPAD = _define("KPAD")
@@ -141,9 +142,11 @@ def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int
 
 def shared_bytes(hd: int) -> int:
     """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (bf16 K and V tile
-    rows of hd + KPAD, then each warp's HN q heads and HN rows of softmax weights)."""
-    row = hd + KPAD
-    return 2 * (2 * CHUNK * row + NWARPS * HN * (row + CHUNK + PPAD))
+    rows of hd + KPAD; then each warp pair's HN q heads and HN rows of softmax weights in bf16, and
+    in fp32 half 1's accumulators and sums by lane and each half's HN maxima)."""
+    row, dim_tiles = hd + KPAD, hd // 16
+    pair = 2 * HN * row + 2 * HN * (CHUNK + PPAD) + 4 * (32 * (4 * dim_tiles + 2) + 2 * HN)
+    return 2 * 2 * CHUNK * row + NPAIRS * pair
 
 
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
