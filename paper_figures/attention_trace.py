@@ -1,4 +1,5 @@
-"""A timeline of one tree_attention call: when each block starts, stages, finishes its items, takes
+"""A timeline of one tree_attention call: when each block starts, stages, passes the steps of
+thread 0's item (q roped, scores, softmax, values, the halves combined), finishes its items, takes
 its merge ticket and, the last block of a (kv head, query group), merges, from timers its
 thread 0 reads.
 
@@ -27,8 +28,12 @@ from swiftspec_core.kernels import attention as attn
 from swiftspec_core.kernels.build import OPTIONS, cuda_include, source
 from swiftspec_core.models.rope import rope_tables
 
-PHASES = ("start", "staged", "items done", "ticket", "merge done")
-SLOTS = 16  # per block: a globaltimer and a clock64 a phase (10), whether it merged, its SM
+# Phases in the order a block passes them; those inside the item loop are stamped by thread 0 in
+# each item it takes (the last one's stamp stays: at M = 8 a warp pair takes one item).
+PHASES = ("start", "staged", "q roped", "scores", "softmax", "values", "combined", "items done", "ticket",
+          "merge done")
+MERGED, TICKET = PHASES.index("merge done"), PHASES.index("ticket")
+SLOTS = 2 * len(PHASES) + 2  # per block: a globaltimer and a clock64 a phase, whether it merged, its SM
 BLOCK_ID = "const long long b_ = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); "
 
 
@@ -41,14 +46,20 @@ def stamp(phase: int) -> str:
 def instrumented_source() -> str:
     s = source("attention")
     merged = ("  if (threadIdx.x == 0) { unsigned smid_; asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(smid_)); "
-              f"{BLOCK_ID}attn_trace[b_ * {SLOTS} + 10] = is_last; attn_trace[b_ * {SLOTS} + 11] = smid_; }}\n")
+              f"{BLOCK_ID}attn_trace[b_ * {SLOTS} + {SLOTS - 2}] = is_last; attn_trace[b_ * {SLOTS} + {SLOTS - 1}] = smid_; }}\n")
+    P = PHASES.index
     anchors = [  # (text, what goes before it, what after it)
         ("  pdl_start();  // before the staging", stamp(0), ""),
         ("  __syncthreads();\n\n  // A warp pair takes an item", "", None),  # phase 1 after this __syncthreads(), below
-        ("  // The last block of this (kv head, group) to finish merges", stamp(2), ""),
-        ("  if (!is_last) return;", stamp(3) + merged, ""),
+        ("    pair_sync();  // qw holds both halves' heads\n", "", stamp(P("q roped"))),
+        ("    // Softmax a head over the chunk", stamp(P("scores")), ""),
+        ("    __syncwarp();  // the warp reads back only its own positions' weights\n", "", stamp(P("softmax"))),
+        ("    // The item: half 0's sums plus half 1's", stamp(P("values")), ""),
+        ("    // Partials of the item's heads below G", stamp(P("combined")), ""),
+        ("  // The last block of this (kv head, group) to finish merges", stamp(P("items done")), ""),
+        ("  if (!is_last) return;", stamp(TICKET) + merged, ""),
         ("    *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;\n  }\n",
-         "", stamp(4)),
+         "", stamp(MERGED)),
     ]
     for text, before, after in anchors:
         assert s.count(text) == 1, f"attention.cu changed: {text!r} found {s.count(text)} times"
@@ -89,29 +100,32 @@ def trace(model: str, m: int, context: int) -> None:
     n_blocks = grid[0] * grid[1] * grid[2]
     timers = cupy.ndarray((n_blocks * SLOTS,), dtype=cupy.uint64, memptr=module.get_global("attn_trace"))
     raw = cupy.asnumpy(timers).reshape(n_blocks, SLOTS)
-    g, c = raw[:, 0:10:2].astype(np.int64), raw[:, 1:10:2].astype(np.int64)
-    merger, sm = raw[:, 10] == 1, raw[:, 11]
+    n = len(PHASES)
+    g, c = raw[:, 0:2 * n:2].astype(np.int64), raw[:, 1:2 * n:2].astype(np.int64)
+    merger, sm = raw[:, SLOTS - 2] == 1, raw[:, SLOTS - 1]
     t0 = g[:, 0].min()
-    total_g, total_c = (g[:, 3] - g[:, 0]).astype(float), (c[:, 3] - c[:, 0]).astype(float)
+    total_g, total_c = (g[:, TICKET] - g[:, 0]).astype(float), (c[:, TICKET] - c[:, 0]).astype(float)
     ns_per_cycle = float(np.median(total_g[total_c > 0] / total_c[total_c > 0]))
     chunk = np.arange(n_blocks) % grid[0]
     print(f"\n{model}: M = {m}, context {context}, span {span}, grid {grid} ({n_blocks} blocks on {len(set(sm))} SMs), "
           f"{int(merger.sum())} merging; {ns_per_cycle:.3f} ns a clock64 tick; output bitwise as the runtime's")
     print("\n| phase | first us | median us | last us | last chunk's blocks, median us |\n|---|---|---|---|---|")
     for p, name in enumerate(PHASES):
-        have = merger if p == 4 else np.ones(n_blocks, bool)
+        have = merger if p == MERGED else g[:, p] > 0  # stamped (an item phase needs an item)
         t = (g[have, p] - t0) / 1e3
         lc = (g[have & (chunk == grid[0] - 1), p] - t0) / 1e3
         print(f"| {name} | {t.min():.2f} | {np.median(t):.2f} | {t.max():.2f} | "
               f"{np.median(lc) if lc.size else float('nan'):.2f} |")
     print("\n| a block's phase | median us | max us | last chunk's, median us |\n|---|---|---|---|")
-    for p in range(1, 5):
-        have = merger if p == 4 else np.ones(n_blocks, bool)
+    for p in range(1, n):
+        have = (merger if p == MERGED else g[:, p] > 0) & (g[:, p - 1] > 0)
         d = (c[have, p] - c[have, p - 1]) * ns_per_cycle / 1e3
         lc = (c[have & (chunk == grid[0] - 1), p] - c[have & (chunk == grid[0] - 1), p - 1]) * ns_per_cycle / 1e3
+        if not d.size:
+            continue
         print(f"| {PHASES[p - 1]} -> {PHASES[p]} | {statistics.median(d):.2f} | {d.max():.2f} | "
               f"{np.median(lc) if lc.size else float('nan'):.2f} |")
-    print(f"\nfirst start to last merge done: {(g[merger, 4].max() - t0) / 1e3:.2f} us")
+    print(f"\nfirst start to last merge done: {(g[merger, MERGED].max() - t0) / 1e3:.2f} us")
 
 
 def main() -> None:
