@@ -1,7 +1,7 @@
 """A timeline of one tree_attention call: when each block starts, stages, passes the steps of
-thread 0's item (q roped, scores, softmax, values, the halves combined), finishes its items, takes
-its merge ticket and, the last block of a (kv head, query group), merges, from timers its
-thread 0 reads.
+thread 0's column group (q roped, scores, softmax, values), finishes its column groups, takes its
+merge ticket and, the last block of a (kv head, query group), merges, from timers its thread 0
+reads.
 
     PYTHONPATH=. python3 paper_figures/attention_trace.py [--models llama-3-8b,llama-3.2-1b] [--m 8] [--context 1000]
 
@@ -28,10 +28,9 @@ from swiftspec_core.kernels import attention as attn
 from swiftspec_core.kernels.build import OPTIONS, cuda_include, source
 from swiftspec_core.models.rope import rope_tables
 
-# Phases in the order a block passes them; those inside the item loop are stamped by thread 0 in
-# each item it takes (the last one's stamp stays: at M = 8 a warp pair takes one item).
-PHASES = ("start", "staged", "q roped", "scores", "softmax", "values", "combined", "items done", "ticket",
-          "merge done")
+# Phases in the order a block passes them; those inside the column-group loop are stamped by thread 0
+# in each group it takes (the last one's stamp stays: at M = 8 a quad takes one group).
+PHASES = ("start", "staged", "q roped", "scores", "softmax", "values", "items done", "ticket", "merge done")
 MERGED, TICKET = PHASES.index("merge done"), PHASES.index("ticket")
 SLOTS = 2 * len(PHASES) + 2  # per block: a globaltimer and a clock64 a phase, whether it merged, its SM
 BLOCK_ID = "const long long b_ = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); "
@@ -50,12 +49,11 @@ def instrumented_source() -> str:
     P = PHASES.index
     anchors = [  # (text, what goes before it, what after it)
         ("  pdl_start();  // before the staging", stamp(0), ""),
-        ("  __syncthreads();\n\n  // A warp pair takes an item", "", None),  # phase 1 after this __syncthreads(), below
-        ("    pair_sync();  // qw holds both halves' heads\n", "", stamp(P("q roped"))),
-        ("    // Softmax a head over the chunk", stamp(P("scores")), ""),
+        ("  __syncthreads();\n\n  // Column groups:", "", None),  # phase 1 after this __syncthreads(), below
+        ("    quad_sync();  // qw holds the group's 8 columns\n", "", stamp(P("q roped"))),
+        ("    // Softmax a column over the chunk", stamp(P("scores")), ""),
         ("    __syncwarp();  // the warp reads back only its own positions' weights\n", "", stamp(P("softmax"))),
-        ("    // The item: half 0's sums plus half 1's", stamp(P("values")), ""),
-        ("    // Partials of the item's heads below G", stamp(P("combined")), ""),
+        ("    // The chunk's partials of the group's stored columns", stamp(P("values")), ""),
         ("  // The last block of this (kv head, group) to finish merges", stamp(P("items done")), ""),
         ("  if (!is_last) return;", stamp(TICKET) + merged, ""),
         ("    *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;\n  }\n",
