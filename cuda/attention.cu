@@ -3,35 +3,31 @@
 //
 // Row invariance: a query's bits depend only on its q, its position p and the keys/values at
 // positions 0..p. Keys are reduced in position order: positions split into chunks of CHUNK at
-// fixed boundaries (one block per chunk, kv head and query group), a chunk into 4 tiles of 16
-// positions (one warp each); the scores of a (position, head) come from tensor-core products over
-// the head dimension in a fixed order, the chunk's max a head is the largest of its tiles' maxima,
-// each tile sums its weights and its values (one tensor-core product) and the chunk's sums are the
-// tiles' added in tile order; the chunks' partials are merged in chunk order (batches of 8 chunks
-// under a running max) by the last block of the (kv head, group) to finish. An mma's output element
-// depends only on its own row of A and column of B, so nothing depends on T, the query's index,
-// the other queries or heads sharing its mma, the cache rows its tree keys sit at (a fragment
-// holds the same values whichever memory it was loaded from), or the span (the grid size).
+// fixed boundaries (one block per chunk, kv head and query group); in a chunk, the scores of a
+// (position, head) come from tensor-core products over the head dimension in a fixed order, one
+// softmax over the chunk a head (max and sum in a fixed order), its values summed by tensor-core
+// products over groups of 16 positions in order; the chunks' partials are merged in chunk order
+// (a running max, rescaling the sums) by the last block of the (kv head, group) to finish. An
+// mma's output element depends only on its own row of A and column of B, so nothing depends on T, the query's index, the other queries or
+// heads, the cache rows its tree keys sit at (a fragment holds the same values whichever memory it
+// was loaded from), or the span (the grid size).
 // Numerics: q with RoPE in fp32 is rounded once to bf16 for the tensor cores (as the reference
 // does), scores are fp32, a position's softmax weight is rounded to bf16 for the value product
-// while the sum that normalizes uses the fp32 weights; a chunk's output, normalized by its sum,
-// is kept in bf16 for the merge (its max and sum in fp32).
-// Speed: the 8 columns of an mma are (query, head) pairs, two queries of Llama's G = 4, so a block
-// reads its K and V tiles once per 8 columns (NOTES v50: one query a warp re-read them per
-// query, and shared memory bounded the items); a tile's chain is 8 + 8 mma's; the block's
-// positions are loaded with the chunk's staging; the merge reads each chunk's partials once.
+// while the sum that normalizes uses the fp32 weights.
+// Speed: a warp item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns),
+// so each key and value fragment read serves them all; the block's positions are loaded with the
+// chunk's staging (one global round trip fewer); the merge reads each chunk's partials once.
 #include "common.cuh"
 #include "mma.cuh"
 
 #define CHUNK 64      // positions a block reduces; kernels/attention.py's CHUNK says the same
 #define NWARPS 8      // warps a block (256 threads)
-#define NQUADS (NWARPS / 4)  // warp quads a block: one column group each at a time
 #define TQMAX 32      // queries a block at most (their positions and prefixes sit in shared memory)
 #define MIN_BLOCKS 2  // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
 #define KPAD 8        // bf16 padding a tile row (16 bytes): 8 rows' 16-byte reads hit distinct banks
-#define HN 8          // (query, head) columns a group computes together (the mma's n = 8 columns)
-#define PPAD 8        // bf16 padding a row of a quad's weight tile
+#define HN 8          // q heads of one kv head a warp item computes (the mma's n = 8 columns)
+#define PPAD 8        // bf16 padding a row of a warp's weight tile
 
 // Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
 #define COL_POSITION 1
@@ -79,17 +75,15 @@ extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long lo
   }
 }
 
-// Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula):
-// the chunk's K and V rows [CHUNK][HD + KPAD] bf16 as the cache holds them, then per warp quad
-// its column group's q [HN][HD + KPAD] bf16 (RoPE applied) and softmax weights [HN][CHUNK + PPAD]
-// bf16, each tile's maxima and sums [4][HN] fp32, each tile's value sums [4][KS][4][32] fp32.
+// Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula),
+// bf16 throughout: the chunk's K and V rows [CHUNK][HD + KPAD] as the cache holds them, then per
+// warp its item's q heads [HN][HD + KPAD] (RoPE applied) and softmax weights [HN][CHUNK + PPAD].
 template <int HD>
 struct Smem {
-  static constexpr int ROW = HD + KPAD, KS = HD / 16;                  // bf16 elements; dim tiles
-  static constexpr int V_OFF = CHUNK * ROW * 2, QUAD_OFF = 2 * V_OFF;  // bytes
-  static constexpr int QUAD_BYTES = 2 * HN * ROW + 2 * HN * (CHUNK + PPAD) + 4 * (2 * 4 * HN + 4 * KS * 4 * 32);
-  static constexpr int BYTES = QUAD_OFF + NQUADS * QUAD_BYTES;
-  static_assert(QUAD_BYTES % 16 == 0, "every quad's q tile 16-byte aligned");
+  static constexpr int ROW = HD + KPAD;                                    // bf16 elements
+  static constexpr int V_OFF = CHUNK * ROW * 2, Q_OFF = 2 * V_OFF;         // bytes
+  static constexpr int Q_BYTES = HN * ROW * 2, P_BYTES = HN * (CHUNK + PPAD) * 2;
+  static constexpr int BYTES = Q_OFF + NWARPS * (Q_BYTES + P_BYTES);
 };
 
 __device__ __forceinline__ unsigned ld32(const bf16 *p) { return *reinterpret_cast<const unsigned *>(p); }
@@ -115,43 +109,25 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const bf16 *
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
 }
 
-// PG consecutive fp32 (PG = 2 or 4) as one vector load.
-template <int PG>
-__device__ __forceinline__ void load_floats(const float *p, float (&x)[PG]) {
-  if constexpr (PG == 4) {
-    const float4 v = *reinterpret_cast<const float4 *>(p);
-    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
-  } else {
-    const float2 v = *reinterpret_cast<const float2 *>(p);
-    x[0] = v.x, x[1] = v.y;
-  }
-}
-
 // One block: chunk blockIdx.x (positions [c0, c0 + CHUNK)) of kv head blockIdx.y for the
-// queries t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)). The block's (query, head) pairs
-// are dealt into column groups of HN, the mma's 8 columns: QPC = HN / G queries with all their G
-// heads a group where G divides HN (Llama's G = 4: two queries), else one query's heads
-// [hp HN, hp HN + HN) (heads past G repeat G - 1). Warp quad k takes groups k, k + NQUADS, ...;
-// its warp i the chunk's position tile i (16 positions), so one K and V tile read serves every
-// query of the group. In a tile (lane (g, t) = (lane / 4, lane % 4)):
-//   scores S[pos][col] = K . q^T: mma A = K rows (16 positions x 16 dims), B = q^T (16 dims x 8
-//     columns); d of lane (g, t): positions g, g + 8 of the tile, columns 2t, 2t + 1;
-//   output O^T[dim][col] = V^T . P^T: mma A = V^T (16 dims x 16 positions), B = P^T (16 positions
-//     x 8 columns); d of lane (g, t): dims g, g + 8 of the tile, columns 2t, 2t + 1.
-// A fragments come from the staged tile by ldmatrix where the tile is staged prefix rows of every
-// query in the group, else lane by lane through each position's row pointer, one mma a query of
-// the group, each column kept from its own query's (the same registers either way: a column's
-// bits never depend on the other columns). A column's chunk max is the largest of its 4 tiles'
-// maxima, its sums (weights, values) are tile 0's + tile 1's + tile 2's + tile 3's. Partials go to
-// part_ml [KV, nchunks, Q, 2] (the chunk's max score in log2 units, its sum of exp2(score - max))
-// and part_o [KV, nchunks, Q, HD] (the chunk's output, normalized by its sum, in bf16: FlashInfer's
-// merge states keep theirs in the output dtype too) (Q = T * G query rows, row t * G + g); the last
-// block of the (kv head, group) to finish merges them into out [T, H * HD] and resets its counter.
+// queries t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)). A warp item is one query and HN
+// of its kv head's G q heads (heads [hp * HN, hp * HN + HN), heads past G repeating head G - 1);
+// warp w takes items w, w + NWARPS, ... In an item (lane (g, t) = (lane / 4, lane % 4)):
+//   scores S[pos][head] = K . q^T: mma A = K rows (16 positions x 16 dims), B = q^T (16 dims x 8
+//     heads); d of lane (g, t): positions g, g + 8 of the tile, heads 2t, 2t + 1;
+//   output O^T[dim][head] = V^T . P^T: mma A = V^T (16 dims x 16 positions), B = P^T (16 positions
+//     x 8 heads); d of lane (g, t): dims g, g + 8 of the tile, heads 2t, 2t + 1.
+// A fragments come from the staged tile by ldmatrix where a 16-position tile is all staged prefix
+// rows, else lane by lane through each position's row pointer (a tree row in the cache, or the
+// tile): the same registers either way. Partials go to part_ml [KV, nchunks, Q, 2] (the chunk's
+// max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks, Q, HD]
+// (Q = T * G query rows, row t * G + g); the last block of the (kv head, group) to finish
+// merges them into out [T, H * HD] and resets its counter.
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
                                     const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
-                                    float *__restrict__ part_ml, bf16 *__restrict__ part_o,
+                                    float *__restrict__ part_ml, float *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
                                     int V, int span, int R, int TQ, float scale_log2) {
   constexpr int HALF = HD / 2, D8 = HD / 8, KS = HD / 16;  // KS: 16-dim steps (and 16-dim tiles)
@@ -167,7 +143,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
   if (TQ > TQMAX) return;  // the Python side never launches it so
   const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
-  const int cols = COL_VISIBLE + V;
+  const int cols = COL_VISIBLE + V, passes = (G + HN - 1) / HN;
   const long long stride = (long long)(H + 2 * KV) * HD;
 
   // The block's query positions and prefixes into registers, then the chunk's cache rows below
@@ -190,222 +166,174 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   }
   __syncthreads();
 
-  // Column groups: QPC queries a group (all their heads), or one query's HN heads a pass.
-  const int qpc = G <= HN && HN % G == 0 ? HN / G : 1, passes = qpc > 1 ? 1 : (G + HN - 1) / HN;
-  const int groups = qpc > 1 ? (t1 - t0 + qpc - 1) / qpc : (t1 - t0) * passes;
-  // Column col of group grp: its query (clamped into the block: a column past the last query
-  // computes a copy of it and is never stored), its head, and whether it is stored.
-  auto column_query = [&](int grp, int col) {
-    return min(t1 - 1, t0 + (qpc > 1 ? grp * qpc + col / G : grp / passes));
-  };
-  auto column_head = [&](int grp, int col) { return qpc > 1 ? col % G : min((grp % passes) * HN + col, G - 1); };
-  auto column_stored = [&](int grp, int col) {
-    return qpc > 1 ? t0 + grp * qpc + col / G < t1 : (grp % passes) * HN + col < G;
-  };
-  // The group's j-th query (j < QPC; one a group when QPC is 1).
-  auto group_query = [&](int grp, int j) { return min(t1 - 1, t0 + (qpc > 1 ? grp * qpc + j : grp / passes)); };
+  bf16 *qw = reinterpret_cast<bf16 *>(smem + S::Q_OFF + warp * (S::Q_BYTES + S::P_BYTES));  // [HN][ROW]
+  bf16 *pw = qw + HN * S::ROW;                                                            // [HN][CHUNK + PPAD]
+  for (int item = warp; item < (t1 - t0) * passes; item += NWARPS) {
+    const int t = t0 + item / passes, hp = item % passes;
+    const int p = q_pos[t - t0], n = q_prefix[t - t0];
+    if (p < c0) continue;  // the chunk is past this query: it contributes nothing, never read
+    const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk; c0 <= p
 
-  const int quad = warp / 4, mt = warp % 4;  // this warp's quad, and its position tile in the chunk
-  unsigned char *quad_smem = smem + S::QUAD_OFF + quad * S::QUAD_BYTES;
-  bf16 *qw = reinterpret_cast<bf16 *>(quad_smem);                      // [HN][ROW]
-  bf16 *pw = qw + HN * S::ROW;                                        // [HN][CHUNK + PPAD]
-  float *x_max = reinterpret_cast<float *>(pw + HN * (CHUNK + PPAD));  // [4][HN]
-  float *x_sum = x_max + 4 * HN;                                      // [4][HN]
-  float *x_acc = x_sum + 4 * HN;                                      // [4][KS][4][32]
-  auto quad_sync = [&]() { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + quad) : "memory"); };
-
-  for (int grp = quad; grp < groups; grp += NQUADS) {
-    // The group's span of queries: the smallest prefix (tiles below it are staged for all), the
-    // furthest end, and whether any query reaches this chunk (quad-uniform).
-    int min_n = 1 << 30, max_end = 0;
-    for (int j = 0; j < qpc; ++j) {
-      const int t = group_query(grp, j) - t0;
-      min_n = min(min_n, q_prefix[t]);
-      max_end = max(max_end, min(q_pos[t] + 1, c0 + CHUNK));
-    }
-    if (max_end <= c0) continue;  // the chunk is past every query of the group: never read
-
-    // The group's 8 columns' q with RoPE at their queries' positions in fp32, rounded once to
-    // bf16: warp i of the quad columns 2i, 2i + 1, a lane PG pairs of one column, every load a
-    // vector and all issued before the first is used.
+    // The HN heads' q with RoPE at p in fp32, rounded once to bf16 (heads past G repeat G - 1).
+    // A lane takes pairs i0..i0 + 3 of UL heads: every load is a vector and all are issued
+    // before the first is used (one round trip; scalar loads in unrolled groups took several).
+    const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
+    const bf16 *q_tok = qkv + t * stride + (long long)kh * G * HD;
     {
-      constexpr int PG = HD / 32;
-      const int col = 2 * mt + lane / 16, i0 = (lane % 16) * PG, t = column_query(grp, col);
-      const int p = q_pos[t - t0];
-      const bf16 *q = qkv + t * stride + ((long long)kh * G + column_head(grp, col)) * HD;
-      float c1[PG], s1[PG], c2[PG], s2[PG];
-      load_floats<PG>(cos_t + (long long)p * HD + i0, c1);
-      load_floats<PG>(sin_t + (long long)p * HD + i0, s1);
-      load_floats<PG>(cos_t + (long long)p * HD + i0 + HALF, c2);
-      load_floats<PG>(sin_t + (long long)p * HD + i0 + HALF, s2);
-      bf16 x1[PG], x2[PG], y1[PG], y2[PG];
+      constexpr int IG = HALF / 4, UL = HN * IG / 32;  // groups of 4 pairs; heads a lane
+      static_assert(HN * IG % 32 == 0 && UL >= 1, "lanes cover HN heads x HALF pairs");
+      const int i0 = (lane % IG) * 4, u0 = (lane / IG) * UL;
+      const float4 c1 = *reinterpret_cast<const float4 *>(cs + i0), s1 = *reinterpret_cast<const float4 *>(sn + i0);
+      const float4 c2 = *reinterpret_cast<const float4 *>(cs + i0 + HALF);
+      const float4 s2 = *reinterpret_cast<const float4 *>(sn + i0 + HALF);
+      uint2 lo[UL], hi[UL];  // q[i0..i0 + 3] and q[i0 + HALF..] of head u0 + k, 4 bf16 each
 #pragma unroll
-      for (int j = 0; j < PG; ++j) x1[j] = q[i0 + j], x2[j] = q[i0 + HALF + j];
-#pragma unroll
-      for (int j = 0; j < PG; ++j) {
-        float a, b;
-        rope_pair(__bfloat162float(x1[j]), __bfloat162float(x2[j]), c1[j], s1[j], c2[j], s2[j], a, b);
-        y1[j] = __float2bfloat16_rn(a);
-        y2[j] = __float2bfloat16_rn(b);
+      for (int k = 0; k < UL; ++k) {
+        const bf16 *q = q_tok + (long long)min(hp * HN + u0 + k, G - 1) * HD;
+        lo[k] = *reinterpret_cast<const uint2 *>(q + i0);
+        hi[k] = *reinterpret_cast<const uint2 *>(q + i0 + HALF);
       }
+      const float cc1[4] = {c1.x, c1.y, c1.z, c1.w}, ss1[4] = {s1.x, s1.y, s1.z, s1.w};
+      const float cc2[4] = {c2.x, c2.y, c2.z, c2.w}, ss2[4] = {s2.x, s2.y, s2.z, s2.w};
 #pragma unroll
-      for (int j = 0; j < PG; ++j) qw[col * S::ROW + i0 + j] = y1[j], qw[col * S::ROW + i0 + HALF + j] = y2[j];
+      for (int k = 0; k < UL; ++k) {
+        const bf16 *x1 = reinterpret_cast<const bf16 *>(&lo[k]), *x2 = reinterpret_cast<const bf16 *>(&hi[k]);
+        bf16 y1[4], y2[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float a, b;
+          rope_pair(__bfloat162float(x1[j]), __bfloat162float(x2[j]), cc1[j], ss1[j], cc2[j], ss2[j], a, b);
+          y1[j] = __float2bfloat16_rn(a);
+          y2[j] = __float2bfloat16_rn(b);
+        }
+        *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0) = *reinterpret_cast<const uint2 *>(y1);
+        *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0 + HALF) = *reinterpret_cast<const uint2 *>(y2);
+      }
     }
 
-    // A lane's two columns 2t, 2t + 1: their queries' ends in this chunk.
-    int end2[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int t = column_query(grp, 2 * tq + h) - t0;
-      end2[h] = min(q_pos[t] + 1, c0 + CHUNK);
-    }
-    // Row pointers of positions c0 + r for query t: the staged tile below its prefix, its visible
-    // cache rows from the prefix on (its ancestors, then itself), and past its end position c0's
+    // Row pointers of positions c0 + r: the staged tile below the prefix, the query's visible
+    // cache rows from the prefix on (its ancestors, then itself), and past the end position c0's
     // row (finite values: their weights are 0, and 0 times a finite value adds nothing).
-    auto row_of = [&](const bf16 *tile, const bf16 *cache, int t, int r) -> const bf16 * {
-      const int n = q_prefix[t - t0], end = min(q_pos[t - t0] + 1, c0 + CHUNK);
+    const long long *vis = blk + (long long)t * cols + COL_VISIBLE;
+    auto row_of = [&](const bf16 *tile, const bf16 *cache, int r) -> const bf16 * {
       const int j = c0 + r < end ? c0 + r : c0;
-      const long long *vis = blk + (long long)t * cols + COL_VISIBLE;
       return j < n ? tile + (j - c0) * S::ROW : cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
     };
-    // Element e of a d fragment holds column 2t + (e & 1): keep it from the mma of that column's query.
-    auto keep_own = [&](float (&d)[4], const float (&from)[4], int t) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        if (column_query(grp, 2 * tq + (e & 1)) == t) d[e] = from[e];
-    };
-    const bool live = c0 + 16 * mt < max_end;       // some column's query reaches this tile
-    const bool staged = c0 + 16 * mt + 16 <= min_n;  // all 16 positions staged prefix rows for every query
-    quad_sync();  // qw holds the group's 8 columns
+    auto key_of = [&](int r) { return row_of(k_tile, k_cache, r); };
+    auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };
+    __syncwarp();
 
-    // Scores of the tile: KS dim steps in dim order.
-    float sc[4] = {0.f, 0.f, 0.f, 0.f};
-    if (live && staged) {
+    // Scores: 4 position tiles x KS dim steps, in dim order.
+    float sc[4][4];
 #pragma unroll
-      for (int ks = 0; ks < KS; ++ks) {  // matrices: (positions 0-7, dims 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
+    for (int mt = 0; mt < 4; ++mt) {
+      sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
+      const bool staged = c0 + 16 * mt + 16 <= n;  // warp-uniform
+      const bf16 *row_g = staged ? nullptr : key_of(16 * mt + g), *row_g8 = staged ? nullptr : key_of(16 * mt + g + 8);
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) {
         unsigned a[4];
-        const int i = lane / 8;
-        ldmatrix_x4(a, k_tile + (16 * mt + lane % 8 + 8 * (i % 2)) * S::ROW + 16 * ks + 8 * (i / 2));
-        const bf16 *qb = qw + g * S::ROW + 16 * ks + 2 * tq;
-        mma_16816(sc, a[0], a[1], a[2], a[3], ld32(qb), ld32(qb + 8));
-      }
-    } else if (live) {
-      for (int j = 0; j < qpc; ++j) {
-        const int t = group_query(grp, j);
-        const bf16 *row_g = row_of(k_tile, k_cache, t, 16 * mt + g), *row_g8 = row_of(k_tile, k_cache, t, 16 * mt + g + 8);
-        float own[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int ks = 0; ks < KS; ++ks) {
-          const bf16 *qb = qw + g * S::ROW + 16 * ks + 2 * tq;
-          mma_16816(own, ld32(row_g + 16 * ks + 2 * tq), ld32(row_g8 + 16 * ks + 2 * tq),
-                    ld32(row_g + 16 * ks + 2 * tq + 8), ld32(row_g8 + 16 * ks + 2 * tq + 8), ld32(qb), ld32(qb + 8));
+        if (staged) {  // matrices: (positions 0-7, dims 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
+          const int i = lane / 8;
+          ldmatrix_x4(a, k_tile + (16 * mt + lane % 8 + 8 * (i % 2)) * S::ROW + 16 * ks + 8 * (i / 2));
+        } else {
+          a[0] = ld32(row_g + 16 * ks + 2 * tq);
+          a[1] = ld32(row_g8 + 16 * ks + 2 * tq);
+          a[2] = ld32(row_g + 16 * ks + 2 * tq + 8);
+          a[3] = ld32(row_g8 + 16 * ks + 2 * tq + 8);
         }
-        keep_own(sc, own, t);
+        const bf16 *qb = qw + g * S::ROW + 16 * ks + 2 * tq;
+        mma_16816(sc[mt], a[0], a[1], a[2], a[3], ld32(qb), ld32(qb + 8));
       }
     }
 
-    // Softmax a column over the chunk (lane (g, t): columns 2t, 2t + 1 at positions 16 mt + g
-    // (+ 8)): scores in log2 units, -inf past the column's end; the tile's max (the lane's two
-    // positions, then the butterfly over g), the chunk's the largest of the 4 tiles'.
+    // Softmax a head over the chunk (lane (g, t): heads 2t, 2t + 1 at positions 16 mt + g (+ 8)):
+    // scores in log2 units, -inf past the end; the max and the sum in a fixed order (the lane's
+    // positions in order, then the butterfly over g).
     float m2[2], l2[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float m = NEG_INF;
 #pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        float &x = sc[2 * hr + h];
-        x = c0 + 16 * mt + g + 8 * hr < end2[h] ? x * scale_log2 : NEG_INF;
-        m = fmaxf(m, x);
-      }
+      for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float &x = sc[mt][2 * half + h];
+          x = c0 + 16 * mt + g + 8 * half < end ? x * scale_log2 : NEG_INF;
+          m = fmaxf(m, x);
+        }
 #pragma unroll
       for (int o = 4; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      m2[h] = m;
-    }
-    if (g == 0) x_max[mt * HN + 2 * tq] = m2[0], x_max[mt * HN + 2 * tq + 1] = m2[1];
-    quad_sync();
+      float l = 0.f;  // finite m: position c0 <= p is valid
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int col = 2 * tq + h;
-      const float m = fmaxf(fmaxf(fmaxf(x_max[col], x_max[HN + col]), x_max[2 * HN + col]), x_max[3 * HN + col]);
-      float l = 0.f;
+      for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const float w = exp2f(sc[2 * hr + h] - m);  // 0 past the end
-        l += w;
-        pw[col * (CHUNK + PPAD) + 16 * mt + g + 8 * hr] = __float2bfloat16_rn(w);
-      }
+        for (int half = 0; half < 2; ++half) {
+          const float w = exp2f(sc[mt][2 * half + h] - m);  // 0 past the end
+          l += w;
+          pw[(2 * tq + h) * (CHUNK + PPAD) + 16 * mt + g + 8 * half] = __float2bfloat16_rn(w);
+        }
 #pragma unroll
       for (int o = 4; o < 32; o <<= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
       m2[h] = m;
       l2[h] = l;
     }
-    if (g == 0) x_sum[mt * HN + 2 * tq] = l2[0], x_sum[mt * HN + 2 * tq + 1] = l2[1];
-    __syncwarp();  // the warp reads back only its own positions' weights
+    __syncwarp();
 
-    // Values of the tile: O^T = V^T P^T, one position step, KS dim tiles.
+    // Values: O^T = V^T P^T over 4 position steps in order, KS dim tiles.
     float acc[KS][4];
 #pragma unroll
     for (int md = 0; md < KS; ++md) acc[md][0] = acc[md][1] = acc[md][2] = acc[md][3] = 0.f;
-    const bf16 *pb = pw + g * (CHUNK + PPAD) + 16 * mt + 2 * tq;
-    const unsigned b0 = ld32(pb), b1 = ld32(pb + 8);
-    if (live && staged) {  // ldmatrix .trans; matrices: (pos 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
-      const int i = lane / 8;
-      const bf16 *row = v_tile + (16 * mt + lane % 8 + 8 * (i / 2)) * S::ROW + 8 * (i % 2);
 #pragma unroll
-      for (int md = 0; md < KS; ++md) {
-        unsigned a[4];
-        ldmatrix_x4_trans(a, row + 16 * md);
-        mma_16816(acc[md], a[0], a[1], a[2], a[3], b0, b1);
-      }
-    } else if (live) {  // lane by lane: positions 2t, 2t + 1, 2t + 8, 2t + 9 of the tile, dims g, g + 8
-      for (int j = 0; j < qpc; ++j) {
-        const int t = group_query(grp, j);
-        const bf16 *v0 = row_of(v_tile, v_cache, t, 16 * mt + 2 * tq), *v1 = row_of(v_tile, v_cache, t, 16 * mt + 2 * tq + 1);
-        const bf16 *v8 = row_of(v_tile, v_cache, t, 16 * mt + 2 * tq + 8);
-        const bf16 *v9 = row_of(v_tile, v_cache, t, 16 * mt + 2 * tq + 9);
+    for (int kp = 0; kp < 4; ++kp) {
+      const bf16 *pb = pw + g * (CHUNK + PPAD) + 16 * kp + 2 * tq;
+      const unsigned b0 = ld32(pb), b1 = ld32(pb + 8);
+      if (c0 + 16 * kp >= end) break;  // weights 0 from here on: nothing to add (warp-uniform)
+      if (c0 + 16 * kp + 16 <= min(n, end)) {  // all staged and valid: ldmatrix .trans
+        const int i = lane / 8;  // matrices: (pos 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
+        const bf16 *row = v_tile + (16 * kp + lane % 8 + 8 * (i / 2)) * S::ROW + 8 * (i % 2);
+#pragma unroll
+        for (int md = 0; md < KS; ++md) {
+          unsigned a[4];
+          ldmatrix_x4_trans(a, row + 16 * md);
+          mma_16816(acc[md], a[0], a[1], a[2], a[3], b0, b1);
+        }
+      } else {  // lane by lane: positions 2t, 2t + 1, 2t + 8, 2t + 9 of the step, dims g, g + 8
+        const bf16 *v0 = value_of(16 * kp + 2 * tq), *v1 = value_of(16 * kp + 2 * tq + 1);
+        const bf16 *v8 = value_of(16 * kp + 2 * tq + 8), *v9 = value_of(16 * kp + 2 * tq + 9);
 #pragma unroll
         for (int md = 0; md < KS; ++md) {
           const int d = 16 * md + g;
-          float own[4] = {0.f, 0.f, 0.f, 0.f};
-          mma_16816(own, pack2(v0[d], v1[d]), pack2(v0[d + 8], v1[d + 8]), pack2(v8[d], v9[d]),
+          mma_16816(acc[md], pack2(v0[d], v1[d]), pack2(v0[d + 8], v1[d + 8]), pack2(v8[d], v9[d]),
                     pack2(v8[d + 8], v9[d + 8]), b0, b1);
-          keep_own(acc[md], own, t);
         }
       }
     }
-#pragma unroll
-    for (int md = 0; md < KS; ++md)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) x_acc[((mt * KS + md) * 4 + r) * 32 + lane] = acc[md][r];
-    quad_sync();
 
-    // The chunk's partials of the group's stored columns: warp i sums the 4 tiles (in tile order)
-    // of dim tiles [i KS / 4, (i + 1) KS / 4) and stores them normalized; warp 0 the max and sum.
+    // Partials of the item's heads below G: lane (g, t) holds heads 2t, 2t + 1 at dims 16 md + g (+ 8).
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int col = 2 * tq + h, t = column_query(grp, col);
-      if (!column_stored(grp, col) || q_pos[t - t0] < c0) continue;  // lane-dependent from here on
-      const float l = ((x_sum[col] + x_sum[HN + col]) + x_sum[2 * HN + col]) + x_sum[3 * HN + col];
-      const float inv = 1.f / l;
-      const long long slot = ((long long)kh * nchunks + c) * Q + (long long)t * G + column_head(grp, col);
-      if (mt == 0 && g == 0) part_ml[slot * 2] = m2[h], part_ml[slot * 2 + 1] = l;
+      const int head = hp * HN + 2 * tq + h;
+      if (head >= G) continue;
+      const long long slot = ((long long)kh * nchunks + c) * Q + (long long)t * G + head;
+      if (g == 0) {
+        part_ml[slot * 2] = m2[h];
+        part_ml[slot * 2 + 1] = l2[h];
+      }
 #pragma unroll
-      for (int md = mt * KS / 4; md < (mt + 1) * KS / 4; ++md)
-#pragma unroll
-        for (int hr = 0; hr < 2; ++hr) {
-          const int r = 2 * hr + h;
-          float a = x_acc[((0 * KS + md) * 4 + r) * 32 + lane];
-          for (int k = 1; k < 4; ++k) a += x_acc[((k * KS + md) * 4 + r) * 32 + lane];
-          part_o[slot * HD + 16 * md + g + 8 * hr] = __float2bfloat16_rn(a * inv);
-        }
+      for (int md = 0; md < KS; ++md) {
+        part_acc[slot * HD + 16 * md + g] = acc[md][h];
+        part_acc[slot * HD + 16 * md + g + 8] = acc[md][2 + h];
+      }
     }
+    __syncwarp();  // qw and pw are rewritten by the next item
   }
 
   // The last block of this (kv head, group) to finish merges every chunk's partials. One thread
   // a block synchronizes: the barrier orders the block's partial stores before thread 0's release
   // fence and ticket; the block that draws the last ticket acquires (fence after the atomic), and
   // its barrier orders that before every thread's loads of the partials. (Every thread fencing
-  // with __threadfence(), a fence.sc, was ~0.3 us of the ticket; NOTES v48.)
+  // with __threadfence(), a fence.sc, was ~1 us of the ticket; NOTES v48.)
   __syncthreads();
   if (threadIdx.x == 0) {
     int *counter = counters + kh * gridDim.z + blockIdx.z;
@@ -420,9 +348,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __syncthreads();
   if (!is_last) return;
 
-  // The output: a thread a (query row, 8 dims); chunks 0..last in batches of 8 (a batch's loads
-  // issued together): the running max m moves once a batch (the sums rescaled by exp2(m_old -
-  // m_new)), then each chunk adds its sum and its output times exp2(its max - m) times its sum.
+  // The output: a thread a (query row, 8 dims), chunks 0..last merged in order with a running max
+  // m (the sums rescaled by exp2(m_old - m_new)), unrolled 8 chunks deep. (Measured: ~3 us for
+  // 256 items at 8B M = 8 whether one block or four share them; NOTES v45, v46.)
   const int rows = (t1 - t0) * G;
   for (int item = threadIdx.x; item < rows * D8; item += blockDim.x) {
     const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
@@ -430,30 +358,18 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
     float m = NEG_INF, l = 0.f;
     float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    for (int c8 = 0; c8 <= last; c8 += 8) {  // chunk 0 holds position 0 <= p: m is finite from it on
-      float2 ml[8];
-      uint4 ov[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {  // chunks past the last: the last again, weight 0
-        const long long slot = first + (long long)min(c8 + k, last) * Q;
-        ml[k] = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
-        ov[k] = __ldcg(reinterpret_cast<const uint4 *>(part_o + slot * HD + d));
-      }
-      float m_new = m;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) m_new = c8 + k <= last ? fmaxf(m_new, ml[k].x) : m_new;
-      const float keep = exp2f(m - m_new);  // 0 in the first batch (m = -inf), where l and o are 0
-      l *= keep;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) o[i] *= keep;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const float w = c8 + k <= last ? exp2f(ml[k].x - m_new) * ml[k].y : 0.f;
-        const bf16 *x = reinterpret_cast<const bf16 *>(&ov[k]);
-        l += w;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) o[i] = fmaf(w, __bfloat162float(x[i]), o[i]);
-      }
+#pragma unroll 8
+    for (int cc = 0; cc <= last; ++cc) {  // chunk 0 holds position 0 <= p: m is finite from it on
+      const long long slot = first + (long long)cc * Q;
+      const float2 ml = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
+      const float4 a = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
+      const float4 b = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d + 4));
+      const float m_new = fmaxf(m, ml.x), keep = exp2f(m - m_new), w = exp2f(ml.x - m_new);
+      l = fmaf(l, keep, w * ml.y);
+      o[0] = fmaf(o[0], keep, w * a.x); o[1] = fmaf(o[1], keep, w * a.y);
+      o[2] = fmaf(o[2], keep, w * a.z); o[3] = fmaf(o[3], keep, w * a.w);
+      o[4] = fmaf(o[4], keep, w * b.x); o[5] = fmaf(o[5], keep, w * b.y);
+      o[6] = fmaf(o[6], keep, w * b.z); o[7] = fmaf(o[7], keep, w * b.w);
       m = m_new;
     }
     uint4 packed;
@@ -463,15 +379,16 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     packed.w = pack2(__float2bfloat16_rn(o[6] / l), __float2bfloat16_rn(o[7] / l));
     *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;
   }
+
 }
 
 // At least MIN_BLOCKS blocks an SM (at most 128 registers at 2).
 #define TREE_ATTENTION(HD)                                                                                   \
   extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(              \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
-      const bf16 *v_cache, float *part_ml, bf16 *part_o, int *counters, bf16 *out, int T, int H, int KV, \
+      const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
       int V, int span, int R, int TQ, float scale_log2) {                                                   \
-    tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_o, counters, out, T,  \
+    tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T,  \
                             H, KV, V, span, R, TQ, scale_log2);                                             \
   }
 TREE_ATTENTION(64)

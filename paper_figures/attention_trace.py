@@ -1,7 +1,7 @@
 """A timeline of one tree_attention call: when each block starts, stages, passes the steps of
-thread 0's column group (q roped, scores, softmax, values), finishes its column groups, takes its
-merge ticket and, the last block of a (kv head, query group), merges, from timers its thread 0
-reads.
+thread 0's item (q roped, scores, softmax, values), finishes its items, takes its merge ticket
+and, the last block of a (kv head, query group), merges (thread 0's first output: its loop over
+the chunks, its store), from timers its thread 0 reads.
 
     PYTHONPATH=. python3 paper_figures/attention_trace.py [--models llama-3-8b,llama-3.2-1b] [--m 8] [--context 1000]
 
@@ -28,10 +28,12 @@ from swiftspec_core.kernels import attention as attn
 from swiftspec_core.kernels.build import OPTIONS, cuda_include, source
 from swiftspec_core.models.rope import rope_tables
 
-# Phases in the order a block passes them; those inside the column-group loop are stamped by thread 0
-# in each group it takes (the last one's stamp stays: at M = 8 a quad takes one group).
-PHASES = ("start", "staged", "q roped", "scores", "softmax", "values", "items done", "ticket", "merge done")
-MERGED, TICKET = PHASES.index("merge done"), PHASES.index("ticket")
+# Phases in the order a block passes them; those inside the item and merge loops are stamped by
+# thread 0 in each it takes (the last one's stamp stays: at M = 8 a warp takes one item, a merging
+# thread one output).
+PHASES = ("start", "staged", "q roped", "scores", "softmax", "values", "items done", "ticket", "merge start",
+          "merge summed", "merge done")
+MERGED, TICKET, MERGING = PHASES.index("merge done"), PHASES.index("ticket"), PHASES.index("merge start")
 SLOTS = 2 * len(PHASES) + 2  # per block: a globaltimer and a clock64 a phase, whether it merged, its SM
 BLOCK_ID = "const long long b_ = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); "
 
@@ -49,13 +51,16 @@ def instrumented_source() -> str:
     P = PHASES.index
     anchors = [  # (text, what goes before it, what after it)
         ("  pdl_start();  // before the staging", stamp(0), ""),
-        ("  __syncthreads();\n\n  // Column groups:", "", None),  # phase 1 after this __syncthreads(), below
-        ("    quad_sync();  // qw holds the group's 8 columns\n", "", stamp(P("q roped"))),
-        ("    // Softmax a column over the chunk", stamp(P("scores")), ""),
-        ("    __syncwarp();  // the warp reads back only its own positions' weights\n", "", stamp(P("softmax"))),
-        ("    // The chunk's partials of the group's stored columns", stamp(P("values")), ""),
+        ("  __syncthreads();\n\n  bf16 *qw =", "", None),  # phase 1 after this __syncthreads(), below
+        ("    auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };\n    __syncwarp();\n", "",
+         stamp(P("q roped"))),
+        ("    // Softmax a head over the chunk", stamp(P("scores")), ""),
+        ("      l2[h] = l;\n    }\n    __syncwarp();\n", "", stamp(P("softmax"))),
+        ("    // Partials of the item's heads below G", stamp(P("values")), ""),
         ("  // The last block of this (kv head, group) to finish merges", stamp(P("items done")), ""),
         ("  if (!is_last) return;", stamp(TICKET) + merged, ""),
+        ("    float m = NEG_INF, l = 0.f;\n", stamp(P("merge start")), ""),
+        ("    uint4 packed;\n", stamp(P("merge summed")), ""),
         ("    *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;\n  }\n",
          "", stamp(MERGED)),
     ]
@@ -109,14 +114,14 @@ def trace(model: str, m: int, context: int) -> None:
           f"{int(merger.sum())} merging; {ns_per_cycle:.3f} ns a clock64 tick; output bitwise as the runtime's")
     print("\n| phase | first us | median us | last us | last chunk's blocks, median us |\n|---|---|---|---|---|")
     for p, name in enumerate(PHASES):
-        have = merger if p == MERGED else g[:, p] > 0  # stamped (an item phase needs an item)
+        have = merger if p >= MERGING else g[:, p] > 0  # stamped (an item phase needs an item)
         t = (g[have, p] - t0) / 1e3
         lc = (g[have & (chunk == grid[0] - 1), p] - t0) / 1e3
         print(f"| {name} | {t.min():.2f} | {np.median(t):.2f} | {t.max():.2f} | "
               f"{np.median(lc) if lc.size else float('nan'):.2f} |")
     print("\n| a block's phase | median us | max us | last chunk's, median us |\n|---|---|---|---|")
     for p in range(1, n):
-        have = (merger if p == MERGED else g[:, p] > 0) & (g[:, p - 1] > 0)
+        have = (merger if p >= MERGING else g[:, p] > 0) & (g[:, p - 1] > 0)
         d = (c[have, p] - c[have, p - 1]) * ns_per_cycle / 1e3
         lc = (c[have & (chunk == grid[0] - 1), p] - c[have & (chunk == grid[0] - 1), p - 1]) * ns_per_cycle / 1e3
         if not d.size:

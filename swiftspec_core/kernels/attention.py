@@ -30,11 +30,10 @@ def _define(name: str) -> int:
 
 CHUNK = _define("CHUNK")  # positions one block reduces
 NWARPS = _define("NWARPS")
-NQUADS = NWARPS // 4  # warp quads a block (attention.cu: NQUADS)
 TQMAX = _define("TQMAX")  # queries one block at most
 MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __launch_bounds__)
 KPAD = _define("KPAD")
-HN = _define("HN")  # (query, head) columns a warp quad computes together
+HN = _define("HN")  # q heads a warp item computes together
 PPAD = _define("PPAD")
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
@@ -66,8 +65,7 @@ def tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span: int, 
                              out=None) -> torch.Tensor:
     """As tree_attention, in torch on any device: q with RoPE in fp32 rounded once to qkv's dtype
     (the tensor cores' operand), fp32 scores and softmax. The kernel also rounds each softmax
-    weight to bf16 for the value product (relative 2^-9 a weight) and each chunk's normalized
-    output to bf16 before the chunks merge; this reference does not."""
+    weight to bf16 for the value product (relative 2^-9 a weight); this reference does not."""
     T, hd = qkv.shape[0], k_cache.shape[-1]
     G, V = n_heads // n_kv, block.shape[1] - VISIBLE
     q, _, _ = _split(qkv, n_heads, n_kv, hd)
@@ -143,11 +141,9 @@ def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int
 
 def shared_bytes(hd: int) -> int:
     """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (bf16 K and V tile
-    rows of hd + KPAD; then each warp quad's HN q columns and HN rows of softmax weights in bf16,
-    and in fp32 its 4 tiles' HN maxima and sums and their value sums, hd x HN each)."""
+    rows of hd + KPAD, then each warp's HN q heads and HN rows of softmax weights)."""
     row = hd + KPAD
-    quad = 2 * HN * row + 2 * HN * (CHUNK + PPAD) + 4 * (2 * 4 * HN + 4 * hd * HN)
-    return 2 * 2 * CHUNK * row + NQUADS * quad
+    return 2 * (2 * CHUNK * row + NWARPS * HN * (row + CHUNK + PPAD))
 
 
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
@@ -191,12 +187,11 @@ def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_h
     TQ, groups = query_groups(T, nchunks * n_kv, MIN_BLOCKS * _sm_count(qkv.device.index))
     if n_kv * groups > COUNTERS:
         raise ValueError(f"{n_kv} kv heads x {groups} query groups: the merge counters hold {COUNTERS}")
-    # Partials of every (kv head, chunk, query row): [max, sum] in fp32, the output normalized by
-    # its sum in bf16.
+    # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output.
     part_ml = torch.empty(n_kv * nchunks * Q * 2, dtype=torch.float32, device=qkv.device)
-    part_o = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.bfloat16, device=qkv.device)
-    args = (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml), ptr(part_o),
+    part_acc = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.float32, device=qkv.device)
+    args = (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml), ptr(part_acc),
             ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads), np.int32(n_kv),
             np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R), np.int32(TQ),
             np.float32(hd ** -0.5 * math.log2(math.e)))
-    return f"tree_attention_hd{hd}", (nchunks, n_kv, groups), args, (part_ml, part_o)
+    return f"tree_attention_hd{hd}", (nchunks, n_kv, groups), args, (part_ml, part_acc)
