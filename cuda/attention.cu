@@ -7,10 +7,10 @@
 // (position, head) come from tensor-core products over the head dimension in a fixed order, one
 // softmax over the chunk a head (max and sum in a fixed order), its values summed by tensor-core
 // products over groups of 16 positions in order; the chunks' partials are merged in chunk order
-// (a running max, rescaling the sums) by the last block of the (kv head, group) to finish. An
-// mma's output element depends only on its own row of A and column of B, so nothing depends on T, the query's index, the other queries or
-// heads, the cache rows its tree keys sit at (a fragment holds the same values whichever memory it
-// was loaded from), or the span (the grid size).
+// (batches of 8 under a running max) by the last block of the (kv head, group) to finish. An
+// mma's output element depends only on its own row of A and column of B, so nothing depends on T,
+// the query's index, the other queries or heads, the cache rows its tree keys sit at (a fragment
+// holds the same values whichever memory it was loaded from), or the span (the grid size).
 // Numerics: q with RoPE in fp32 is rounded once to bf16 for the tensor cores (as the reference
 // does), scores are fp32, a position's softmax weight is rounded to bf16 for the value product
 // while the sum that normalizes uses the fp32 weights.
@@ -84,6 +84,12 @@ struct Smem {
   static constexpr int V_OFF = CHUNK * ROW * 2, Q_OFF = 2 * V_OFF;         // bytes
   static constexpr int Q_BYTES = HN * ROW * 2, P_BYTES = HN * (CHUNK + PPAD) * 2;
   static constexpr int BYTES = Q_OFF + NWARPS * (Q_BYTES + P_BYTES);
+};
+
+// A compile-time flag as a value (a generic lambda's argument picks its instantiation).
+template <bool B>
+struct Flag {
+  static constexpr bool value = B;
 };
 
 __device__ __forceinline__ unsigned ld32(const bf16 *p) { return *reinterpret_cast<const unsigned *>(p); }
@@ -223,29 +229,38 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };
     __syncwarp();
 
+    // Every tile staged and valid (every chunk but a query's last): the score and value loops are
+    // compiled apart for it, without the lane-by-lane lookups (if-converted into one loop they cost
+    // ~200 predicated-off loads and warp syncs an item; NOTES v51).
+    const bool fast = c0 + CHUNK <= min(n, end);
+
     // Scores: 4 position tiles x KS dim steps, in dim order.
     float sc[4][4];
+    auto scores = [&](auto fast_path) {
 #pragma unroll
-    for (int mt = 0; mt < 4; ++mt) {
-      sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
-      const bool staged = c0 + 16 * mt + 16 <= n;  // warp-uniform
-      const bf16 *row_g = staged ? nullptr : key_of(16 * mt + g), *row_g8 = staged ? nullptr : key_of(16 * mt + g + 8);
+      for (int mt = 0; mt < 4; ++mt) {
+        sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
+        const bool staged = decltype(fast_path)::value || c0 + 16 * mt + 16 <= n;  // warp-uniform
+        const bf16 *row_g = staged ? nullptr : key_of(16 * mt + g), *row_g8 = staged ? nullptr : key_of(16 * mt + g + 8);
 #pragma unroll
-      for (int ks = 0; ks < KS; ++ks) {
-        unsigned a[4];
-        if (staged) {  // matrices: (positions 0-7, dims 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
-          const int i = lane / 8;
-          ldmatrix_x4(a, k_tile + (16 * mt + lane % 8 + 8 * (i % 2)) * S::ROW + 16 * ks + 8 * (i / 2));
-        } else {
-          a[0] = ld32(row_g + 16 * ks + 2 * tq);
-          a[1] = ld32(row_g8 + 16 * ks + 2 * tq);
-          a[2] = ld32(row_g + 16 * ks + 2 * tq + 8);
-          a[3] = ld32(row_g8 + 16 * ks + 2 * tq + 8);
+        for (int ks = 0; ks < KS; ++ks) {
+          unsigned a[4];
+          if (staged) {  // matrices: (positions 0-7, dims 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
+            const int i = lane / 8;
+            ldmatrix_x4(a, k_tile + (16 * mt + lane % 8 + 8 * (i % 2)) * S::ROW + 16 * ks + 8 * (i / 2));
+          } else {
+            a[0] = ld32(row_g + 16 * ks + 2 * tq);
+            a[1] = ld32(row_g8 + 16 * ks + 2 * tq);
+            a[2] = ld32(row_g + 16 * ks + 2 * tq + 8);
+            a[3] = ld32(row_g8 + 16 * ks + 2 * tq + 8);
+          }
+          const bf16 *qb = qw + g * S::ROW + 16 * ks + 2 * tq;
+          mma_16816(sc[mt], a[0], a[1], a[2], a[3], ld32(qb), ld32(qb + 8));
         }
-        const bf16 *qb = qw + g * S::ROW + 16 * ks + 2 * tq;
-        mma_16816(sc[mt], a[0], a[1], a[2], a[3], ld32(qb), ld32(qb + 8));
       }
-    }
+    };
+    if (fast) scores(Flag<true>());
+    else scores(Flag<false>());
 
     // Softmax a head over the chunk (lane (g, t): heads 2t, 2t + 1 at positions 16 mt + g (+ 8)):
     // scores in log2 units, -inf past the end; the max and the sum in a fixed order (the lane's
@@ -284,31 +299,35 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     float acc[KS][4];
 #pragma unroll
     for (int md = 0; md < KS; ++md) acc[md][0] = acc[md][1] = acc[md][2] = acc[md][3] = 0.f;
+    auto values = [&](auto fast_path) {
 #pragma unroll
-    for (int kp = 0; kp < 4; ++kp) {
-      const bf16 *pb = pw + g * (CHUNK + PPAD) + 16 * kp + 2 * tq;
-      const unsigned b0 = ld32(pb), b1 = ld32(pb + 8);
-      if (c0 + 16 * kp >= end) break;  // weights 0 from here on: nothing to add (warp-uniform)
-      if (c0 + 16 * kp + 16 <= min(n, end)) {  // all staged and valid: ldmatrix .trans
-        const int i = lane / 8;  // matrices: (pos 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
-        const bf16 *row = v_tile + (16 * kp + lane % 8 + 8 * (i / 2)) * S::ROW + 8 * (i % 2);
+      for (int kp = 0; kp < 4; ++kp) {
+        const bf16 *pb = pw + g * (CHUNK + PPAD) + 16 * kp + 2 * tq;
+        const unsigned b0 = ld32(pb), b1 = ld32(pb + 8);
+        if (!decltype(fast_path)::value && c0 + 16 * kp >= end) break;  // weights 0 from here on (warp-uniform)
+        if (decltype(fast_path)::value || c0 + 16 * kp + 16 <= min(n, end)) {  // staged and valid: ldmatrix .trans
+          const int i = lane / 8;  // matrices: (pos 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
+          const bf16 *row = v_tile + (16 * kp + lane % 8 + 8 * (i / 2)) * S::ROW + 8 * (i % 2);
 #pragma unroll
-        for (int md = 0; md < KS; ++md) {
-          unsigned a[4];
-          ldmatrix_x4_trans(a, row + 16 * md);
-          mma_16816(acc[md], a[0], a[1], a[2], a[3], b0, b1);
-        }
-      } else {  // lane by lane: positions 2t, 2t + 1, 2t + 8, 2t + 9 of the step, dims g, g + 8
-        const bf16 *v0 = value_of(16 * kp + 2 * tq), *v1 = value_of(16 * kp + 2 * tq + 1);
-        const bf16 *v8 = value_of(16 * kp + 2 * tq + 8), *v9 = value_of(16 * kp + 2 * tq + 9);
+          for (int md = 0; md < KS; ++md) {
+            unsigned a[4];
+            ldmatrix_x4_trans(a, row + 16 * md);
+            mma_16816(acc[md], a[0], a[1], a[2], a[3], b0, b1);
+          }
+        } else {  // lane by lane: positions 2t, 2t + 1, 2t + 8, 2t + 9 of the step, dims g, g + 8
+          const bf16 *v0 = value_of(16 * kp + 2 * tq), *v1 = value_of(16 * kp + 2 * tq + 1);
+          const bf16 *v8 = value_of(16 * kp + 2 * tq + 8), *v9 = value_of(16 * kp + 2 * tq + 9);
 #pragma unroll
-        for (int md = 0; md < KS; ++md) {
-          const int d = 16 * md + g;
-          mma_16816(acc[md], pack2(v0[d], v1[d]), pack2(v0[d + 8], v1[d + 8]), pack2(v8[d], v9[d]),
-                    pack2(v8[d + 8], v9[d + 8]), b0, b1);
+          for (int md = 0; md < KS; ++md) {
+            const int d = 16 * md + g;
+            mma_16816(acc[md], pack2(v0[d], v1[d]), pack2(v0[d + 8], v1[d + 8]), pack2(v8[d], v9[d]),
+                      pack2(v8[d + 8], v9[d + 8]), b0, b1);
+          }
         }
       }
-    }
+    };
+    if (fast) values(Flag<true>());
+    else values(Flag<false>());
 
     // Partials of the item's heads below G: lane (g, t) holds heads 2t, 2t + 1 at dims 16 md + g (+ 8).
 #pragma unroll
@@ -333,7 +352,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   // a block synchronizes: the barrier orders the block's partial stores before thread 0's release
   // fence and ticket; the block that draws the last ticket acquires (fence after the atomic), and
   // its barrier orders that before every thread's loads of the partials. (Every thread fencing
-  // with __threadfence(), a fence.sc, was ~1 us of the ticket; NOTES v48.)
+  // with __threadfence(), a fence.sc, cost ~0.3 us more; NOTES v48.)
   __syncthreads();
   if (threadIdx.x == 0) {
     int *counter = counters + kh * gridDim.z + blockIdx.z;
@@ -348,9 +367,11 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __syncthreads();
   if (!is_last) return;
 
-  // The output: a thread a (query row, 8 dims), chunks 0..last merged in order with a running max
-  // m (the sums rescaled by exp2(m_old - m_new)), unrolled 8 chunks deep. (Measured: ~3 us for
-  // 256 items at 8B M = 8 whether one block or four share them; NOTES v45, v46.)
+  // The output: a thread a (query row, 8 dims); chunks 0..last in batches of 8 (a batch's loads
+  // issued together): the running max m moves once a batch (the sums so far rescaled by
+  // exp2(m_old - m_new)), then the batch's chunks add their sums times exp2(their max - m), each
+  // independent of the others (a chunk at a time made the batch one chain of ~16 exp2 and
+  // fma's; NOTES v51).
   const int rows = (t1 - t0) * G;
   for (int item = threadIdx.x; item < rows * D8; item += blockDim.x) {
     const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
@@ -358,28 +379,42 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
     float m = NEG_INF, l = 0.f;
     float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll 8
-    for (int cc = 0; cc <= last; ++cc) {  // chunk 0 holds position 0 <= p: m is finite from it on
-      const long long slot = first + (long long)cc * Q;
-      const float2 ml = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
-      const float4 a = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
-      const float4 b = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d + 4));
-      const float m_new = fmaxf(m, ml.x), keep = exp2f(m - m_new), w = exp2f(ml.x - m_new);
-      l = fmaf(l, keep, w * ml.y);
-      o[0] = fmaf(o[0], keep, w * a.x); o[1] = fmaf(o[1], keep, w * a.y);
-      o[2] = fmaf(o[2], keep, w * a.z); o[3] = fmaf(o[3], keep, w * a.w);
-      o[4] = fmaf(o[4], keep, w * b.x); o[5] = fmaf(o[5], keep, w * b.y);
-      o[6] = fmaf(o[6], keep, w * b.z); o[7] = fmaf(o[7], keep, w * b.w);
+    for (int c8 = 0; c8 <= last; c8 += 8) {  // chunk 0 holds position 0 <= p: m is finite from it on
+      float2 ml[8];
+      float4 a[8], b[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {  // chunks past the last: the last again, weight 0
+        const long long slot = first + (long long)min(c8 + k, last) * Q;
+        ml[k] = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
+        a[k] = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
+        b[k] = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d + 4));
+      }
+      float m_new = m;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) m_new = c8 + k <= last ? fmaxf(m_new, ml[k].x) : m_new;
+      const float keep = exp2f(m - m_new);  // 0 in the first batch (m = -inf), where l and o are 0
+      l *= keep;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) o[i] *= keep;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float w = c8 + k <= last ? exp2f(ml[k].x - m_new) : 0.f;
+        l = fmaf(w, ml[k].y, l);
+        o[0] = fmaf(w, a[k].x, o[0]); o[1] = fmaf(w, a[k].y, o[1]);
+        o[2] = fmaf(w, a[k].z, o[2]); o[3] = fmaf(w, a[k].w, o[3]);
+        o[4] = fmaf(w, b[k].x, o[4]); o[5] = fmaf(w, b[k].y, o[5]);
+        o[6] = fmaf(w, b[k].z, o[6]); o[7] = fmaf(w, b[k].w, o[7]);
+      }
       m = m_new;
     }
+    const float inv = 1.f / l;  // one division, 8 products (8 divisions took ~0.4 us)
     uint4 packed;
-    packed.x = pack2(__float2bfloat16_rn(o[0] / l), __float2bfloat16_rn(o[1] / l));
-    packed.y = pack2(__float2bfloat16_rn(o[2] / l), __float2bfloat16_rn(o[3] / l));
-    packed.z = pack2(__float2bfloat16_rn(o[4] / l), __float2bfloat16_rn(o[5] / l));
-    packed.w = pack2(__float2bfloat16_rn(o[6] / l), __float2bfloat16_rn(o[7] / l));
+    packed.x = pack2(__float2bfloat16_rn(o[0] * inv), __float2bfloat16_rn(o[1] * inv));
+    packed.y = pack2(__float2bfloat16_rn(o[2] * inv), __float2bfloat16_rn(o[3] * inv));
+    packed.z = pack2(__float2bfloat16_rn(o[4] * inv), __float2bfloat16_rn(o[5] * inv));
+    packed.w = pack2(__float2bfloat16_rn(o[6] * inv), __float2bfloat16_rn(o[7] * inv));
     *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;
   }
-
 }
 
 // At least MIN_BLOCKS blocks an SM (at most 128 registers at 2).
