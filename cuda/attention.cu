@@ -142,6 +142,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   extern __shared__ __align__(16) unsigned char smem[];
   bf16 *k_tile = reinterpret_cast<bf16 *>(smem), *v_tile = reinterpret_cast<bf16 *>(smem + S::V_OFF);
   __shared__ int q_pos[TQMAX], q_prefix[TQMAX];  // position, prefix length of query t0 + i
+  __shared__ int tree_rows[TQMAX * CHUNK];        // [query][position - c0]: its cache row, from the prefix on
   __shared__ int is_last;
 
   pdl_start();  // before the staging: the kernel before (append_kv) writes cache rows
@@ -171,6 +172,19 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     q_prefix[threadIdx.x] = my_prefix;
   }
   __syncthreads();
+
+  // In a chunk holding tree positions (from a query's prefix to its position): their cache rows
+  // from the queries' visible rows, one round trip for the block (looked up lane by lane in each
+  // tile, two dependent global round trips a tile made this chunk the call's last; NOTES v52).
+  bool has_tree = false;  // block-uniform
+  for (int i = 0; i < t1 - t0; ++i) has_tree |= q_prefix[i] < c0 + CHUNK && q_pos[i] >= max(c0, q_prefix[i]);
+  if (has_tree) {
+    for (int e = threadIdx.x; e < (t1 - t0) * CHUNK; e += blockDim.x) {
+      const int i = e / CHUNK, j = c0 + e % CHUNK, n = q_prefix[i];
+      if (j >= n && j <= q_pos[i]) tree_rows[e] = (int)key_row(blk + (long long)(t0 + i) * cols + COL_VISIBLE, V, n, j, R);
+    }
+    __syncthreads();
+  }
 
   bf16 *qw = reinterpret_cast<bf16 *>(smem + S::Q_OFF + warp * (S::Q_BYTES + S::P_BYTES));  // [HN][ROW]
   bf16 *pw = qw + HN * S::ROW;                                                            // [HN][CHUNK + PPAD]
@@ -218,12 +232,14 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     }
 
     // Row pointers of positions c0 + r: the staged tile below the prefix, the query's visible
-    // cache rows from the prefix on (its ancestors, then itself), and past the end position c0's
+    // cache rows from the prefix on (its ancestors, then itself: in the staged tile when the row
+    // is one of the chunk's, as a tree's new rows usually are), and past the end position c0's
     // row (finite values: their weights are 0, and 0 times a finite value adds nothing).
-    const long long *vis = blk + (long long)t * cols + COL_VISIBLE;
     auto row_of = [&](const bf16 *tile, const bf16 *cache, int r) -> const bf16 * {
       const int j = c0 + r < end ? c0 + r : c0;
-      return j < n ? tile + (j - c0) * S::ROW : cache + (key_row(vis, V, n, j, R) * KV + kh) * HD;
+      if (j < n) return tile + (j - c0) * S::ROW;
+      const int row = tree_rows[(t - t0) * CHUNK + j - c0];
+      return row >= c0 && row < c0 + tile_rows ? tile + (row - c0) * S::ROW : cache + ((long long)row * KV + kh) * HD;
     };
     auto key_of = [&](int r) { return row_of(k_tile, k_cache, r); };
     auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };

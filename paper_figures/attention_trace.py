@@ -51,7 +51,7 @@ def instrumented_source() -> str:
     P = PHASES.index
     anchors = [  # (text, what goes before it, what after it)
         ("  pdl_start();  // before the staging", stamp(0), ""),
-        ("  __syncthreads();\n\n  bf16 *qw =", "", None),  # phase 1 after this __syncthreads(), below
+        ("  __syncthreads();\n\n  // In a chunk holding tree positions", "", None),  # phase 1 after this __syncthreads()
         ("    auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };\n    __syncwarp();\n", "",
          stamp(P("q roped"))),
         ("    // Softmax a head over the chunk", stamp(P("scores")), ""),
