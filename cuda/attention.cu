@@ -257,13 +257,18 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       for (int mt = 0; mt < 4; ++mt) {
         sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
         const bool staged = decltype(fast_path)::value || c0 + 16 * mt + 16 <= n;  // warp-uniform
-        const bf16 *row_g = staged ? nullptr : key_of(16 * mt + g), *row_g8 = staged ? nullptr : key_of(16 * mt + g + 8);
+        // Else the rows by position: lane l gives ldmatrix the row of position l % 8 + 8 (l / 8 % 2);
+        // where all 16 sit in shared memory (tree rows among the chunk's staged rows) ldmatrix
+        // gathers them, else each lane loads its own fragment elements.
+        const int i = lane / 8;  // matrices: (positions 0-7, dims 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
+        const bf16 *row_l = staged ? k_tile + (16 * mt + lane % 8 + 8 * (i % 2)) * S::ROW : key_of(16 * mt + lane % 8 + 8 * (i % 2));
+        const bool gathered = staged || __all_sync(0xffffffffu, __isShared(row_l));
+        const bf16 *row_g = gathered ? nullptr : key_of(16 * mt + g), *row_g8 = gathered ? nullptr : key_of(16 * mt + g + 8);
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks) {
           unsigned a[4];
-          if (staged) {  // matrices: (positions 0-7, dims 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
-            const int i = lane / 8;
-            ldmatrix_x4(a, k_tile + (16 * mt + lane % 8 + 8 * (i % 2)) * S::ROW + 16 * ks + 8 * (i / 2));
+          if (gathered) {
+            ldmatrix_x4(a, row_l + 16 * ks + 8 * (i / 2));
           } else {
             a[0] = ld32(row_g + 16 * ks + 2 * tq);
             a[1] = ld32(row_g8 + 16 * ks + 2 * tq);
@@ -321,9 +326,13 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         const bf16 *pb = pw + g * (CHUNK + PPAD) + 16 * kp + 2 * tq;
         const unsigned b0 = ld32(pb), b1 = ld32(pb + 8);
         if (!decltype(fast_path)::value && c0 + 16 * kp >= end) break;  // weights 0 from here on (warp-uniform)
-        if (decltype(fast_path)::value || c0 + 16 * kp + 16 <= min(n, end)) {  // staged and valid: ldmatrix .trans
-          const int i = lane / 8;  // matrices: (pos 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
-          const bf16 *row = v_tile + (16 * kp + lane % 8 + 8 * (i / 2)) * S::ROW + 8 * (i % 2);
+        // Staged and valid, or every row in shared memory: ldmatrix .trans from each position's row
+        // (lane l: position l % 8 + 8 (l / 16)); matrices (pos 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15).
+        const int i = lane / 8;
+        const bool staged = decltype(fast_path)::value || c0 + 16 * kp + 16 <= min(n, end);
+        const bf16 *row = (staged ? v_tile + (16 * kp + lane % 8 + 8 * (i / 2)) * S::ROW
+                                  : value_of(16 * kp + lane % 8 + 8 * (i / 2))) + 8 * (i % 2);
+        if (staged || __all_sync(0xffffffffu, __isShared(row))) {
 #pragma unroll
           for (int md = 0; md < KS; ++md) {
             unsigned a[4];
