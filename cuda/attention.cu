@@ -1,4 +1,4 @@
-// Tree attention with RoPE inside and an in-kernel split-KV combine; and the cache append.
+// Tree attention with RoPE inside and an in-kernel split-KV combine (the cache append: append_kv.cu).
 // Python side and torch references: swiftspec_core/kernels/attention.py.
 //
 // Row invariance: a query's bits depend only on its q, its position p and the keys/values at
@@ -16,9 +16,13 @@
 // while the sum that normalizes uses the fp32 weights.
 // Speed: a warp item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns),
 // so each key and value fragment read serves them all; the block's positions are loaded with the
-// chunk's staging (one global round trip fewer); the merge reads each chunk's partials once.
+// chunk's staging (one global round trip fewer); in a chunk holding tree positions the block looks
+// their cache rows up once, and tree rows among the chunk's staged rows are read from shared
+// memory by ldmatrix as the prefix is; the merge reads each chunk's partials once. (Slower when
+// tried: an item a warp pair, a column group of two queries a warp quad; NOTES v49, v50.)
 #include "common.cuh"
 #include "mma.cuh"
+#include "rope.cuh"
 
 #define CHUNK 64      // positions a block reduces; kernels/attention.py's CHUNK says the same
 #define NWARPS 8      // warps a block (256 threads)
@@ -37,42 +41,10 @@
 
 static_assert(CHUNK == 64, "four 16-position tiles a chunk");
 
-// fp32 RoPE of one pair (i, i + half) in rotate_half's layout, each product and sum rounded as
-// torch does (no fused multiply-add), so the cache append matches its reference bitwise.
-__device__ __forceinline__ void rope_pair(float x1, float x2, float c1, float s1, float c2, float s2,
-                                          float &y1, float &y2) {
-  y1 = __fadd_rn(__fmul_rn(x1, c1), -__fmul_rn(x2, s1));
-  y2 = __fadd_rn(__fmul_rn(x2, c2), __fmul_rn(x1, s2));
-}
-
 // Cache row holding position j of a query with prefix n and visible rows vis[0..V).
 __device__ __forceinline__ long long key_row(const long long *vis, int V, int n, int j, int R) {
   long long r = j < n ? (long long)j : vis[min(j - n, V - 1)];
   return r < 0 ? 0 : (r >= R ? R - 1 : r);  // out-of-range rows: wrong but never a fault
-}
-
-// grid (T), block 256: k with RoPE at positions[t] and v into row rows[t] of the caches.
-extern "C" __global__ void append_kv(const bf16 *__restrict__ qkv, const long long *__restrict__ positions,
-                                     const long long *__restrict__ rows, const float *__restrict__ cos_t,
-                                     const float *__restrict__ sin_t, bf16 *__restrict__ k_cache,
-                                     bf16 *__restrict__ v_cache, int H, int KV, int hd, int R) {
-  pdl_start();
-  const int t = blockIdx.x, half = hd / 2;
-  const long long stride = (long long)(H + 2 * KV) * hd;
-  const bf16 *k = qkv + t * stride + (long long)H * hd, *v = k + (long long)KV * hd;
-  long long row = rows[t];
-  if (row < 0 || row >= R) return;  // never a fault; the Python side states the contract
-  const float *c = cos_t + positions[t] * hd, *s = sin_t + positions[t] * hd;
-  bf16 *kd = k_cache + row * KV * hd, *vd = v_cache + row * KV * hd;
-  for (int e = threadIdx.x; e < KV * half; e += blockDim.x) {
-    const int head = e / half, i = e % half, a = head * hd + i, b = a + half;
-    float y1, y2;
-    rope_pair(__bfloat162float(k[a]), __bfloat162float(k[b]), c[i], s[i], c[i + half], s[i + half], y1, y2);
-    kd[a] = __float2bfloat16_rn(y1);
-    kd[b] = __float2bfloat16_rn(y2);
-    vd[a] = v[a];
-    vd[b] = v[b];
-  }
 }
 
 // Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula),
@@ -92,29 +64,6 @@ struct Flag {
   static constexpr bool value = B;
 };
 
-__device__ __forceinline__ unsigned ld32(const bf16 *p) { return *reinterpret_cast<const unsigned *>(p); }
-
-// Two bf16 (a in the low half, b in the high), as a fragment register holds them.
-__device__ __forceinline__ unsigned pack2(bf16 a, bf16 b) {
-  return (unsigned)__bfloat16_as_ushort(a) | ((unsigned)__bfloat16_as_ushort(b) << 16);
-}
-
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-// Four 8x8 bf16 matrices from shared memory (lane l gives the row address of matrix l / 8, row
-// l % 8): r[i] of lane (g, t) = elements (g, 2t), (g, 2t + 1) of matrix i; .trans: (2t, g), (2t + 1, g).
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const bf16 *row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const bf16 *row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
-}
-
 // One block: chunk blockIdx.x (positions [c0, c0 + CHUNK)) of kv head blockIdx.y for the
 // queries t in group blockIdx.z (queries [z * TQ, z * TQ + TQ)). A warp item is one query and HN
 // of its kv head's G q heads (heads [hp * HN, hp * HN + HN), heads past G repeating head G - 1);
@@ -123,9 +72,9 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const bf16 *
 //     heads); d of lane (g, t): positions g, g + 8 of the tile, heads 2t, 2t + 1;
 //   output O^T[dim][head] = V^T . P^T: mma A = V^T (16 dims x 16 positions), B = P^T (16 positions
 //     x 8 heads); d of lane (g, t): dims g, g + 8 of the tile, heads 2t, 2t + 1.
-// A fragments come from the staged tile by ldmatrix where a 16-position tile is all staged prefix
-// rows, else lane by lane through each position's row pointer (a tree row in the cache, or the
-// tile): the same registers either way. Partials go to part_ml [KV, nchunks, Q, 2] (the chunk's
+// A fragments come by ldmatrix where a 16-position tile's rows all sit in shared memory (staged
+// prefix rows, or tree rows among the chunk's staged rows), else lane by lane through each
+// position's row pointer (a tree row in the cache): the same registers either way. Partials go to part_ml [KV, nchunks, Q, 2] (the chunk's
 // max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks, Q, HD]
 // (Q = T * G query rows, row t * G + g); the last block of the (kv head, group) to finish
 // merges them into out [T, H * HD] and resets its counter.

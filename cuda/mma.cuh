@@ -1,7 +1,9 @@
-// The tensor-core instruction of the small-M GEMMs (gemm.cu, awq_gemm.cu): d += A B for one
-// 16 x 8 x 16 tile, bf16 operands, fp32 accumulators; the fragments of lane (g, t) = (lane / 4,
-// lane % 4) are PTX's for mma.m16n8k16, as listed inside.
+// The tensor-core instruction of the small-M GEMMs (gemm.cu, awq_gemm.cu) and the tree attention:
+// d += A B for one 16 x 8 x 16 tile, bf16 operands, fp32 accumulators; the fragments of lane
+// (g, t) = (lane / 4, lane % 4) are PTX's for mma.m16n8k16, as listed inside. Below it, the ways
+// the attention fills fragment registers (32-bit loads, bf16 pairs, ldmatrix).
 #pragma once
+#include "common.cuh"
 
 __device__ __forceinline__ void mma_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
                                           unsigned a3, unsigned b0, unsigned b1) {
@@ -12,4 +14,27 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], unsigned a0, unsigned a
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ unsigned ld32(const bf16 *p) { return *reinterpret_cast<const unsigned *>(p); }
+
+// Two bf16 (a in the low half, b in the high), as a fragment register holds them.
+__device__ __forceinline__ unsigned pack2(bf16 a, bf16 b) {
+  return (unsigned)__bfloat16_as_ushort(a) | ((unsigned)__bfloat16_as_ushort(b) << 16);
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// Four 8x8 bf16 matrices from shared memory (lane l gives the row address of matrix l / 8, row
+// l % 8): r[i] of lane (g, t) = elements (g, 2t), (g, 2t + 1) of matrix i; .trans: (2t, g), (2t + 1, g).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const bf16 *row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const bf16 *row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
 }

@@ -1,4 +1,5 @@
-"""Tree attention over the KV cache with RoPE inside, and the cache append (cuda/attention.cu).
+"""Tree attention over the KV cache with RoPE inside (cuda/attention.cu), and the cache append
+(cuda/append_kv.cu).
 
 `tree_attention` serves every forward of the decoders: ar's width-1 step and a verification's
 tree. It reads graphs.py's staged block: query t sits at position p = block[t, POSITION] and
@@ -112,7 +113,7 @@ def append_kv(qkv, positions, rows, cos, sin, k_cache, v_cache, n_heads: int, n_
     if T == 0:
         return  # a grid of no blocks is a launch error
     positions, rows = positions.contiguous(), rows.contiguous()  # e.g. columns of the staged block
-    launch("attention", "append_kv", (T,), (THREADS,),
+    launch("append_kv", "append_kv", (T,), (THREADS,),
            (ptr(qkv), ptr(positions), ptr(rows), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache),
             np.int32(n_heads), np.int32(n_kv), np.int32(hd), np.int32(k_cache.shape[0])))
 
