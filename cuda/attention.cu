@@ -194,14 +194,17 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };
     __syncwarp();
 
-    // Every tile staged and valid (every chunk but a query's last): the score and value loops are
-    // compiled apart for it, without the lane-by-lane lookups (if-converted into one loop they cost
-    // ~200 predicated-off loads and warp syncs an item; NOTES v51).
+    // The score and value loops are compiled three times, without what an item does not need (the
+    // lane-by-lane path, if-converted into one loop, costs ~200 predicated-off loads and warp syncs
+    // an item; NOTES v51, v54): every tile staged and valid (every chunk but a query's last); every
+    // position's row in shared memory (staged prefix rows and tree rows among the chunk's staged
+    // rows, as a verification's new rows are); else the general loops.
     const bool fast = c0 + CHUNK <= min(n, end);
+    const bool in_tile = fast || __all_sync(0xffffffffu, __isShared(key_of(lane)) && __isShared(key_of(lane + 32)));
 
     // Scores: 4 position tiles x KS dim steps, in dim order.
     float sc[4][4];
-    auto scores = [&](auto fast_path) {
+    auto scores = [&](auto fast_path, auto tile_path) {
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) {
         sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
@@ -211,7 +214,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         // gathers them, else each lane loads its own fragment elements.
         const int i = lane / 8;  // matrices: (positions 0-7, dims 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
         const bf16 *row_l = staged ? k_tile + (16 * mt + lane % 8 + 8 * (i % 2)) * S::ROW : key_of(16 * mt + lane % 8 + 8 * (i % 2));
-        const bool gathered = staged || __all_sync(0xffffffffu, __isShared(row_l));
+        const bool gathered = staged || decltype(tile_path)::value || __all_sync(0xffffffffu, __isShared(row_l));
         const bf16 *row_g = gathered ? nullptr : key_of(16 * mt + g), *row_g8 = gathered ? nullptr : key_of(16 * mt + g + 8);
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks) {
@@ -229,8 +232,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         }
       }
     };
-    if (fast) scores(Flag<true>());
-    else scores(Flag<false>());
+    if (fast) scores(Flag<true>(), Flag<true>());
+    else if (in_tile) scores(Flag<false>(), Flag<true>());
+    else scores(Flag<false>(), Flag<false>());
 
     // Softmax a head over the chunk (lane (g, t): heads 2t, 2t + 1 at positions 16 mt + g (+ 8)):
     // scores in log2 units, -inf past the end; the max and the sum in a fixed order (the lane's
@@ -269,7 +273,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     float acc[KS][4];
 #pragma unroll
     for (int md = 0; md < KS; ++md) acc[md][0] = acc[md][1] = acc[md][2] = acc[md][3] = 0.f;
-    auto values = [&](auto fast_path) {
+    auto values = [&](auto fast_path, auto tile_path) {
 #pragma unroll
       for (int kp = 0; kp < 4; ++kp) {
         const bf16 *pb = pw + g * (CHUNK + PPAD) + 16 * kp + 2 * tq;
@@ -281,7 +285,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         const bool staged = decltype(fast_path)::value || c0 + 16 * kp + 16 <= min(n, end);
         const bf16 *row = (staged ? v_tile + (16 * kp + lane % 8 + 8 * (i / 2)) * S::ROW
                                   : value_of(16 * kp + lane % 8 + 8 * (i / 2))) + 8 * (i % 2);
-        if (staged || __all_sync(0xffffffffu, __isShared(row))) {
+        if (staged || decltype(tile_path)::value || __all_sync(0xffffffffu, __isShared(row))) {
 #pragma unroll
           for (int md = 0; md < KS; ++md) {
             unsigned a[4];
@@ -300,8 +304,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         }
       }
     };
-    if (fast) values(Flag<true>());
-    else values(Flag<false>());
+    if (fast) values(Flag<true>(), Flag<true>());
+    else if (in_tile) values(Flag<false>(), Flag<true>());
+    else values(Flag<false>(), Flag<false>());
 
     // Partials of the item's heads below G: lane (g, t) holds heads 2t, 2t + 1 at dims 16 md + g (+ 8).
 #pragma unroll
