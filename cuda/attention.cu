@@ -74,10 +74,10 @@ struct Flag {
 //     x 8 heads); d of lane (g, t): dims g, g + 8 of the tile, heads 2t, 2t + 1.
 // A fragments come by ldmatrix where a 16-position tile's rows all sit in shared memory (staged
 // prefix rows, or tree rows among the chunk's staged rows), else lane by lane through each
-// position's row pointer (a tree row in the cache): the same registers either way. Partials go to part_ml [KV, nchunks, Q, 2] (the chunk's
-// max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks, Q, HD]
-// (Q = T * G query rows, row t * G + g); the last block of the (kv head, group) to finish
-// merges them into out [T, H * HD] and resets its counter.
+// position's row pointer (a tree row in the cache): the same registers either way. Partials go
+// to part_ml [KV, nchunks, Q, 2] (the chunk's max score in log2 units, its sum of exp2(score -
+// max)) and part_acc [KV, nchunks, Q, HD] (Q = T * G query rows, row t * G + g); the last block of
+// the (kv head, group) to finish merges them into out [T, H * HD] and resets its counter.
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
@@ -201,6 +201,11 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     // rows, as a verification's new rows are); else the general loops.
     const bool fast = c0 + CHUNK <= min(n, end);
     const bool in_tile = fast || __all_sync(0xffffffffu, __isShared(key_of(lane)) && __isShared(key_of(lane + 32)));
+    auto by_path = [&](auto loop) {  // loop(fast_path, tile_path): the instantiation this item takes
+      if (fast) loop(Flag<true>(), Flag<true>());
+      else if (in_tile) loop(Flag<false>(), Flag<true>());
+      else loop(Flag<false>(), Flag<false>());
+    };
 
     // Scores: 4 position tiles x KS dim steps, in dim order.
     float sc[4][4];
@@ -232,9 +237,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         }
       }
     };
-    if (fast) scores(Flag<true>(), Flag<true>());
-    else if (in_tile) scores(Flag<false>(), Flag<true>());
-    else scores(Flag<false>(), Flag<false>());
+    by_path(scores);
 
     // Softmax a head over the chunk (lane (g, t): heads 2t, 2t + 1 at positions 16 mt + g (+ 8)):
     // scores in log2 units, -inf past the end; the max and the sum in a fixed order (the lane's
@@ -304,9 +307,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
         }
       }
     };
-    if (fast) values(Flag<true>(), Flag<true>());
-    else if (in_tile) values(Flag<false>(), Flag<true>());
-    else values(Flag<false>(), Flag<false>());
+    by_path(values);
 
     // Partials of the item's heads below G: lane (g, t) holds heads 2t, 2t + 1 at dims 16 md + g (+ 8).
 #pragma unroll

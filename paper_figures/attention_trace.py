@@ -9,9 +9,9 @@ The runtime's kernel is not touched: this script inlines cuda/attention.cu as bu
 the timer reads at fixed lines of it (asserting each line is there), compiles that copy with
 NVRTC, launches it with kernels/attention.py's own arguments (tree_attention_launch; a chain block
 after `context` cached rows, the kernel bench's case), checks its output bitwise against the
-runtime's, and prints, per
-phase, the spread over blocks (us after the first block's start, from %globaltimer) and each
-block's own phase lengths (from clock64, in us at the ratio the two timers show).
+runtime's, and prints, per phase, the spread over blocks (us after the first block's start, from
+%globaltimer) and each block's own phase lengths (from clock64, in us at the ratio the two timers
+show).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from swiftspec_bench.kernel_ops import chain_block, randn
 from swiftspec_bench.kernel_shapes import shard_args
 from swiftspec_core.graphs import spans
 from swiftspec_core.kernels import attention as attn
-from swiftspec_core.kernels.build import OPTIONS, cuda_include, source
+from swiftspec_core.kernels.build import compile_source, source
 from swiftspec_core.models.rope import rope_tables
 
 # Phases in the order a block passes them; those inside the item and merge loops are stamped by
@@ -51,7 +51,7 @@ def instrumented_source() -> str:
     P = PHASES.index
     anchors = [  # (text, what goes before it, what after it)
         ("  pdl_start();  // before the staging", stamp(0), ""),
-        ("  __syncthreads();\n\n  // In a chunk holding tree positions", "", None),  # phase 1 after this __syncthreads()
+        ("  // In a chunk holding tree positions", stamp(P("staged")), ""),  # after the staging's __syncthreads()
         ("    auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };\n    __syncwarp();\n", "",
          stamp(P("q roped"))),
         ("    // Softmax a head over the chunk", stamp(P("scores")), ""),
@@ -66,11 +66,7 @@ def instrumented_source() -> str:
     ]
     for text, before, after in anchors:
         assert s.count(text) == 1, f"attention.cu changed: {text!r} found {s.count(text)} times"
-        if after is None:
-            head = "  __syncthreads();\n"
-            s = s.replace(text, head + stamp(1) + text[len(head):])
-        else:
-            s = s.replace(text, before + text + after)
+        s = s.replace(text, before + text + after)
     decl = "__device__ unsigned long long attn_trace[65536 * %d];\n" % SLOTS
     return s.replace("#define CHUNK 64", decl + "#define CHUNK 64", 1)
 
@@ -87,7 +83,7 @@ def trace(model: str, m: int, context: int) -> None:
     cos, sin = rope_tables(a, context + m, device="cuda")
     want = attn.tree_attention(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
 
-    module = cupy.RawModule(code=instrumented_source(), options=OPTIONS + cuda_include(), backend="nvrtc")
+    module = compile_source(instrumented_source())
     out = torch.full_like(want, float("nan"))
     kernel, grid, args, partials = attn.tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span, H,
                                                               KV, out)

@@ -51,7 +51,16 @@ def module(name: str, device: int):
     import cupy
 
     with cupy.cuda.Device(device):
-        return cupy.RawModule(code=source(name), options=OPTIONS + cuda_include(), backend="nvrtc")
+        return compile_source(source(name))
+
+
+def compile_source(code: str):
+    """CUDA source (includes inlined, as source() gives it) built the runtime's way, for the current
+    device: NVRTC with OPTIONS and the CUDA headers (paper_figures/attention_trace.py builds an
+    instrumented copy of a kernel with it)."""
+    import cupy
+
+    return cupy.RawModule(code=code, options=OPTIONS + cuda_include(), backend="nvrtc")
 
 
 _shared_limit: dict[tuple[str, str, int], int] = {}  # the dynamic shared memory a function may take
