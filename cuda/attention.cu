@@ -15,10 +15,10 @@
 // does), scores are fp32, a position's softmax weight is rounded to bf16 for the value product
 // while the sum that normalizes uses the fp32 weights.
 // Speed: a warp item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns),
-// so each key and value fragment read serves them all; the block's positions are loaded with the
-// chunk's staging (one global round trip fewer); in a chunk holding tree positions the block looks
-// their cache rows up once, and tree rows among the chunk's staged rows are read from shared
-// memory by ldmatrix as the prefix is; the merge reads each chunk's partials once. (Slower when
+// so each key and value fragment read serves them all; the block's positions, its tree rows'
+// cache rows and each warp's first rotated q are loaded while the chunk's staging is in flight
+// (one barrier, no round trip after it); tree rows among the chunk's staged rows are read from
+// shared memory by ldmatrix as the prefix is; the merge reads each chunk's partials once. (Slower when
 // tried: an item a warp pair, a column group of two queries a warp quad; NOTES v49, v50.)
 #include "common.cuh"
 #include "mma.cuh"
@@ -102,19 +102,83 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   const int cols = COL_VISIBLE + V, passes = (G + HN - 1) / HN;
   const long long stride = (long long)(H + 2 * KV) * HD;
 
-  // The block's query positions and prefixes into registers, then the chunk's cache rows below
-  // the span into the tile (their loads in flight together, before any shared store waits on
-  // one): rows past a query's prefix are staged too and never read as its keys (those are tree rows).
+  // The HN heads' q of query t (item pass hp) with RoPE at position p in fp32, rounded once to
+  // bf16 into the warp's q tile (heads past G repeat G - 1). A lane takes pairs i0..i0 + 3 of UL
+  // heads: every load is a vector and all are issued before the first is used (one round trip).
+  bf16 *qw = reinterpret_cast<bf16 *>(smem + S::Q_OFF + warp * (S::Q_BYTES + S::P_BYTES));  // [HN][ROW]
+  bf16 *pw = qw + HN * S::ROW;                                                            // [HN][CHUNK + PPAD]
+  auto rope_q = [&](int t, int hp, int p) {
+    constexpr int IG = HALF / 4, UL = HN * IG / 32;  // groups of 4 pairs; heads a lane
+    static_assert(HN * IG % 32 == 0 && UL >= 1, "lanes cover HN heads x HALF pairs");
+    const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
+    const bf16 *q_tok = qkv + t * stride + (long long)kh * G * HD;
+    const int i0 = (lane % IG) * 4, u0 = (lane / IG) * UL;
+    const float4 c1 = *reinterpret_cast<const float4 *>(cs + i0), s1 = *reinterpret_cast<const float4 *>(sn + i0);
+    const float4 c2 = *reinterpret_cast<const float4 *>(cs + i0 + HALF);
+    const float4 s2 = *reinterpret_cast<const float4 *>(sn + i0 + HALF);
+    uint2 lo[UL], hi[UL];  // q[i0..i0 + 3] and q[i0 + HALF..] of head u0 + k, 4 bf16 each
+#pragma unroll
+    for (int k = 0; k < UL; ++k) {
+      const bf16 *q = q_tok + (long long)min(hp * HN + u0 + k, G - 1) * HD;
+      lo[k] = *reinterpret_cast<const uint2 *>(q + i0);
+      hi[k] = *reinterpret_cast<const uint2 *>(q + i0 + HALF);
+    }
+    const float cc1[4] = {c1.x, c1.y, c1.z, c1.w}, ss1[4] = {s1.x, s1.y, s1.z, s1.w};
+    const float cc2[4] = {c2.x, c2.y, c2.z, c2.w}, ss2[4] = {s2.x, s2.y, s2.z, s2.w};
+#pragma unroll
+    for (int k = 0; k < UL; ++k) {
+      const bf16 *x1 = reinterpret_cast<const bf16 *>(&lo[k]), *x2 = reinterpret_cast<const bf16 *>(&hi[k]);
+      bf16 y1[4], y2[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float a, b;
+        rope_pair(__bfloat162float(x1[j]), __bfloat162float(x2[j]), cc1[j], ss1[j], cc2[j], ss2[j], a, b);
+        y1[j] = __float2bfloat16_rn(a);
+        y2[j] = __float2bfloat16_rn(b);
+      }
+      *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0) = *reinterpret_cast<const uint2 *>(y1);
+      *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0 + HALF) = *reinterpret_cast<const uint2 *>(y2);
+    }
+  };
+
+  // Before the block's one barrier, with their loads in flight together (each of these waited on
+  // the one before it, ~1 us a block and ~1.5 in the chunk holding tree rows; NOTES v55): the
+  // chunk's cache rows below the span into registers (rows past a query's prefix are staged too
+  // and never read as its keys: those are tree rows), the block's query positions and prefixes,
+  // the cache rows of its queries' tree positions in this chunk (from a query's prefix to its
+  // position), and the rotated q of each warp's first item; then the tile's shared stores.
+  constexpr int STAGE = CHUNK * D8 / (NWARPS * 32);  // 16-byte pieces a thread stages of K (and of V)
+  static_assert(CHUNK * D8 % (NWARPS * 32) == 0, "the tile splits evenly over the threads");
+  const int tile_rows = max(0, min(span - c0, CHUNK));
+  uint4 k_piece[STAGE], v_piece[STAGE];
+#pragma unroll
+  for (int s = 0; s < STAGE; ++s) {
+    const int e = threadIdx.x + s * NWARPS * 32, r = e / D8, d = (e % D8) * 8;
+    if (r < tile_rows) {
+      const long long src = ((long long)(c0 + r) * KV + kh) * HD + d;
+      k_piece[s] = *reinterpret_cast<const uint4 *>(k_cache + src);
+      v_piece[s] = *reinterpret_cast<const uint4 *>(v_cache + src);
+    }
+  }
   const bool has_query = threadIdx.x < t1 - t0;  // t1 - t0 <= TQMAX < blockDim.x
   const long long *my_blk = blk + (long long)(t0 + threadIdx.x) * cols;
   const int my_pos = has_query ? (int)my_blk[COL_POSITION] : 0, my_prefix = has_query ? (int)my_blk[COL_PREFIX] : 0;
-  const int tile_rows = max(0, min(span - c0, CHUNK));
-#pragma unroll 4
-  for (int e = threadIdx.x; e < tile_rows * D8; e += blockDim.x) {
-    const int r = e / D8, d = (e % D8) * 8;
-    const long long src = ((long long)(c0 + r) * KV + kh) * HD + d;
-    *reinterpret_cast<uint4 *>(k_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(k_cache + src);
-    *reinterpret_cast<uint4 *>(v_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(v_cache + src);
+  for (int e = threadIdx.x; e < (t1 - t0) * CHUNK; e += blockDim.x) {
+    const long long *b = blk + (long long)(t0 + e / CHUNK) * cols;
+    const int j = c0 + e % CHUNK, n = (int)b[COL_PREFIX];
+    if (j >= n && j <= (int)b[COL_POSITION]) tree_rows[e] = (int)key_row(b + COL_VISIBLE, V, n, j, R);
+  }
+  if (warp < (t1 - t0) * passes) {  // the warp's first item (the loop below ropes the others)
+    const int t = t0 + warp / passes, p = (int)blk[(long long)t * cols + COL_POSITION];
+    if (p >= c0) rope_q(t, warp % passes, p);
+  }
+#pragma unroll
+  for (int s = 0; s < STAGE; ++s) {
+    const int e = threadIdx.x + s * NWARPS * 32, r = e / D8, d = (e % D8) * 8;
+    if (r < tile_rows) {
+      *reinterpret_cast<uint4 *>(k_tile + r * S::ROW + d) = k_piece[s];
+      *reinterpret_cast<uint4 *>(v_tile + r * S::ROW + d) = v_piece[s];
+    }
   }
   if (has_query) {
     q_pos[threadIdx.x] = my_pos;
@@ -122,63 +186,12 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   }
   __syncthreads();
 
-  // In a chunk holding tree positions (from a query's prefix to its position): their cache rows
-  // from the queries' visible rows, one round trip for the block (looked up lane by lane in each
-  // tile, two dependent global round trips a tile made this chunk the call's last; NOTES v52).
-  bool has_tree = false;  // block-uniform
-  for (int i = 0; i < t1 - t0; ++i) has_tree |= q_prefix[i] < c0 + CHUNK && q_pos[i] >= max(c0, q_prefix[i]);
-  if (has_tree) {
-    for (int e = threadIdx.x; e < (t1 - t0) * CHUNK; e += blockDim.x) {
-      const int i = e / CHUNK, j = c0 + e % CHUNK, n = q_prefix[i];
-      if (j >= n && j <= q_pos[i]) tree_rows[e] = (int)key_row(blk + (long long)(t0 + i) * cols + COL_VISIBLE, V, n, j, R);
-    }
-    __syncthreads();
-  }
-
-  bf16 *qw = reinterpret_cast<bf16 *>(smem + S::Q_OFF + warp * (S::Q_BYTES + S::P_BYTES));  // [HN][ROW]
-  bf16 *pw = qw + HN * S::ROW;                                                            // [HN][CHUNK + PPAD]
   for (int item = warp; item < (t1 - t0) * passes; item += NWARPS) {
     const int t = t0 + item / passes, hp = item % passes;
     const int p = q_pos[t - t0], n = q_prefix[t - t0];
     if (p < c0) continue;  // the chunk is past this query: it contributes nothing, never read
     const int end = min(p + 1, c0 + CHUNK);  // positions [c0, end) of this chunk; c0 <= p
-
-    // The HN heads' q with RoPE at p in fp32, rounded once to bf16 (heads past G repeat G - 1).
-    // A lane takes pairs i0..i0 + 3 of UL heads: every load is a vector and all are issued
-    // before the first is used (one round trip; scalar loads in unrolled groups took several).
-    const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
-    const bf16 *q_tok = qkv + t * stride + (long long)kh * G * HD;
-    {
-      constexpr int IG = HALF / 4, UL = HN * IG / 32;  // groups of 4 pairs; heads a lane
-      static_assert(HN * IG % 32 == 0 && UL >= 1, "lanes cover HN heads x HALF pairs");
-      const int i0 = (lane % IG) * 4, u0 = (lane / IG) * UL;
-      const float4 c1 = *reinterpret_cast<const float4 *>(cs + i0), s1 = *reinterpret_cast<const float4 *>(sn + i0);
-      const float4 c2 = *reinterpret_cast<const float4 *>(cs + i0 + HALF);
-      const float4 s2 = *reinterpret_cast<const float4 *>(sn + i0 + HALF);
-      uint2 lo[UL], hi[UL];  // q[i0..i0 + 3] and q[i0 + HALF..] of head u0 + k, 4 bf16 each
-#pragma unroll
-      for (int k = 0; k < UL; ++k) {
-        const bf16 *q = q_tok + (long long)min(hp * HN + u0 + k, G - 1) * HD;
-        lo[k] = *reinterpret_cast<const uint2 *>(q + i0);
-        hi[k] = *reinterpret_cast<const uint2 *>(q + i0 + HALF);
-      }
-      const float cc1[4] = {c1.x, c1.y, c1.z, c1.w}, ss1[4] = {s1.x, s1.y, s1.z, s1.w};
-      const float cc2[4] = {c2.x, c2.y, c2.z, c2.w}, ss2[4] = {s2.x, s2.y, s2.z, s2.w};
-#pragma unroll
-      for (int k = 0; k < UL; ++k) {
-        const bf16 *x1 = reinterpret_cast<const bf16 *>(&lo[k]), *x2 = reinterpret_cast<const bf16 *>(&hi[k]);
-        bf16 y1[4], y2[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          float a, b;
-          rope_pair(__bfloat162float(x1[j]), __bfloat162float(x2[j]), cc1[j], ss1[j], cc2[j], ss2[j], a, b);
-          y1[j] = __float2bfloat16_rn(a);
-          y2[j] = __float2bfloat16_rn(b);
-        }
-        *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0) = *reinterpret_cast<const uint2 *>(y1);
-        *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0 + HALF) = *reinterpret_cast<const uint2 *>(y2);
-      }
-    }
+    if (item != warp) rope_q(t, hp, p);
 
     // Row pointers of positions c0 + r: the staged tile below the prefix, the query's visible
     // cache rows from the prefix on (its ancestors, then itself: in the staged tile when the row
