@@ -13,7 +13,8 @@
 // holds the same values whichever memory it was loaded from), or the span (the grid size).
 // Numerics: q with RoPE in fp32 is rounded once to bf16 for the tensor cores (as the reference
 // does), scores are fp32, a position's softmax weight is rounded to bf16 for the value product
-// while the sum that normalizes uses the fp32 weights.
+// while the sum that normalizes uses the fp32 weights; a chunk's unnormalized output is stored in
+// bf16 (its max and sum in fp32) and merged in fp32.
 // Speed: a warp item is one query and up to HN = 8 of its kv head's q heads (the mma's 8 columns),
 // so each key and value fragment read serves them all; the block's positions, its tree rows'
 // cache rows and each warp's first rotated q are loaded while the chunk's staging is in flight
@@ -76,13 +77,13 @@ struct Flag {
 // prefix rows, or tree rows among the chunk's staged rows), else lane by lane through each
 // position's row pointer (a tree row in the cache): the same registers either way. Partials go
 // to part_ml [KV, nchunks, Q, 2] (the chunk's max score in log2 units, its sum of exp2(score -
-// max)) and part_acc [KV, nchunks, Q, HD] (Q = T * G query rows, row t * G + g); the last block of
+// max)) and part_acc [KV, nchunks, Q, HD] (bf16; Q = T * G query rows, row t * G + g); the last block of
 // the (kv head, group) to finish merges them into out [T, H * HD] and resets its counter.
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
                                     const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
-                                    float *__restrict__ part_ml, float *__restrict__ part_acc,
+                                    float *__restrict__ part_ml, bf16 *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
                                     int V, int span, int R, int TQ, float scale_log2) {
   constexpr int HALF = HD / 2, D8 = HD / 8, KS = HD / 16;  // KS: 16-dim steps (and 16-dim tiles)
@@ -226,6 +227,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) {
         sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
+        if (!decltype(fast_path)::value && c0 + 16 * mt >= end) continue;  // past the end: masked below
         const bool staged = decltype(fast_path)::value || c0 + 16 * mt + 16 <= n;  // warp-uniform
         // Else the rows by position: lane l gives ldmatrix the row of position l % 8 + 8 (l / 8 % 2);
         // where all 16 sit in shared memory (tree rows among the chunk's staged rows) ldmatrix
@@ -334,8 +336,8 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       }
 #pragma unroll
       for (int md = 0; md < KS; ++md) {
-        part_acc[slot * HD + 16 * md + g] = acc[md][h];
-        part_acc[slot * HD + 16 * md + g + 8] = acc[md][2 + h];
+        part_acc[slot * HD + 16 * md + g] = __float2bfloat16_rn(acc[md][h]);
+        part_acc[slot * HD + 16 * md + g + 8] = __float2bfloat16_rn(acc[md][2 + h]);
       }
     }
     __syncwarp();  // qw and pw are rewritten by the next item
@@ -360,11 +362,13 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __syncthreads();
   if (!is_last) return;
 
-  // The output: a thread a (query row, 8 dims); chunks 0..last in batches of 8 (a batch's loads
-  // issued together): the running max m moves once a batch (the sums so far rescaled by
-  // exp2(m_old - m_new)), then the batch's chunks add their sums times exp2(their max - m), each
-  // independent of the others (a chunk at a time made the batch one chain of ~16 exp2 and
-  // fma's; NOTES v51).
+  // The output: a thread a (query row, 8 dims); chunks 0..last in batches of MB (a batch's loads
+  // issued together: one round trip a batch, and at context <= MB * CHUNK the whole merge; two
+  // batches of 8 fp32 partials took two, ~1.8 us; NOTES v56): the running max m moves once a
+  // batch (the sums so far rescaled by exp2(m_old - m_new)), then the batch's chunks add their
+  // sums times exp2(their max - m), each independent of the others (a chunk at a time made the
+  // batch one chain of exp2 and fma's; NOTES v51).
+  constexpr int MB = 16;
   const int rows = (t1 - t0) * G;
   for (int item = threadIdx.x; item < rows * D8; item += blockDim.x) {
     const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
@@ -372,31 +376,33 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
     float m = NEG_INF, l = 0.f;
     float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    for (int c8 = 0; c8 <= last; c8 += 8) {  // chunk 0 holds position 0 <= p: m is finite from it on
-      float2 ml[8];
-      float4 a[8], b[8];
+    for (int cb = 0; cb <= last; cb += MB) {  // chunk 0 holds position 0 <= p: m is finite from it on
+      float2 ml[MB];
+      uint4 a[MB];  // 8 bf16 of the chunk's output
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {  // chunks past the last: the last again, weight 0
-        const long long slot = first + (long long)min(c8 + k, last) * Q;
+      for (int k = 0; k < MB; ++k) {  // chunks past the last: the last again, weight 0
+        const long long slot = first + (long long)min(cb + k, last) * Q;
         ml[k] = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
-        a[k] = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d));
-        b[k] = __ldcg(reinterpret_cast<const float4 *>(part_acc + slot * HD + d + 4));
+        a[k] = __ldcg(reinterpret_cast<const uint4 *>(part_acc + slot * HD + d));
       }
       float m_new = m;
 #pragma unroll
-      for (int k = 0; k < 8; ++k) m_new = c8 + k <= last ? fmaxf(m_new, ml[k].x) : m_new;
+      for (int k = 0; k < MB; ++k) m_new = cb + k <= last ? fmaxf(m_new, ml[k].x) : m_new;
       const float keep = exp2f(m - m_new);  // 0 in the first batch (m = -inf), where l and o are 0
       l *= keep;
 #pragma unroll
       for (int i = 0; i < 8; ++i) o[i] *= keep;
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const float w = c8 + k <= last ? exp2f(ml[k].x - m_new) : 0.f;
+      for (int k = 0; k < MB; ++k) {
+        const float w = cb + k <= last ? exp2f(ml[k].x - m_new) : 0.f;
         l = fmaf(w, ml[k].y, l);
-        o[0] = fmaf(w, a[k].x, o[0]); o[1] = fmaf(w, a[k].y, o[1]);
-        o[2] = fmaf(w, a[k].z, o[2]); o[3] = fmaf(w, a[k].w, o[3]);
-        o[4] = fmaf(w, b[k].x, o[4]); o[5] = fmaf(w, b[k].y, o[5]);
-        o[6] = fmaf(w, b[k].z, o[6]); o[7] = fmaf(w, b[k].w, o[7]);
+        const unsigned words[4] = {a[k].x, a[k].y, a[k].z, a[k].w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&words[i]));
+          o[2 * i] = fmaf(w, f.x, o[2 * i]);
+          o[2 * i + 1] = fmaf(w, f.y, o[2 * i + 1]);
+        }
       }
       m = m_new;
     }
@@ -414,7 +420,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 #define TREE_ATTENTION(HD)                                                                                   \
   extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(              \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
-      const bf16 *v_cache, float *part_ml, float *part_acc, int *counters, bf16 *out, int T, int H, int KV, \
+      const bf16 *v_cache, float *part_ml, bf16 *part_acc, int *counters, bf16 *out, int T, int H, int KV,  \
       int V, int span, int R, int TQ, float scale_log2) {                                                   \
     tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T,  \
                             H, KV, V, span, R, TQ, scale_log2);                                             \

@@ -66,7 +66,8 @@ def tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span: int, 
                              out=None) -> torch.Tensor:
     """As tree_attention, in torch on any device: q with RoPE in fp32 rounded once to qkv's dtype
     (the tensor cores' operand), fp32 scores and softmax. The kernel also rounds each softmax
-    weight to bf16 for the value product (relative 2^-9 a weight); this reference does not."""
+    weight to bf16 for the value product and each chunk's unnormalized output to bf16 before its
+    merge (relative 2^-9 each); this reference does not."""
     T, hd = qkv.shape[0], k_cache.shape[-1]
     G, V = n_heads // n_kv, block.shape[1] - VISIBLE
     q, _, _ = _split(qkv, n_heads, n_kv, hd)
@@ -188,9 +189,9 @@ def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_h
     TQ, groups = query_groups(T, nchunks * n_kv, MIN_BLOCKS * _sm_count(qkv.device.index))
     if n_kv * groups > COUNTERS:
         raise ValueError(f"{n_kv} kv heads x {groups} query groups: the merge counters hold {COUNTERS}")
-    # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output.
+    # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output (bf16).
     part_ml = torch.empty(n_kv * nchunks * Q * 2, dtype=torch.float32, device=qkv.device)
-    part_acc = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.float32, device=qkv.device)
+    part_acc = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.bfloat16, device=qkv.device)
     args = (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml), ptr(part_acc),
             ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads), np.int32(n_kv),
             np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R), np.int32(TQ),
