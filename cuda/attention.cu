@@ -380,21 +380,25 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       float2 ml[MB];
       uint4 a[MB];  // 8 bf16 of the chunk's output
 #pragma unroll
-      for (int k = 0; k < MB; ++k) {  // chunks past the last: the last again, weight 0
-        const long long slot = first + (long long)min(cb + k, last) * Q;
-        ml[k] = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
-        a[k] = __ldcg(reinterpret_cast<const uint4 *>(part_acc + slot * HD + d));
+      for (int k = 0; k < MB; ++k) {  // chunks past the last: not loaded, max -inf (weight 0), sums 0
+        ml[k] = make_float2(NEG_INF, 0.f);
+        a[k] = make_uint4(0u, 0u, 0u, 0u);
+        if (cb + k <= last) {
+          const long long slot = first + (long long)(cb + k) * Q;
+          ml[k] = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
+          a[k] = __ldcg(reinterpret_cast<const uint4 *>(part_acc + slot * HD + d));
+        }
       }
       float m_new = m;
 #pragma unroll
-      for (int k = 0; k < MB; ++k) m_new = cb + k <= last ? fmaxf(m_new, ml[k].x) : m_new;
+      for (int k = 0; k < MB; ++k) m_new = fmaxf(m_new, ml[k].x);
       const float keep = exp2f(m - m_new);  // 0 in the first batch (m = -inf), where l and o are 0
       l *= keep;
 #pragma unroll
       for (int i = 0; i < 8; ++i) o[i] *= keep;
 #pragma unroll
       for (int k = 0; k < MB; ++k) {
-        const float w = cb + k <= last ? exp2f(ml[k].x - m_new) : 0.f;
+        const float w = exp2f(ml[k].x - m_new);
         l = fmaf(w, ml[k].y, l);
         const unsigned words[4] = {a[k].x, a[k].y, a[k].z, a[k].w};
 #pragma unroll
