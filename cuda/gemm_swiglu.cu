@@ -19,9 +19,10 @@ __device__ __forceinline__ bf16 silu_times(bf16 gate, bf16 up) {
   return __float2bfloat16_rn(g / (1.f + expf(-g)) * u);
 }
 
-template <int NT, int U>
+template <int NT, int U, bool NORM>
 __device__ __forceinline__ void gemm_swiglu_tile(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                                 bf16* __restrict__ out, int M, int F, int K) {
+                                                 const bf16* __restrict__ norm_w, bf16* __restrict__ out,
+                                                 int M, int F, int K, float eps) {
   static_assert(NT % 2 == 0, "a block takes as many gate tiles as up tiles");
   constexpr int H = NT / 2;          // tiles of gate (and of up) per block
   extern __shared__ float partial[];  // [S][NT * 4][32]: each warp's accumulators, by lane
@@ -33,28 +34,36 @@ __device__ __forceinline__ void gemm_swiglu_tile(const bf16* __restrict__ x, con
     first[H + j] = F + f0 + j * 8, end[H + j] = 2 * F;  // the up rows of the same columns
   }
   float acc[NT][4];
-  accumulate<NT, U>(x, w, first, end, M, K, acc);
-  share<NT>(partial, acc);
+  SquareSums squares;
+  accumulate<NT, U, NORM>(x, w, first, end, M, K, acc, norm_w, norm_weights_smem<NT>(partial), squares);
+  share<NT, NORM>(partial, acc, squares);
 
   // One thread per output element: gate element e (tiles 0..H-1), its up element e + H * 128 (tile
   // j + H, same fragment position, so the same row and column).
   for (int e = threadIdx.x; e < H * 128; e += blockDim.x) {
     const int row = tile_row(e), col = f0 + tile_col(e);
     if (row < M && col < F) {
-      const bf16 gate = __float2bfloat16(combined<NT>(partial, e));  // as gemm writes it
-      const bf16 up = __float2bfloat16(combined<NT>(partial, e + H * 128));
+      const float scale = NORM ? row_scale<NT>(partial, row, K, eps) : 1.f;  // as gemm_norm's
+      const bf16 gate = __float2bfloat16(combined<NT>(partial, e) * scale);  // as gemm writes it
+      const bf16 up = __float2bfloat16(combined<NT>(partial, e + H * 128) * scale);
       out[(size_t)row * F + col] = silu_times(gate, up);
     }
   }
 }
 
-// gemm_swiglu_nt{NT}: NT / 2 gate tiles and NT / 2 up tiles a block; U as gemm_nt{NT} in gemm.cu.
-// The shared memory is S * NT * 512 bytes.
-#define GEMM_SWIGLU_KERNEL(NT, U)                                                                 \
+// gemm_swiglu_nt{NT}: NT / 2 gate tiles and NT / 2 up tiles a block; U as gemm_nt{NT} in gemm.cu;
+// gemm_swiglu_norm_nt{NT}: the same of rmsnorm(x; norm_w, eps) (norm_w null in the first). The
+// shared memory is S * NT * 512 bytes (+ S * 64 with the norm).
+#define GEMM_SWIGLU_KERNEL(NT, U, NORM_U)                                                         \
   extern "C" __global__ void __launch_bounds__(512) gemm_swiglu_nt##NT(                            \
-      const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ out, int M, int F, \
-      int K) {                                                                                     \
-    gemm_swiglu_tile<NT, U>(x, w, out, M, F, K);                                                   \
+      const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ norm_w,     \
+      bf16* __restrict__ out, int M, int F, int K, float eps) {                                    \
+    gemm_swiglu_tile<NT, U, false>(x, w, norm_w, out, M, F, K, eps);                               \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(256) gemm_swiglu_norm_nt##NT(                       \
+      const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ norm_w,     \
+      bf16* __restrict__ out, int M, int F, int K, float eps) {                                    \
+    gemm_swiglu_tile<NT, NORM_U, true>(x, w, norm_w, out, M, F, K, eps);                           \
   }
-GEMM_SWIGLU_KERNEL(2, 4)
-GEMM_SWIGLU_KERNEL(4, 2)
+GEMM_SWIGLU_KERNEL(2, 4, 2)
+GEMM_SWIGLU_KERNEL(4, 2, 2)

@@ -112,7 +112,7 @@ def test_bad_operands_raise(case, pattern):
 
 
 def test_unroll_table_matches_the_kernels():
-    kernels = re.findall(r"^GEMM_KERNEL\((\d+), (\d+)\)", (CUDA_DIR / "gemm.cu").read_text(), re.MULTILINE)
+    kernels = re.findall(r"^GEMM_KERNEL\((\d+), (\d+), \d+\)", (CUDA_DIR / "gemm.cu").read_text(), re.MULTILINE)
     assert {int(nt): int(u) for nt, u in kernels} == UNROLL
 
 

@@ -92,7 +92,7 @@ def test_bad_operands_raise(case):
 
 
 def test_kernel_table_covers_gemms_plans():
-    kernels = re.findall(r"^GEMM_SWIGLU_KERNEL\((\d+), (\d+)\)", (CUDA_DIR / "gemm_swiglu.cu").read_text(),
+    kernels = re.findall(r"^GEMM_SWIGLU_KERNEL\((\d+), (\d+), \d+\)", (CUDA_DIR / "gemm_swiglu.cu").read_text(),
                          re.MULTILINE)
     table = {int(nt): int(u) for nt, u in kernels}
     for nt in UNROLL:  # every tile count gemm's plan can give has its fused kernel, with gemm's unroll

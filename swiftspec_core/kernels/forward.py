@@ -25,6 +25,30 @@ from .norm import add_rmsnorm, swiglu
 def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
     """block: [T, 4 + V] int64 on the device; span: the cache rows attention may read.
     -> [T, vocab] fp32 logits."""
+    a = model.args
+    if a.quant != "awq" and model.group.size == 1:
+        return _one_gpu_forward(model, block, span, cache)
+    return _sharded_forward(model, block, span, cache)
+
+
+def _one_gpu_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
+    """bf16 on one GPU: each RMSNorm rides in the GEMM after it and each residual add in the one
+    before it (gemm's norm= and residual=), so a layer is six kernels: qkv, the cache append, the
+    attention, o_proj, gate_up with SwiGLU, down_proj (NOTES v57)."""
+    a = model.args
+    positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
+    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place
+    for i, layer in enumerate(model.layers):
+        qkv = gemm(h, layer.wqkv, layer.bqkv, norm=(layer.attn_norm, a.norm_eps))  # [T, (H + 2 KV) * hd]
+        attn = _attention(model, i, qkv, block, positions, rows, span, cache)
+        gemm(attn, layer.wo, residual=h, out=h)
+        gemm(gemm_swiglu(h, layer.w_gate_up, norm=(layer.mlp_norm, a.norm_eps)), layer.w_down, residual=h, out=h)
+    return gemm(h, _head(model), norm=(model.norm, a.norm_eps))[:, : model.full_vocab].float()
+
+
+def _sharded_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
+    """Tensor-parallel or AWQ: the norm kernels (each with the residual add before it) between the
+    projections, the row-parallel ones all-reduced."""
     a, group = model.args, model.group
     # The layer projections: AWQ triples through the dequantizing GEMM under --quant awq, else the
     # bf16 GEMM (lm_head is bf16 either way).
@@ -37,15 +61,23 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
     for i, layer in enumerate(model.layers):
         x, y = add_rmsnorm(h, m, layer.attn_norm, a.norm_eps)
         qkv = project(y, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
-        append_kv(qkv, positions, rows, model.cos, model.sin, cache.k[i], cache.v[i], a.n_heads, a.n_kv_heads)
-        attn = tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads, a.n_kv_heads)
-        o = row_parallel(attn, layer.wo)
+        o = row_parallel(_attention(model, i, qkv, block, positions, rows, span, cache), layer.wo)
         h, y = add_rmsnorm(x, o, layer.mlp_norm, a.norm_eps)
         m = row_parallel(mlp_in(y, layer.w_gate_up), layer.w_down)
     _, y = add_rmsnorm(h, m, model.norm, a.norm_eps)
-    head = model.embed if model.lm_head is None else model.lm_head
-    logits = group.all_gather(gemm(y, head))
+    logits = group.all_gather(gemm(y, _head(model)))
     return logits[:, : model.full_vocab].float()
+
+
+def _attention(model, i: int, qkv, block, positions, rows, span: int, cache: KVCache) -> torch.Tensor:
+    """Layer i's new keys and values into the cache, then its tree attention: -> [T, H * hd]."""
+    a = model.args
+    append_kv(qkv, positions, rows, model.cos, model.sin, cache.k[i], cache.v[i], a.n_heads, a.n_kv_heads)
+    return tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads, a.n_kv_heads)
+
+
+def _head(model) -> torch.Tensor:
+    return model.embed if model.lm_head is None else model.lm_head
 
 
 def _row_parallel(group, project, quant: str):

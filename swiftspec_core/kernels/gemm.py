@@ -4,6 +4,11 @@ At M <= 16 a layer's GEMM is bound by reading its weights once; the kernel compu
 as 16 rows on the tensor cores (rows M..15 zeros, never loaded), and its launch shape (columns per
 warp, warps splitting K) comes from (N, K) alone, so a row's bits do not depend on M, on the row's
 index, or on the other rows: the property issue 10 asks for, checked bitwise by the GPU tests.
+
+Two options fold the ops around a projection into it (one GPU, `--kernels fused`: forward.py):
+`norm=(weight, eps)` computes rmsnorm(x) @ w.T as r * ((x * weight) @ w.T), each row's r from the
+sums of squares of the x the kernel loads anyway (cuda/gemm_tile.cuh), and `residual=h` adds the
+residual stream to the output (h + x @ w.T, torch's bf16 add; out may be h).
 """
 from __future__ import annotations
 
@@ -19,17 +24,30 @@ MAX_ROWS = 16
 # gemm_nt{NT} is instantiated at the bottom of cuda/gemm.cu.
 UNROLL = {1: 4, 2: 4, 4: 2}
 MAX_SPLITS = 16  # warps splitting K in one block: the kernels' __launch_bounds__(512)
+NORM_MAX_SPLITS = 8  # the same with norm: __launch_bounds__(256), room for its registers
 WARPS_PER_SM = 16  # the occupancy the split aims at (each lane keeps NT * UNROLL 16-byte loads in flight)
 
 
-def gemm_reference(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+def gemm_reference(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
+                   out: torch.Tensor | None = None, norm: tuple[torch.Tensor, float] | None = None,
+                   residual: torch.Tensor | None = None) -> torch.Tensor:
     """x [M, K] @ w [N, K].T (+ bias [N]) accumulated in fp32 and rounded once to x's dtype; any
-    device (fp32 matmul: no TF32, whatever torch's global setting)."""
+    device (fp32 matmul: no TF32, whatever torch's global setting). norm = (g [K], eps): x is
+    first rmsnorm(x; g, eps) as the kernel computes it, r * (bf16(x * g) @ w.T) with r = 1 /
+    sqrt(mean(x^2) + eps) in fp32 before the bias. residual [M, N]: that output rounded, plus the
+    residual, rounded once (torch's bf16 add). Written to out when given (it may be residual)."""
+    a, r = x.float(), 1.0
+    if norm is not None:
+        g, eps = norm
+        r = torch.rsqrt(a.square().mean(-1, keepdim=True) + eps)  # [M, 1]
+        a = (a * g.float()).to(x.dtype).float()
     with _no_tf32():
-        y = x.float() @ w.float().T
+        y = (a @ w.float().T) * r
     if bias is not None:
         y = y + bias.float()
-    return y.to(x.dtype)
+    y = y.to(x.dtype)
+    y = y if residual is None else residual + y
+    return y if out is None else out.copy_(y)
 
 
 class _no_tf32:
@@ -62,10 +80,11 @@ def k_splits(n: int, k: int, nt: int, sms: int) -> int:
 
 
 def check_operands(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-                   out: torch.Tensor | None, op: str = "gemm", out_cols: int | None = None) -> None:
+                   out: torch.Tensor | None, op: str = "gemm", out_cols: int | None = None,
+                   norm: tuple[torch.Tensor, float] | None = None, residual: torch.Tensor | None = None) -> None:
     """ValueError unless the operands are what the kernel reads and writes (shapes and dtypes first,
     then alignment, then device). op: the entry named in the messages; out_cols: out's columns
-    where they are not w's N (a fused epilogue's)."""
+    where they are not w's N (a fused epilogue's); norm's weight is [K], residual is out's shape."""
     if x.dim() != 2 or w.dim() != 2:
         raise ValueError(f"{op}: x and w must be 2-D, got {tuple(x.shape)} and {tuple(w.shape)}")
     (m, k), (n, k_w) = x.shape, w.shape
@@ -75,8 +94,21 @@ def check_operands(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
         raise ValueError(f"{op}: x {tuple(x.shape)} and w {tuple(w.shape)} (w is [N, K]) do not match")
     if k % 8:
         raise ValueError(f"{op}: K = {k} is not a multiple of 8 (16-byte loads)")
-    check_common(op, x, m, n, k, {"x": x, "w": w}, {"x": torch.bfloat16, "w": torch.bfloat16}, bias, out,
-                 aligned=("x", "w"), margin=32, out_cols=out_cols)
+    tensors, aligned = {"x": x, "w": w}, ("x", "w")
+    if norm is not None:
+        g, eps = norm
+        if g.dim() != 1 or g.shape[0] != k:
+            raise ValueError(f"{op}: the norm weight must be [{k}], got {tuple(g.shape)}")
+        if not eps > 0:
+            raise ValueError(f"{op}: the norm's eps must be positive, got {eps}")
+        tensors["norm weight"], aligned = g, aligned + ("norm weight",)
+    if residual is not None:
+        cols = n if out_cols is None else out_cols
+        if tuple(residual.shape) != (m, cols):
+            raise ValueError(f"{op}: residual must be [{m}, {cols}], got {tuple(residual.shape)}")
+        tensors["residual"] = residual
+    check_common(op, x, m, n, k, tensors, dict.fromkeys(tensors, torch.bfloat16), bias, out,
+                 aligned=aligned, margin=32, out_cols=out_cols)
 
 
 def check_common(op: str, x: torch.Tensor, m: int, n: int, k: int, tensors: dict, dtypes: dict,
@@ -110,34 +142,46 @@ def check_common(op: str, x: torch.Tensor, m: int, n: int, k: int, tensors: dict
 
 
 def gemm(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
-         out: torch.Tensor | None = None) -> torch.Tensor:
+         out: torch.Tensor | None = None, norm: tuple[torch.Tensor, float] | None = None,
+         residual: torch.Tensor | None = None) -> torch.Tensor:
     """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: [N, K] bf16 contiguous (nn.Linear layout);
     bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated). -> out = x @ w.T + bias,
-    fp32 accumulation, rounded once to bf16."""
-    check_operands(x, w, bias, out)
+    fp32 accumulation, rounded once to bf16. norm = (g [K] bf16, eps): rmsnorm(x; g, eps) in place
+    of x (gemm_reference says how); residual: [M, N] bf16 added to that output (out may be it)."""
+    check_operands(x, w, bias, out, norm=norm, residual=residual)
     (m, k), n = x.shape, w.shape[0]
     if out is None:
         out = torch.empty(m, n, dtype=x.dtype, device=x.device)
-    launch_planned(x, w, bias, out, *plan(n, k, _sm_count(x.device.index)))
+    nt, splits = plan(n, k, _sm_count(x.device.index))
+    launch_planned(x, w, bias, out, nt, norm_splits(splits) if norm else splits, norm, residual)
     return out
 
 
+def norm_splits(splits: int) -> int:
+    """S of a GEMM with the norm inside (gemm, gemm_swiglu): the plan's, at most NORM_MAX_SPLITS."""
+    return min(splits, NORM_MAX_SPLITS)
+
+
 def launch_planned(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor,
-                   nt: int, splits: int) -> None:
+                   nt: int, splits: int, norm: tuple[torch.Tensor, float] | None = None,
+                   residual: torch.Tensor | None = None) -> None:
     """gemm's launch at a given plan (NT, S), on operands gemm has checked (paper_figures'
     plan_sweep.py times other plans through it)."""
     (m, k), n = x.shape, w.shape[0]
+    null = np.uint64(0)
     with torch.cuda.device(x.device):
-        launch("gemm", f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
-               (ptr(x), ptr(w), np.uint64(0) if bias is None else ptr(bias), ptr(out),
-                np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=combine_bytes(splits, nt))
+        launch("gemm", f"gemm_norm_nt{nt}" if norm else f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
+               (ptr(x), ptr(w), null if bias is None else ptr(bias), ptr(norm[0]) if norm else null,
+                null if residual is None else ptr(residual), ptr(out), np.int32(m), np.int32(n), np.int32(k),
+                np.float32(norm[1] if norm else 0.0)),
+               shared_mem=combine_bytes(splits, nt, k if norm else 0))
 
 
-def combine_bytes(splits: int, tiles: int) -> int:
+def combine_bytes(splits: int, tiles: int, norm_k: int = 0) -> int:
     """Shared memory of gemm_tile.cuh's combine for S warps of `tiles` 8-column tiles each (the GEMM
-    and its fused epilogues): [S][tiles * 4][32] floats."""
-    return splits * tiles * 4 * 32 * 4
+    and its fused epilogues): [S][tiles * 4][32] floats; with the norm over K = norm_k, then each
+    warp's 16 rows' sums of squares and the norm weights [K] bf16."""
+    return splits * tiles * 4 * 32 * 4 + (splits * 16 * 4 + norm_k * 2 if norm_k else 0)
 
 
 @functools.cache

@@ -19,16 +19,18 @@ import torch
 
 from .allreduce import Exchange, LLAllReduce, PeerInbox, all_reduce_reference
 from .build import function, launch, ptr
-from .gemm import MAX_ROWS, _sm_count, check_operands, combine_bytes, gemm_reference, plan
+from .gemm import MAX_ROWS, _sm_count, check_operands, combine_bytes, gemm_reference, norm_splits, plan
 from .norm import swiglu_reference
 
 LINE_ELEMENTS = 4  # bf16 an LL line carries (8 data bytes)
 
 
-def gemm_swiglu_reference(x: torch.Tensor, w_gate_up: torch.Tensor) -> torch.Tensor:
-    """swiglu of gemm, both references: [gate | up] = x @ w_gate_up.T rounded once to x's dtype,
-    then silu(gate) * up in fp32 rounded once. x [M, K], w_gate_up [2F, K] -> [M, F]."""
-    return swiglu_reference(gemm_reference(x, w_gate_up))
+def gemm_swiglu_reference(x: torch.Tensor, w_gate_up: torch.Tensor, out: torch.Tensor | None = None,
+                          norm: tuple[torch.Tensor, float] | None = None) -> torch.Tensor:
+    """swiglu of gemm, both references: [gate | up] = x @ w_gate_up.T (of rmsnorm(x) with norm, as
+    gemm_reference) rounded once to x's dtype, then silu(gate) * up in fp32 rounded once.
+    x [M, K], w_gate_up [2F, K] -> [M, F]."""
+    return swiglu_reference(gemm_reference(x, w_gate_up, norm=norm), out)
 
 
 def swiglu_tiles(nt: int) -> int:
@@ -37,24 +39,29 @@ def swiglu_tiles(nt: int) -> int:
     return max(nt, 2)
 
 
-def gemm_swiglu(x: torch.Tensor, w_gate_up: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+def gemm_swiglu(x: torch.Tensor, w_gate_up: torch.Tensor, out: torch.Tensor | None = None,
+                norm: tuple[torch.Tensor, float] | None = None) -> torch.Tensor:
     """x: [M, K] bf16 contiguous, 1 <= M <= 16; w_gate_up: [2F, K] bf16 contiguous (gate rows, then
-    up rows: the engine's w_gate_up); out: [M, F] bf16 (written) or None (allocated).
-    -> silu(gate) * up, bitwise equal to norm.swiglu(gemm.gemm(x, w_gate_up))."""
+    up rows: the engine's w_gate_up); out: [M, F] bf16 (written) or None (allocated); norm = (g [K],
+    eps): of rmsnorm(x) as gemm's norm. -> silu(gate) * up, bitwise equal to
+    norm.swiglu(gemm.gemm(x, w_gate_up, norm=norm))."""
     two_f = w_gate_up.shape[0] if w_gate_up.dim() == 2 else 0
     if two_f % 2:
         raise ValueError(f"gemm_swiglu: w_gate_up has {two_f} rows; it must be [2F, K] (gate, then up)")
-    check_operands(x, w_gate_up, None, out, op="gemm_swiglu", out_cols=two_f // 2)
+    check_operands(x, w_gate_up, None, out, op="gemm_swiglu", out_cols=two_f // 2, norm=norm)
     (m, k), f = x.shape, two_f // 2
     if out is None:
         out = torch.empty(m, f, dtype=x.dtype, device=x.device)
     with torch.cuda.device(x.device):
         # gemm's own plan for the whole [2F, K] weight: the same S, so the same bits per column.
         nt, splits = plan(two_f, k, _sm_count(x.device.index))
+        splits = norm_splits(splits) if norm else splits
         tiles = swiglu_tiles(nt)
-        launch("gemm_swiglu", f"gemm_swiglu_nt{tiles}", (-(-f // (4 * tiles)),), (32 * splits,),
-               (ptr(x), ptr(w_gate_up), ptr(out), np.int32(m), np.int32(f), np.int32(k)),
-               shared_mem=combine_bytes(splits, tiles))
+        launch("gemm_swiglu", f"gemm_swiglu_norm_nt{tiles}" if norm else f"gemm_swiglu_nt{tiles}",
+               (-(-f // (4 * tiles)),), (32 * splits,),
+               (ptr(x), ptr(w_gate_up), ptr(norm[0]) if norm else np.uint64(0), ptr(out), np.int32(m),
+                np.int32(f), np.int32(k), np.float32(norm[1] if norm else 0.0)),
+               shared_mem=combine_bytes(splits, tiles, k if norm else 0))
     return out
 
 
