@@ -227,7 +227,6 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) {
         sc[mt][0] = sc[mt][1] = sc[mt][2] = sc[mt][3] = 0.f;
-        if (!decltype(fast_path)::value && c0 + 16 * mt >= end) continue;  // past the end: masked below
         const bool staged = decltype(fast_path)::value || c0 + 16 * mt + 16 <= n;  // warp-uniform
         // Else the rows by position: lane l gives ldmatrix the row of position l % 8 + 8 (l / 8 % 2);
         // where all 16 sit in shared memory (tree rows among the chunk's staged rows) ldmatrix

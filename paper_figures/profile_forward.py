@@ -33,28 +33,35 @@ ORDER = ("embed", "norm (attention)", "qkv", "append_kv", "attention", "o", "nor
 
 
 def label_kernels(names: list[str]) -> list[str]:
-    """One forward's kernel names in launch order -> each one's place: norms are counted (attention,
-    mlp, ..., final), the other kernels named by the norm or attention they follow."""
-    n_norms = sum("add_rmsnorm" in n for n in names)
-    labels, phase, seen_norms, after = [], "embed", 0, 0
-    for n in names:
-        if "add_rmsnorm" in n:
+    """One forward's kernel names in launch order -> each one's place. Norm kernels (the sharded
+    forward's) are counted: attention, mlp, ..., final. A projection is named by what it follows:
+    qkv comes before append_kv, o after the attention, gate_up is the SwiGLU GEMM (or the GEMM and
+    the swiglu kernel after it), down follows gate_up, lm_head is the last projection; kernels before
+    the first layer are the embedding's, after lm_head the rest (one GPU's forward has no norm
+    kernels: its norms are inside qkv, gate_up and lm_head)."""
+    n_norms = sum("rmsnorm" in n for n in names)
+    projections = [i for i, n in enumerate(names) if "gemm" in n]
+    labels, seen_norms, prev = [], 0, "embed"
+    for i, n in enumerate(names):
+        nxt = names[i + 1] if i + 1 < len(names) else ""
+        if "rmsnorm" in n:
             seen_norms += 1
-            phase = ("norm (final)" if seen_norms == n_norms else
+            label = ("norm (final)" if seen_norms == n_norms else
                      "norm (attention)" if seen_norms % 2 else "norm (mlp)")
-            labels.append(phase)
-            after = 0
-            continue
-        if "append_kv" in n:
-            labels.append(phase := "append_kv")
-            continue
-        if "tree_attention" in n:
-            labels.append(phase := "attention")
-            continue
-        after += 1
-        labels.append({"norm (attention)": "qkv", "attention": "o", "append_kv": "append_kv",
-                       "norm (mlp)": "gate_up" if after == 1 else "down",
-                       "norm (final)": "lm_head" if after == 1 else "after lm_head"}.get(phase, phase))
+        elif "append_kv" in n:
+            label = "append_kv"
+        elif "tree_attention" in n:
+            label = "attention"
+        elif "swiglu" in n or ("gemm" in n and "swiglu" in nxt and "gemm" not in nxt):
+            label = "gate_up"
+        elif "gemm" in n:
+            label = ("lm_head" if i == projections[-1] else "qkv" if "append_kv" in nxt else
+                     "o" if prev == "attention" else "down" if prev == "gate_up" else prev)
+        else:
+            label = "after lm_head" if prev == "lm_head" or prev == "after lm_head" else prev
+        labels.append(label)
+        if not label.startswith("norm"):
+            prev = label
     return labels
 
 
