@@ -1,21 +1,10 @@
-// Device helpers of the AWQ GEMM kernel (awq_gemm.cu): asynchronous copies, loads through L1 and
-// from shared memory, the exact bf16 dequantization steps and the cluster combine's barrier and
+// Device helpers of the AWQ GEMM kernel (awq_gemm.cu): loads through L1 and from shared memory, the exact bf16 dequantization steps and the cluster combine's barrier and
 // remote loads.
 #pragma once
 #include <cuda_fp16.h>
 #include "common.cuh"
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  unsigned a;
-  asm("{\n .reg .u64 t;\n cvta.to.shared.u64 t, %1;\n cvt.u32.u64 %0, t;\n}\n" : "=r"(a) : "l"(p));
-  return a;
-}
 
-// Asynchronous global -> shared copy of 16 bytes of codes, bypassing L1 (each is read once, by one
-// warp: caching them would only evict x). (The L2::256B prefetch hint changed nothing: NOTES v35.)
-__device__ __forceinline__ void copy16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
-}
 
 // 16 bytes through L1: ld.global.nc, for data no kernel writes while this one runs (x). Volatile,
 // so that no load moves above pdl_start()'s wait for the kernel that writes x.
@@ -33,12 +22,6 @@ __device__ __forceinline__ unsigned load_shared4(unsigned address) {
   return v;
 }
 
-__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void copies_wait() {  // all but the newest N committed groups have landed
-  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
-}
 
 // Nibble j of each half of `pair` (and what sits above it, masked off), as bf16x2 128 + nibble:
 // (pair >> 4j) & 0x000F000F | 0x43004300, the last two as one lop3 (immLut 0xEA). The shift is

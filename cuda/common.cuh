@@ -29,3 +29,23 @@ __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  unsigned a;
+  asm("{\n .reg .u64 t;\n cvta.to.shared.u64 t, %1;\n cvt.u32.u64 %0, t;\n}\n" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// Asynchronous global -> shared copy of 16 bytes, bypassing L1 (the AWQ GEMM's codes, each read
+// once by one warp: caching them would only evict x; the GEMM's norm weights). (The L2::256B
+// prefetch hint changed nothing: NOTES v35.)
+__device__ __forceinline__ void copy16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void copies_wait() {  // all but the newest N committed groups have landed
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}

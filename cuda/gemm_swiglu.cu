@@ -35,7 +35,7 @@ __device__ __forceinline__ void gemm_swiglu_tile(const bf16* __restrict__ x, con
   }
   float acc[NT][4];
   SquareSums squares;
-  accumulate<NT, U, NORM>(x, w, first, end, M, K, acc, norm_w, squares);
+  accumulate<NT, U, NORM>(x, w, first, end, M, K, acc, norm_w, norm_weights_smem<NT>(partial), squares);
   share<NT, NORM>(partial, acc, squares);
 
   // One thread per output element: gate element e (tiles 0..H-1), its up element e + H * 128 (tile

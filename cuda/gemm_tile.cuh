@@ -17,9 +17,8 @@
 // sums the squares of that x; the block combines the sums like the accumulators (a lane's chunks
 // in order, the butterfly over its quad, warps 0..S-1 in order) and its epilogue scales each row
 // by r. The norm kernel before the GEMM, its launch and its round trip through memory go, and the
-// sums' order, like the products', depends on (K, S) alone (NOTES v57). g is read through L1 (every
-// block of an SM reads the same K values; a copy in each block's shared memory took the L1 that x
-// needs: NOTES v57), its first group prefetched beside the first weight loads.
+// sums' order, like the products', depends on (K, S) alone (NOTES v57). The block copies g into
+// shared memory beside its first weight loads (no kernel writes either).
 #pragma once
 #include "common.cuh"
 #include "mma.cuh"
@@ -72,6 +71,14 @@ __device__ __forceinline__ float add_squares(const uint4& v, float s) {
   return s;
 }
 
+// 16 bytes of shared memory, volatile: issued where it stands among the mma's (hoisted above them,
+// the norm weights of a whole group stayed live beside the next group's loads: 172 registers).
+__device__ __forceinline__ uint4 load_shared16(const bf16* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(shared_address(p)));
+  return v;
+}
+
 // x * g elementwise, each product rounded once to bf16 (exact in fp32 first: bf16(x * g) as torch).
 __device__ __forceinline__ uint4 times_weights(const uint4& x, const uint4& g) {
   uint4 y;
@@ -84,8 +91,8 @@ __device__ __forceinline__ uint4 times_weights(const uint4& x, const uint4& g) {
 
 // acc[j] (the mma's d fragment: rows g, g + 8, columns 2t, 2t + 1 of tile j) = x[0..M) @ the
 // weight rows first[j] .. first[j] + 7 over this warp's K chunks; rows at or past end[j] read as
-// zeros. Calls pdl_start() (after the first weight loads, before x). With NORM, x * norm_w [K] in
-// place of x, and `squares` the lane's sums of squares of x.
+// zeros. Calls pdl_start() (after the first weight loads, before x). With NORM, x * norm_w in place
+// of x (norm_w [K] copied to norm_smem first), and `squares` the lane's sums of squares of x.
 // NT: 8-column tiles per warp (one x load serves NT weight loads); U: chunks per group. Each loop
 // iteration loads the next group and runs the current one's mma's, so a group's U * NT weight
 // loads per lane are issued together and are in flight at once (with a group's loads and its own
@@ -94,7 +101,7 @@ template <int NT, int U, bool NORM>
 __device__ __forceinline__ void accumulate(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                            const int (&first)[NT], const int (&end)[NT], int M, int K,
                                            float (&acc)[NT][4], const bf16* __restrict__ norm_w,
-                                           SquareSums& squares) {
+                                           bf16* norm_smem, SquareSums& squares) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int splits = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -145,16 +152,16 @@ __device__ __forceinline__ void accumulate(const bf16* __restrict__ x, const bf1
 
   Operands<NT, U> cur, next;
   load_weights(cur, warp);  // no kernel writes weights: their first loads overlap the previous kernel
-  if constexpr (NORM) {  // no kernel writes the norm weights either
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      int k;
-      chunk(warp, u, k);
-      asm volatile("prefetch.global.L1 [%0];\n" :: "l"(norm_w + k + t * 8));
-    }
+  if constexpr (NORM) {
+    for (int i = threadIdx.x; i < K / 8; i += blockDim.x) copy16(shared_address(norm_smem + 8 * i), norm_w + 8 * i);
+    copies_commit();
   }
   pdl_start();
   load_x(cur, warp);
+  if constexpr (NORM) {
+    copies_wait<0>();
+    __syncthreads();
+  }
   // c0 is warp-uniform, so mma.sync always runs with all 32 lanes. The mma's are unguarded: a
   // chunk past K holds zeros and adds nothing (+0 to an accumulator that starts at +0 and so is
   // never -0), and which chunks exist depends on (K, S) only: U changes how many such zero chunks
@@ -167,7 +174,7 @@ __device__ __forceinline__ void accumulate(const bf16* __restrict__ x, const bf1
       if constexpr (NORM) {  // zeros (rows past M, chunks past K) add nothing and stay zeros
         int k;
         chunk(c0, u, k);
-        const uint4 g8 = load16<false>(norm_w + min(k + t * 8, K - 8), true);  // past K: any (x is 0)
+        const uint4 g8 = load_shared16(norm_smem + min(k + t * 8, K - 8));  // past K: any (x is 0)
         squares.lo = add_squares(cur.lo[u], squares.lo);
         squares.hi = add_squares(cur.hi[u], squares.hi);
         cur.lo[u] = times_weights(cur.lo[u], g8);
@@ -183,9 +190,16 @@ __device__ __forceinline__ void accumulate(const bf16* __restrict__ x, const bf1
   }
 }
 
-// Each warp's accumulators to partial [S][NT * 4][32] (shared, by lane; gemm.py's combine_bytes
-// sizes it), with NORM its sums of squares of rows 0..15 (over its quads by butterfly) to the
-// [S][16] floats after them; then a barrier.
+// The block's shared memory (dynamic; gemm.py's combine_bytes sizes it): partial [S][NT * 4][32]
+// floats, each warp's accumulators by lane; with NORM then [S][16] floats, each warp's sums of
+// squares of rows 0..15, and the norm weights [K] bf16.
+template <int NT>
+__device__ __forceinline__ bf16* norm_weights_smem(float* partial) {
+  return reinterpret_cast<bf16*>(partial + (blockDim.x >> 5) * (NT * 128 + 16));
+}
+
+// Each warp's accumulators to partial (shared, by lane), with NORM its sums of squares of rows
+// 0..15 (over its quads by butterfly) to the [S][16] after them; then a barrier.
 template <int NT, bool NORM>
 __device__ __forceinline__ void share(float* partial, const float (&acc)[NT][4], SquareSums squares) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -227,7 +241,7 @@ __device__ __forceinline__ int column_tile(const bf16* __restrict__ x, const bf1
   for (int j = 0; j < NT; ++j) first[j] = n0 + j * 8, end[j] = N;
   float acc[NT][4];
   SquareSums squares;
-  accumulate<NT, U, NORM>(x, w, first, end, M, K, acc, norm_w, squares);
+  accumulate<NT, U, NORM>(x, w, first, end, M, K, acc, norm_w, norm_weights_smem<NT>(partial), squares);
   share<NT, NORM>(partial, acc, squares);
   return n0;
 }

@@ -174,14 +174,14 @@ def launch_planned(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, 
                (ptr(x), ptr(w), null if bias is None else ptr(bias), ptr(norm[0]) if norm else null,
                 null if residual is None else ptr(residual), ptr(out), np.int32(m), np.int32(n), np.int32(k),
                 np.float32(norm[1] if norm else 0.0)),
-               shared_mem=combine_bytes(splits, nt, norm is not None))
+               shared_mem=combine_bytes(splits, nt, k if norm else 0))
 
 
-def combine_bytes(splits: int, tiles: int, norm: bool = False) -> int:
+def combine_bytes(splits: int, tiles: int, norm_k: int = 0) -> int:
     """Shared memory of gemm_tile.cuh's combine for S warps of `tiles` 8-column tiles each (the GEMM
-    and its fused epilogues): [S][tiles * 4][32] floats; with the norm, then each warp's sums of
-    squares of 16 rows."""
-    return splits * tiles * 4 * 32 * 4 + (splits * 16 * 4 if norm else 0)
+    and its fused epilogues): [S][tiles * 4][32] floats; with the norm over K = norm_k, then each
+    warp's 16 rows' sums of squares and the norm weights [K] bf16."""
+    return splits * tiles * 4 * 32 * 4 + (splits * 16 * 4 + norm_k * 2 if norm_k else 0)
 
 
 @functools.cache

@@ -61,7 +61,7 @@ def gemm_swiglu(x: torch.Tensor, w_gate_up: torch.Tensor, out: torch.Tensor | No
                (-(-f // (4 * tiles)),), (32 * splits,),
                (ptr(x), ptr(w_gate_up), ptr(norm[0]) if norm else np.uint64(0), ptr(out), np.int32(m),
                 np.int32(f), np.int32(k), np.float32(norm[1] if norm else 0.0)),
-               shared_mem=combine_bytes(splits, tiles, norm is not None))
+               shared_mem=combine_bytes(splits, tiles, k if norm else 0))
     return out
 
 
