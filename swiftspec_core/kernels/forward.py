@@ -18,7 +18,7 @@ from .awq_gemm import awq_gemm
 from .gemm import gemm
 from .gemm_epilogue import fused_gemm_allreduce, gemm_swiglu
 from ..staged import POSITION, ROW, TOKEN
-from .norm import add_rmsnorm, swiglu
+from .norm import add_rmsnorm, rmsnorm, swiglu
 
 
 @torch.inference_mode()
@@ -32,9 +32,10 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
 
 
 def _one_gpu_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
-    """bf16 on one GPU: each RMSNorm rides in the GEMM after it and each residual add in the one
-    before it (gemm's norm= and residual=), so a layer is six kernels: qkv, the cache append, the
-    attention, o_proj, gate_up with SwiGLU, down_proj (NOTES v57)."""
+    """bf16 on one GPU: each layer's RMSNorms ride in the GEMM after them and each residual add in
+    the one before it (gemm's norm= and residual=), so a layer is six kernels: qkv, the cache
+    append, the attention, o_proj, gate_up with SwiGLU, down_proj (NOTES v57). The final norm stays
+    a kernel: lm_head's thousands of blocks would each copy the norm weights (NOTES v59)."""
     a = model.args
     positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
     h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place
@@ -43,7 +44,7 @@ def _one_gpu_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> t
         attn = _attention(model, i, qkv, block, positions, rows, span, cache)
         gemm(attn, layer.wo, residual=h, out=h)
         gemm(gemm_swiglu(h, layer.w_gate_up, norm=(layer.mlp_norm, a.norm_eps)), layer.w_down, residual=h, out=h)
-    return gemm(h, _head(model), norm=(model.norm, a.norm_eps))[:, : model.full_vocab].float()
+    return gemm(rmsnorm(h, model.norm, a.norm_eps), _head(model))[:, : model.full_vocab].float()
 
 
 def _sharded_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
