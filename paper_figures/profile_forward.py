@@ -108,19 +108,19 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--csv", default=None)
-    parser.add_argument("--norm-kernels", action="store_true",
-                        help="one GPU's forward with the sharded forward's layer body (norm kernels between the "
-                             "projections): the A/B against the norms inside the GEMMs")
+    parser.add_argument("--body", choices=("rule", "gemms", "kernels"), default="rule",
+                        help="the layer body: forward.norms_in_gemms's choice, or forced (the norms inside the "
+                             "GEMMs, or norm kernels between them) for an A/B")
     args = parser.parse_args()
-    if args.norm_kernels:
+    if args.body != "rule":
         from swiftspec_core.kernels import forward
 
-        forward._one_gpu_forward = forward._sharded_forward
+        forward.norms_in_gemms = lambda model: args.body == "gemms"
     everything = []
     for model in args.models.split(","):
         rows, s = profile_model(model, args.width, args.context, args.replays)
         print(f"\n{model}, width {s['width']}, context {s['context']}, SWIFTSPEC_PDL={s['pdl']}, "
-              f"{'norm kernels' if args.norm_kernels else 'norms inside the GEMMs'}, "
+              f"layer body: {args.body}, "
               f"replay {s['replay_us']:.1f} us (CUDA events, median), "
               f"floor {s['floor_us']:.1f} us ({s['replay_us'] / s['floor_us']:.2f}x); {s['kernels']} kernel events"
               + (f"; span {s['span_us']:.1f} us, kernels' sum {s['kernel_sum_us']:.1f} us" if rows else "")

@@ -29,12 +29,10 @@ def references(monkeypatch):
         monkeypatch.setattr(forward, name, ref)
 
 
-@pytest.mark.parametrize("sharded", [False, True])
+@pytest.mark.parametrize("norms_in_gemms", [True, False])
 @pytest.mark.parametrize("qkv_bias", [False, True])
-def test_fused_forward_with_references_equals_the_model(references, monkeypatch, qkv_bias, sharded):
-    # Both layer bodies: one GPU's (norms inside the GEMMs) and the tensor-parallel / AWQ one's.
-    if sharded:
-        monkeypatch.setattr(forward, "_one_gpu_forward", forward._sharded_forward)
+def test_fused_forward_with_references_equals_the_model(references, monkeypatch, qkv_bias, norms_in_gemms):
+    monkeypatch.setattr(forward, "norms_in_gemms", lambda model: norms_in_gemms)  # each layer body
     a = args(qkv_bias)
     model = build_engine(a, target_state(args=a), dtype=torch.float32, max_seq_len=256)
     model.kernels = "fused"  # use_kernels refuses the CPU: the references stand in for the kernels

@@ -16,6 +16,15 @@ from swiftspec_core.tree import tree_mask
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
+@pytest.fixture(params=["norms in gemms", "norm kernels"])
+def body(request, monkeypatch):
+    """Each of the fused forward's layer bodies, whichever forward.norms_in_gemms picks for the model."""
+    from swiftspec_core.kernels import forward
+
+    monkeypatch.setattr(forward, "norms_in_gemms", lambda model: request.param == "norms in gemms")
+    return request.param
+
+
 def kernel_args(qkv_bias: bool = False) -> ModelArgs:
     """Small, but at the kernels' real head size (64) and a GQA group of 4."""
     return ModelArgs(dim=512, n_layers=2, n_heads=8, n_kv_heads=2, head_dim=64, ffn_dim=1024, vocab_size=VOCAB,
@@ -48,7 +57,7 @@ def random_tree(n: int, size: int, gen: torch.Generator) -> tuple[list[int], lis
 
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
-def test_fused_forward_is_close_to_torch(qkv_bias):
+def test_fused_forward_is_close_to_torch(qkv_bias, body):
     weights = state(qkv_bias=qkv_bias)
     fused, ops = engine(weights, "fused", qkv_bias), engine(weights, "torch", qkv_bias)
     n, gen = 40, torch.Generator().manual_seed(0)
@@ -71,7 +80,7 @@ def test_fused_forward_is_close_to_torch(qkv_bias):
         assert k_err < 2e-2, f"size {size}: cached keys' relative error {k_err:.3g}"
 
 
-def test_a_tokens_logits_do_not_depend_on_the_forward():
+def test_a_tokens_logits_do_not_depend_on_the_forward(body):
     # One path p0..p3 decoded ar-style (width 1, rows in order), then inside a width-8 tree whose
     # path nodes sit at scattered rows among siblings: the path's logits must be bitwise equal.
     model = engine(state(), "fused")
@@ -99,7 +108,7 @@ CASES = [("chain", "off"), ("tree", "off"), ("tree", "ngram"), ("swiftspec", "of
 
 @pytest.mark.parametrize("draft_kind", ["same", "perturbed"])
 @pytest.mark.parametrize("system, graft", CASES)
-def test_decoders_emit_exactly_fused_ars_tokens(system, graft, draft_kind):
+def test_decoders_emit_exactly_fused_ars_tokens(system, graft, draft_kind, body):
     # Low confidence: flat next-token distributions, so near-ties abound; with row-invariant
     # kernels no decoder may part from ar at one of them.
     base = state(confidence=0.5)

@@ -1,4 +1,5 @@
-"""A fixed-width forward made of our kernels (`--kernels fused`): one layer, top to bottom.
+"""A fixed-width forward made of our kernels (`--kernels fused`): two layer bodies (the norms inside
+the GEMMs, or as kernels between them: norms_in_gemms says which), each top to bottom.
 
 It takes what graphs.PaddedForward stages for every forward, the block [T, 4 + V] of (token,
 position, cache row, prefix length, visible rows), instead of a [T, L] mask: tree_attention reads
@@ -21,21 +22,34 @@ from ..staged import POSITION, ROW, TOKEN
 from .norm import add_rmsnorm, rmsnorm, swiglu
 
 
+# One GPU in bf16 runs each layer's RMSNorms inside the GEMMs after them (gemm's norm=) and its
+# residual adds in the GEMMs before them (residual=) where that measured faster with PDL on (NOTES
+# v59-v61): models of width <= 3072 (Llama-3.2-1B -55 us a forward, 3.2-3B -44, Qwen2.5-Coder-1.5B
+# -17, 0.5B -36); at Llama-3-8B's 4096 the norm kernels, which PDL hides behind the next GEMM's
+# first weight loads, were 135 us faster. A rule on the model, not a timing at start-up: a
+# model's bits never depend on a measurement.
+NORMS_IN_GEMMS_MAX_DIM = 3072
+
+
+def norms_in_gemms(model) -> bool:
+    """Whether the fused forward runs the norms inside the GEMMs (else as kernels between them)."""
+    a = model.args
+    return a.quant != "awq" and model.group.size == 1 and a.dim <= NORMS_IN_GEMMS_MAX_DIM
+
+
 @torch.inference_mode()
 def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
     """block: [T, 4 + V] int64 on the device; span: the cache rows attention may read.
     -> [T, vocab] fp32 logits."""
-    a = model.args
-    if a.quant != "awq" and model.group.size == 1:
-        return _one_gpu_forward(model, block, span, cache)
-    return _sharded_forward(model, block, span, cache)
+    body = _norms_in_gemms_forward if norms_in_gemms(model) else _norm_kernels_forward
+    return body(model, block, span, cache)
 
 
-def _one_gpu_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
-    """bf16 on one GPU: each layer's RMSNorms ride in the GEMM after them and each residual add in
-    the one before it (gemm's norm= and residual=), so a layer is six kernels: qkv, the cache
-    append, the attention, o_proj, gate_up with SwiGLU, down_proj (NOTES v57). The final norm stays
-    a kernel: lm_head's thousands of blocks would each copy the norm weights (NOTES v59)."""
+def _norms_in_gemms_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
+    """One GPU, bf16: a layer is six kernels: qkv (the attention norm inside), the cache append, the
+    attention, o_proj (+ the residual), gate_up with SwiGLU (the MLP norm inside), down_proj (+ the
+    residual). The final norm stays a kernel: lm_head's thousands of blocks would each copy the norm
+    weights (NOTES v59)."""
     a = model.args
     positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
     h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place
@@ -47,9 +61,9 @@ def _one_gpu_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> t
     return gemm(rmsnorm(h, model.norm, a.norm_eps), _head(model))[:, : model.full_vocab].float()
 
 
-def _sharded_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
-    """Tensor-parallel or AWQ: the norm kernels (each with the residual add before it) between the
-    projections, the row-parallel ones all-reduced."""
+def _norm_kernels_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
+    """The norm kernels (each with the residual add before it) between the projections, the
+    row-parallel ones all-reduced (a no-op on one GPU)."""
     a, group = model.args, model.group
     # The layer projections: AWQ triples through the dequantizing GEMM under --quant awq, else the
     # bf16 GEMM (lm_head is bf16 either way).
