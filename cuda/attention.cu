@@ -7,7 +7,7 @@
 // (position, head) come from tensor-core products over the head dimension in a fixed order, one
 // softmax over the chunk a head (max and sum in a fixed order), its values summed by tensor-core
 // products over groups of 16 positions in order; the chunks' partials are merged in chunk order
-// (batches of 8 under a running max) by the last block of the (kv head, group) to finish. An
+// (batches of 16 under a running max) by the last block of the (kv head, group) to finish. An
 // mma's output element depends only on its own row of A and column of B, so nothing depends on T,
 // the query's index, the other queries or heads, the cache rows its tree keys sit at (a fragment
 // holds the same values whichever memory it was loaded from), or the span (the grid size).
@@ -19,17 +19,18 @@
 // so each key and value fragment read serves them all; the block's positions, its tree rows'
 // cache rows and each warp's first rotated q are loaded while the chunk's staging is in flight
 // (one barrier, no round trip after it); tree rows among the chunk's staged rows are read from
-// shared memory by ldmatrix as the prefix is; the merge reads each chunk's partials once. (Slower when
-// tried: an item a warp pair, a column group of two queries a warp quad; NOTES v49, v50.)
+// shared memory by ldmatrix as the prefix is; the merge (attention_merge.cuh) reads each chunk's
+// partials once, all 16 chunks of a context of 1024 in one round trip. (Slower when tried: an
+// item a warp pair, a column group of two queries a warp quad; NOTES v49, v50.)
 #include "common.cuh"
 #include "mma.cuh"
+#include "attention_merge.cuh"
 #include "rope.cuh"
 
 #define CHUNK 64      // positions a block reduces; kernels/attention.py's CHUNK says the same
 #define NWARPS 8      // warps a block (256 threads)
 #define TQMAX 32      // queries a block at most (their positions and prefixes sit in shared memory)
 #define MIN_BLOCKS 2  // blocks an SM (__launch_bounds__); kernels/attention.py sizes the grid by it
-#define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
 #define KPAD 8        // bf16 padding a tile row (16 bytes): 8 rows' 16-byte reads hit distinct banks
 #define HN 8          // q heads of one kv head a warp item computes (the mma's n = 8 columns)
 #define PPAD 8        // bf16 padding a row of a warp's weight tile
@@ -361,62 +362,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __syncthreads();
   if (!is_last) return;
 
-  // The output: a thread a (query row, 8 dims); chunks 0..last in batches of MB (a batch's loads
-  // issued together: one round trip a batch, and at context <= MB * CHUNK the whole merge; two
-  // batches of 8 fp32 partials took two, ~1.8 us; NOTES v56): the running max m moves once a
-  // batch (the sums so far rescaled by exp2(m_old - m_new)), then the batch's chunks add their
-  // sums times exp2(their max - m), each independent of the others (a chunk at a time made the
-  // batch one chain of exp2 and fma's; NOTES v51).
-  constexpr int MB = 16;
-  const int rows = (t1 - t0) * G;
-  for (int item = threadIdx.x; item < rows * D8; item += blockDim.x) {
-    const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
-    const int last = min(max(q_pos[t - t0], 0) / CHUNK, nchunks - 1);
-    const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0
-    float m = NEG_INF, l = 0.f;
-    float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    for (int cb = 0; cb <= last; cb += MB) {  // chunk 0 holds position 0 <= p: m is finite from it on
-      float2 ml[MB];
-      uint4 a[MB];  // 8 bf16 of the chunk's output
-#pragma unroll
-      for (int k = 0; k < MB; ++k) {  // chunks past the last: not loaded, max -inf (weight 0), sums 0
-        ml[k] = make_float2(NEG_INF, 0.f);
-        a[k] = make_uint4(0u, 0u, 0u, 0u);
-        if (cb + k <= last) {
-          const long long slot = first + (long long)(cb + k) * Q;
-          ml[k] = __ldcg(reinterpret_cast<const float2 *>(part_ml) + slot);
-          a[k] = __ldcg(reinterpret_cast<const uint4 *>(part_acc + slot * HD + d));
-        }
-      }
-      float m_new = m;
-#pragma unroll
-      for (int k = 0; k < MB; ++k) m_new = fmaxf(m_new, ml[k].x);
-      const float keep = exp2f(m - m_new);  // 0 in the first batch (m = -inf), where l and o are 0
-      l *= keep;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) o[i] *= keep;
-#pragma unroll
-      for (int k = 0; k < MB; ++k) {
-        const float w = exp2f(ml[k].x - m_new);
-        l = fmaf(w, ml[k].y, l);
-        const unsigned words[4] = {a[k].x, a[k].y, a[k].z, a[k].w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&words[i]));
-          o[2 * i] = fmaf(w, f.x, o[2 * i]);
-          o[2 * i + 1] = fmaf(w, f.y, o[2 * i + 1]);
-        }
-      }
-      m = m_new;
-    }
-    const float inv = 1.f / l;  // one division, 8 products (8 divisions took ~0.4 us)
-    uint4 packed;
-    packed.x = pack2(__float2bfloat16_rn(o[0] * inv), __float2bfloat16_rn(o[1] * inv));
-    packed.y = pack2(__float2bfloat16_rn(o[2] * inv), __float2bfloat16_rn(o[3] * inv));
-    packed.z = pack2(__float2bfloat16_rn(o[4] * inv), __float2bfloat16_rn(o[5] * inv));
-    packed.w = pack2(__float2bfloat16_rn(o[6] * inv), __float2bfloat16_rn(o[7] * inv));
-    *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;
-  }
+  merge_chunks<HD, CHUNK>(part_ml, part_acc, out, q_pos, t0, t1, G, kh, nchunks, Q, H);
 }
 
 // At least MIN_BLOCKS blocks an SM (at most 128 registers at 2).

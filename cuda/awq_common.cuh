@@ -1,10 +1,9 @@
-// Device helpers of the AWQ GEMM kernel (awq_gemm.cu): loads through L1 and from shared memory, the exact bf16 dequantization steps and the cluster combine's barrier and
-// remote loads.
+// Device helpers of the AWQ GEMM kernel (awq_gemm.cu): loads through L1 and from shared memory,
+// the exact bf16 dequantization steps and the cluster combine's barrier and remote loads (its
+// asynchronous copies are common.cuh's).
 #pragma once
 #include <cuda_fp16.h>
 #include "common.cuh"
-
-
 
 // 16 bytes through L1: ld.global.nc, for data no kernel writes while this one runs (x). Volatile,
 // so that no load moves above pdl_start()'s wait for the kernel that writes x.
@@ -21,7 +20,6 @@ __device__ __forceinline__ unsigned load_shared4(unsigned address) {
   asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address) : "memory");
   return v;
 }
-
 
 // Nibble j of each half of `pair` (and what sits above it, masked off), as bf16x2 128 + nibble:
 // (pair >> 4j) & 0x000F000F | 0x43004300, the last two as one lop3 (immLut 0xEA). The shift is

@@ -31,7 +31,8 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
       if constexpr (NORM) v *= row_scale<NT>(partial, row, K, eps);
       if (bias != nullptr) v += __bfloat162float(bias[col]);
       bf16 o = __float2bfloat16(v);  // round to nearest even, as torch does
-      if (residual != nullptr) o = __float2bfloat16(__bfloat162float(residual[(size_t)row * N + col]) + __bfloat162float(o));
+      if (residual != nullptr)
+        o = __float2bfloat16(__bfloat162float(residual[(size_t)row * N + col]) + __bfloat162float(o));
       out[(size_t)row * N + col] = o;
     }
   }

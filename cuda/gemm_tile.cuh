@@ -11,14 +11,15 @@
 //             each tile j and of x rows g and g + 8 at k = c*32 + t*8;
 //   combine = each warp's fp32 accumulators to shared memory, summed over warps 0..S-1 in order.
 //
-// RMSNorm in the GEMM (NORM, for the projections that follow a norm: qkv, gate_up, lm_head):
+// RMSNorm in the GEMM (NORM: qkv and gate_up where forward.norms_in_gemms says so):
 // rmsnorm(x) @ w^T = r * ((x * g) @ w^T) row by row, r = 1 / sqrt(mean(x^2) + eps), so a lane
 // multiplies the x it loads by the norm weights g (rounded once to bf16, the mma's operand) and
 // sums the squares of that x; the block combines the sums like the accumulators (a lane's chunks
 // in order, the butterfly over its quad, warps 0..S-1 in order) and its epilogue scales each row
 // by r. The norm kernel before the GEMM, its launch and its round trip through memory go, and the
 // sums' order, like the products', depends on (K, S) alone (NOTES v57). The block copies g into
-// shared memory beside its first weight loads (no kernel writes either).
+// shared memory beside its first weight loads (no kernel writes either): ~1 us a GEMM, which is
+// why lm_head (thousands of blocks) and 8B's widths keep the norm kernel (NOTES v59-v61).
 #pragma once
 #include "common.cuh"
 #include "mma.cuh"
@@ -75,14 +76,16 @@ __device__ __forceinline__ float add_squares(const uint4& v, float s) {
 // the norm weights of a whole group stayed live beside the next group's loads: 172 registers).
 __device__ __forceinline__ uint4 load_shared16(const bf16* p) {
   uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(shared_address(p)));
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(shared_address(p)));
   return v;
 }
 
 // x * g elementwise, each product rounded once to bf16 (exact in fp32 first: bf16(x * g) as torch).
 __device__ __forceinline__ uint4 times_weights(const uint4& x, const uint4& g) {
   uint4 y;
-  const __nv_bfloat162 *a = reinterpret_cast<const __nv_bfloat162*>(&x), *b = reinterpret_cast<const __nv_bfloat162*>(&g);
+  const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&x);
+  const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&g);
   __nv_bfloat162* c = reinterpret_cast<__nv_bfloat162*>(&y);
 #pragma unroll
   for (int i = 0; i < 4; ++i) c[i] = __hmul2(a[i], b[i]);
@@ -153,7 +156,8 @@ __device__ __forceinline__ void accumulate(const bf16* __restrict__ x, const bf1
   Operands<NT, U> cur, next;
   load_weights(cur, warp);  // no kernel writes weights: their first loads overlap the previous kernel
   if constexpr (NORM) {
-    for (int i = threadIdx.x; i < K / 8; i += blockDim.x) copy16(shared_address(norm_smem + 8 * i), norm_w + 8 * i);
+    for (int i = threadIdx.x; i < K / 8; i += blockDim.x)
+      copy16(shared_address(norm_smem + 8 * i), norm_w + 8 * i);
     copies_commit();
   }
   pdl_start();

@@ -67,8 +67,7 @@ def instrumented_source() -> str:
     for text, before, after in anchors:
         assert s.count(text) == 1, f"attention.cu changed: {text!r} found {s.count(text)} times"
         s = s.replace(text, before + text + after)
-    decl = "__device__ unsigned long long attn_trace[65536 * %d];\n" % SLOTS
-    return s.replace("#define CHUNK 64", decl + "#define CHUNK 64", 1)
+    return "__device__ unsigned long long attn_trace[65536 * %d];\n" % SLOTS + s  # before every use
 
 
 def trace(model: str, m: int, context: int) -> None:
