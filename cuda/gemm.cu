@@ -38,9 +38,11 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
   }
 }
 
-// Block sizes up to 16 warps (512 threads); the shared memory is S * NT * 512 bytes (+ S * 64 with
-// the norm). gemm_nt{NT}: x @ w^T (+ bias) (+ residual); gemm_norm_nt{NT}: rmsnorm(x; norm_w, eps)
-// @ w^T (+ bias) (+ residual). Pointers the variant does not use may be null.
+// gemm_nt{NT}: x @ w^T (+ bias) (+ residual), blocks of up to 16 warps (512 threads), U chunks a
+// group; gemm_norm_nt{NT}: rmsnorm(x; norm_w, eps) @ w^T (+ bias) (+ residual), up to 8 warps
+// (gemm.py's NORM_MAX_SPLITS) and NORM_U chunks a group, so that its registers fit without spills
+// (at U = 4, nt2 took 174 a thread; at 512 threads, 128 with spills). Pointers the variant does not
+// use may be null. The shared memory is S * NT * 512 bytes (+ S * 64 + K * 2 with the norm).
 #define GEMM_KERNEL(NT, U, NORM_U)                                                                \
   extern "C" __global__ void __launch_bounds__(512) gemm_nt##NT(                                   \
       const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ bias,       \

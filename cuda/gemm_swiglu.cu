@@ -52,8 +52,9 @@ __device__ __forceinline__ void gemm_swiglu_tile(const bf16* __restrict__ x, con
 }
 
 // gemm_swiglu_nt{NT}: NT / 2 gate tiles and NT / 2 up tiles a block; U as gemm_nt{NT} in gemm.cu;
-// gemm_swiglu_norm_nt{NT}: the same of rmsnorm(x; norm_w, eps) (norm_w null in the first). The
-// shared memory is S * NT * 512 bytes (+ S * 64 with the norm).
+// gemm_swiglu_norm_nt{NT}: the same of rmsnorm(x; norm_w, eps) (norm_w null in the first), with
+// gemm_norm_nt{NT}'s block bound and NORM_U. The shared memory is S * NT * 512 bytes (+ S * 64 +
+// K * 2 with the norm).
 #define GEMM_SWIGLU_KERNEL(NT, U, NORM_U)                                                         \
   extern "C" __global__ void __launch_bounds__(512) gemm_swiglu_nt##NT(                            \
       const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ norm_w,     \

@@ -72,8 +72,8 @@ __device__ __forceinline__ float add_squares(const uint4& v, float s) {
   return s;
 }
 
-// 16 bytes of shared memory, volatile: issued where it stands among the mma's (hoisted above them,
-// the norm weights of a whole group stayed live beside the next group's loads: 172 registers).
+// 16 bytes of shared memory, volatile: it stays after the wait for the copies that wrote it, and
+// where it stands among the (volatile) mma's.
 __device__ __forceinline__ uint4 load_shared16(const bf16* p) {
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"

@@ -5,7 +5,8 @@ as 16 rows on the tensor cores (rows M..15 zeros, never loaded), and its launch 
 warp, warps splitting K) comes from (N, K) alone, so a row's bits do not depend on M, on the row's
 index, or on the other rows: the property issue 10 asks for, checked bitwise by the GPU tests.
 
-Two options fold the ops around a projection into it (one GPU, `--kernels fused`: forward.py):
+Two options fold the ops around a projection into it (forward.py uses them on one GPU in bf16
+where forward.norms_in_gemms says so):
 `norm=(weight, eps)` computes rmsnorm(x) @ w.T as r * ((x * weight) @ w.T), each row's r from the
 sums of squares of the x the kernel loads anyway (cuda/gemm_tile.cuh), and `residual=h` adds the
 residual stream to the output (h + x @ w.T, torch's bf16 add; out may be h).
