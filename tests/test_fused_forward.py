@@ -52,3 +52,17 @@ def test_fused_forward_with_references_equals_the_model(references, monkeypatch,
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(caches[0].k[:, : n + size], caches[1].k[:, : n + size], rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(caches[0].v[:, : n + size], caches[1].v[:, : n + size], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("preset,quant,tp,want", [
+    ("llama-3.2-1b", "none", 1, True), ("llama-3.2-3b", "none", 1, True), ("qwen2.5-coder-0.5b", "none", 1, True),
+    ("llama-3-8b", "none", 1, False), ("llama-3.2-1b", "awq", 1, False), ("llama-3.2-1b", "none", 2, False)])
+def test_norms_in_gemms_rule(preset, quant, tp, want):
+    """The body the fused forward runs: the norms inside the GEMMs for bf16 on one GPU up to width
+    3072 (measured faster there, slower at Llama-3-8B's 4096: NOTES v59-v61), else norm kernels."""
+    from types import SimpleNamespace
+
+    from swiftspec_bench.kernel_shapes import shard_args
+
+    a = SimpleNamespace(dim=shard_args(preset, 1).dim, quant=quant)
+    assert forward.norms_in_gemms(SimpleNamespace(args=a, group=SimpleNamespace(size=tp))) is want
