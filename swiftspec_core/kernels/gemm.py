@@ -153,14 +153,20 @@ def gemm(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
     (m, k), n = x.shape, w.shape[0]
     if out is None:
         out = torch.empty(m, n, dtype=x.dtype, device=x.device)
-    nt, splits = plan(n, k, _sm_count(x.device.index))
-    launch_planned(x, w, bias, out, nt, norm_splits(splits) if norm else splits, norm, residual)
+    launch_planned(x, w, bias, out, *planned(n, k, x.device, norm), norm, residual)
     return out
 
 
-def norm_splits(splits: int) -> int:
-    """S of a GEMM with the norm inside (gemm, gemm_swiglu): the plan's, at most NORM_MAX_SPLITS."""
-    return min(splits, NORM_MAX_SPLITS)
+def planned(n: int, k: int, device: torch.device, norm: tuple[torch.Tensor, float] | None) -> tuple[int, int]:
+    """(NT, S) of plan() for an [n, k] weight on `device`; with the norm inside (gemm, gemm_swiglu)
+    S is at most NORM_MAX_SPLITS (its kernels' block bound)."""
+    nt, splits = plan(n, k, _sm_count(device.index))
+    return nt, min(splits, NORM_MAX_SPLITS) if norm else splits
+
+
+def norm_args(norm: tuple[torch.Tensor, float] | None) -> tuple[np.uint64, np.float32]:
+    """The norm weights' pointer and eps as the GEMM kernels take them (null and 0 without a norm)."""
+    return (ptr(norm[0]), np.float32(norm[1])) if norm else (np.uint64(0), np.float32(0.0))
 
 
 def launch_planned(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor,
@@ -169,12 +175,11 @@ def launch_planned(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, 
     """gemm's launch at a given plan (NT, S), on operands gemm has checked (paper_figures'
     plan_sweep.py times other plans through it)."""
     (m, k), n = x.shape, w.shape[0]
-    null = np.uint64(0)
+    null, (g, eps) = np.uint64(0), norm_args(norm)
     with torch.cuda.device(x.device):
         launch("gemm", f"gemm_norm_nt{nt}" if norm else f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
-               (ptr(x), ptr(w), null if bias is None else ptr(bias), ptr(norm[0]) if norm else null,
-                null if residual is None else ptr(residual), ptr(out), np.int32(m), np.int32(n), np.int32(k),
-                np.float32(norm[1] if norm else 0.0)),
+               (ptr(x), ptr(w), null if bias is None else ptr(bias), g, null if residual is None else ptr(residual),
+                ptr(out), np.int32(m), np.int32(n), np.int32(k), eps),
                shared_mem=combine_bytes(splits, nt, k if norm else 0))
 
 

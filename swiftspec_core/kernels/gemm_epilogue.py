@@ -19,7 +19,7 @@ import torch
 
 from .allreduce import Exchange, LLAllReduce, PeerInbox, all_reduce_reference
 from .build import function, launch, ptr
-from .gemm import MAX_ROWS, _sm_count, check_operands, combine_bytes, gemm_reference, norm_splits, plan
+from .gemm import MAX_ROWS, _sm_count, check_operands, combine_bytes, gemm_reference, norm_args, plan, planned
 from .norm import swiglu_reference
 
 LINE_ELEMENTS = 4  # bf16 an LL line carries (8 data bytes)
@@ -54,13 +54,11 @@ def gemm_swiglu(x: torch.Tensor, w_gate_up: torch.Tensor, out: torch.Tensor | No
         out = torch.empty(m, f, dtype=x.dtype, device=x.device)
     with torch.cuda.device(x.device):
         # gemm's own plan for the whole [2F, K] weight: the same S, so the same bits per column.
-        nt, splits = plan(two_f, k, _sm_count(x.device.index))
-        splits = norm_splits(splits) if norm else splits
-        tiles = swiglu_tiles(nt)
+        nt, splits = planned(two_f, k, x.device, norm)
+        tiles, (g, eps) = swiglu_tiles(nt), norm_args(norm)
         launch("gemm_swiglu", f"gemm_swiglu_norm_nt{tiles}" if norm else f"gemm_swiglu_nt{tiles}",
                (-(-f // (4 * tiles)),), (32 * splits,),
-               (ptr(x), ptr(w_gate_up), ptr(norm[0]) if norm else np.uint64(0), ptr(out), np.int32(m),
-                np.int32(f), np.int32(k), np.float32(norm[1] if norm else 0.0)),
+               (ptr(x), ptr(w_gate_up), g, ptr(out), np.int32(m), np.int32(f), np.int32(k), eps),
                shared_mem=combine_bytes(splits, tiles, k if norm else 0))
     return out
 
