@@ -13,18 +13,18 @@ from kernel_checks import assert_rows_bitwise_invariant
 from swiftspec_core.kernels.gemm import gemm, gemm_reference, plan
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 from swiftspec_core.kernels.norm import rmsnorm_reference, swiglu
-from test_kernel_gemm import check_bitwise, check_close, operands
+from test_kernel_gemm import LAYERS, ODD, check_bitwise, check_close, layer, operands
+from test_kernel_gemm_swiglu import weight
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 EPS = 1e-5
 
-# [N, K] of the projections after a norm (qkv, lm_head; gate_up as a plain GEMM) and odd shapes: K
-# not a multiple of 32, tiny N, 16 warps splitting K in the plain plan (capped at 8 with the norm).
-SHAPES = {"8b-qkv": (6144, 4096), "1b-qkv": (3072, 2048), "1b-lm_head": (128256, 2048),
-          "qwen1.5b-qkv": (2048, 1536), "8b-gate_up": (28672, 4096), "odd-2": (4099, 1544), "odd-3": (77, 8),
-          "odd-4": (9, 4104)}
-BIASED = {"qwen1.5b-qkv", "odd-2"}
-GATE_UP = {"1b": (16384, 2048), "8b": (28672, 4096), "odd": (2006, 1544)}
+# test_kernel_gemm's weights of the projections after a norm (qkv, lm_head; gate_up as a plain GEMM)
+# and odd shapes (K not a multiple of 32, tiny N, 16 warps splitting K in the plain plan, capped at
+# 8 with the norm); test_kernel_gemm_swiglu's w_gate_up.
+SHAPES = {**LAYERS, **ODD}
+NAMES = ["8b-qkv", "1b-qkv", "1b-lm_head", "qwen1.5b-qkv", "8b-gate_up", "odd-2", "odd-3", "odd-4"]
+GATE_UP = ["1b", "8b", "odd-2"]
 
 
 def norm_weight(k: int, device: str, seed: int) -> torch.Tensor:
@@ -82,17 +82,10 @@ def test_bad_norm_and_residual_operands_raise(case, pattern):
 
 # --- GPU: the kernels ----------------------------------------------------------------------------
 
-_weights: dict = {}
-
-
-def layer(name: str, shapes: dict, biased: bool):
-    """One [N, K] weight (bias, norm weight) per name for the whole module (lm_head is 0.5 GB)."""
-    if name not in _weights:
-        _weights.clear()
-        n, k = shapes[name]
-        _, w, b = operands(n, k, 1, biased, "cuda", seed=len(name))
-        _weights[name] = (w, b, norm_weight(k, "cuda", seed=n))
-    return _weights[name]
+def normed_layer(name: str):
+    """test_kernel_gemm's [N, K] weight and bias of `name`, and norm weights [K]."""
+    w, b = layer(name, SHAPES)
+    return w, b, norm_weight(w.shape[1], "cuda", seed=w.shape[0])
 
 
 def poisoned(m: int, n: int) -> torch.Tensor:
@@ -104,9 +97,9 @@ def rows(k: int, m: int, seed: int) -> torch.Tensor:
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", list(SHAPES))
+@pytest.mark.parametrize("name", NAMES)
 def test_norm_matches_reference(name):
-    w, b, g = layer(name, SHAPES, name in BIASED)
+    w, b, g = normed_layer(name)
     (n, k), sms = w.shape, torch.cuda.get_device_properties(0).multi_processor_count
     for m in (1, 8, 16):
         x, out = rows(k, m, 100 + m), poisoned(m, n)
@@ -117,7 +110,7 @@ def test_norm_matches_reference(name):
 @needs_gpu
 @pytest.mark.parametrize("name", ["8b-qkv", "1b-qkv", "qwen1.5b-qkv", "odd-2", "odd-4"])
 def test_norm_rows_are_bitwise_invariant(name):
-    w, b, g = layer(name, SHAPES, name in BIASED)
+    w, b, g = normed_layer(name)
     k = w.shape[1]
 
     def run(x):
@@ -130,7 +123,7 @@ def test_norm_rows_are_bitwise_invariant(name):
 @needs_gpu
 @pytest.mark.parametrize("name", ["8b-qkv", "odd-2", "odd-3"])
 def test_residual_is_bitwise_torch_add(name):
-    w, b, g = layer(name, SHAPES, name in BIASED)
+    w, b, g = normed_layer(name)
     (n, k) = w.shape
     for m in (1, 9, 16):
         x, r = rows(k, m, 500 + m), rows(n, m, 600 + m)
@@ -143,9 +136,10 @@ def test_residual_is_bitwise_torch_add(name):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", list(GATE_UP))
+@pytest.mark.parametrize("name", GATE_UP)
 def test_swiglu_norm_is_bitwise_swiglu_of_gemm_norm(name):
-    w, _, g = layer(name, GATE_UP, False)
+    w = weight(name)
+    g = norm_weight(w.shape[1], "cuda", seed=w.shape[0])
     k = w.shape[1]
     for m in (1, 8, 16):
         x, out = rows(k, m, 700 + m), poisoned(m, w.shape[0] // 2)
