@@ -36,16 +36,11 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return a;
 }
 
-// Asynchronous global -> shared copy of 16 bytes, bypassing L1 (the GEMMs' weights and AWQ codes,
-// each read once by one warp: caching them would only evict x; the GEMM's norm weights). (The
-// L2::256B prefetch hint changed nothing: NOTES v35.)
+// Asynchronous global -> shared copy of 16 bytes, bypassing L1 (the AWQ GEMM's codes, each read
+// once by one warp: caching them would only evict x; the GEMM's norm weights). (The L2::256B
+// prefetch hint changed nothing: NOTES v35.)
 __device__ __forceinline__ void copy16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
-}
-
-// The same, zeros where `ok` is false (nothing read: src-size 0).
-__device__ __forceinline__ void copy16_or_zero(unsigned dst, const void* src, bool ok) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
 }
 
 __device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }

@@ -17,7 +17,7 @@ template <int NT, int U, bool NORM>
 __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                           const bf16* __restrict__ bias, const bf16* __restrict__ norm_w,
                                           const bf16* residual, bf16* out, int M, int N, int K, float eps) {
-  extern __shared__ float partial[];  // TileShared<NT, U>'s layout: the rings, then [S][NT * 4][32] partial sums
+  extern __shared__ float partial[];  // [S][NT * 4][32]: each warp's accumulators, by lane (+ [S][16])
   const int n0 = column_tile<NT, U, NORM>(x, w, M, N, K, partial, norm_w);
 
   // One thread per output element of the tile: warps 0..S-1 added in order, with NORM times the
@@ -28,7 +28,7 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
     const int row = tile_row(e), col = n0 + tile_col(e);
     if (row < M && col < N) {
       float v = combined<NT>(partial, e);
-      if constexpr (NORM) v *= row_scale<NT, U>(partial, row, K, eps);
+      if constexpr (NORM) v *= row_scale<NT>(partial, row, K, eps);
       if (bias != nullptr) v += __bfloat162float(bias[col]);
       bf16 o = __float2bfloat16(v);  // round to nearest even, as torch does
       if (residual != nullptr)
@@ -42,8 +42,7 @@ __device__ __forceinline__ void gemm_tile(const bf16* __restrict__ x, const bf16
 // group; gemm_norm_nt{NT}: rmsnorm(x; norm_w, eps) @ w^T (+ bias) (+ residual), up to 8 warps
 // (gemm.py's NORM_MAX_SPLITS) and NORM_U chunks a group, so that its registers fit without spills
 // (at U = 4, nt2 took 174 a thread; at 512 threads, 128 with spills). Pointers the variant does not
-// use may be null. The shared memory is S * GEMM_STAGES * U * NT * 512 bytes (+ S * 64 + K * 2 with
-// the norm; U = NORM_U there): gemm.py's shared_bytes.
+// use may be null. The shared memory is S * NT * 512 bytes (+ S * 64 + K * 2 with the norm).
 #define GEMM_KERNEL(NT, U, NORM_U)                                                                \
   extern "C" __global__ void __launch_bounds__(512) gemm_nt##NT(                                   \
       const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ bias,       \

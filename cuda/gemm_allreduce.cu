@@ -41,7 +41,7 @@ __device__ __forceinline__ void gemm_allreduce_tile(const bf16* __restrict__ x, 
                                                     const unsigned long long* peers, unsigned int* epochs,
                                                     int rank, int world, long long slot,
                                                     unsigned long long timeout_ns) {
-  extern __shared__ float partial[];  // TileShared<NT, U>'s layout: the rings, then [S][NT * 4][32] partial sums
+  extern __shared__ float partial[];  // [S][NT * 4][32]: each warp's accumulators, by lane
   const int n0 = column_tile<NT, U, false>(x, w, M, N, K, partial, nullptr);  // pdl_start() inside: the last call has ended
 
   // This call's epoch of the block's lines, read by every thread; thread 0 writes it back at the
@@ -91,11 +91,9 @@ __device__ __forceinline__ void gemm_allreduce_tile(const bf16* __restrict__ x, 
 }
 
 // gemm_allreduce_nt{NT}: U as gemm_nt{NT} in gemm.cu; grid ceil(N / (NT * 8)), S warps a block,
-// S * GEMM_STAGES * U * NT * 512 bytes of shared memory (gemm.py's shared_bytes). slot: lines per
-// (half, sender) of every inbox (16 * N / 4). The launch bound's minimum of one block an SM: without
-// it ptxas 13.0 held gemm_allreduce_nt4 to 64 registers and spilled 40 bytes.
+// S * NT * 512 bytes of shared memory. slot: lines per (half, sender) of every inbox (16 * N / 4).
 #define GEMM_ALLREDUCE_KERNEL(NT, U)                                                                 \
-  extern "C" __global__ void __launch_bounds__(512, 1) gemm_allreduce_nt##NT(                         \
+  extern "C" __global__ void __launch_bounds__(512) gemm_allreduce_nt##NT(                            \
       const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ out, int M, int N,     \
       int K, const unsigned long long* peers, unsigned int* epochs, int rank, int world, long long slot, \
       unsigned long long timeout_ns) {                                                                \

@@ -25,7 +25,7 @@ __device__ __forceinline__ void gemm_swiglu_tile(const bf16* __restrict__ x, con
                                                  int M, int F, int K, float eps) {
   static_assert(NT % 2 == 0, "a block takes as many gate tiles as up tiles");
   constexpr int H = NT / 2;          // tiles of gate (and of up) per block
-  extern __shared__ float partial[];  // TileShared<NT, U>'s layout: the rings, then [S][NT * 4][32] partial sums
+  extern __shared__ float partial[];  // [S][NT * 4][32]: each warp's accumulators, by lane
   const int f0 = blockIdx.x * (H * 8);
   int first[NT], end[NT];
 #pragma unroll
@@ -35,15 +35,15 @@ __device__ __forceinline__ void gemm_swiglu_tile(const bf16* __restrict__ x, con
   }
   float acc[NT][4];
   SquareSums squares;
-  accumulate<NT, U, NORM>(x, w, first, end, M, K, acc, norm_w, partial, squares);
-  share<NT, U, NORM>(partial, acc, squares);
+  accumulate<NT, U, NORM>(x, w, first, end, M, K, acc, norm_w, norm_weights_smem<NT>(partial), squares);
+  share<NT, NORM>(partial, acc, squares);
 
   // One thread per output element: gate element e (tiles 0..H-1), its up element e + H * 128 (tile
   // j + H, same fragment position, so the same row and column).
   for (int e = threadIdx.x; e < H * 128; e += blockDim.x) {
     const int row = tile_row(e), col = f0 + tile_col(e);
     if (row < M && col < F) {
-      const float scale = NORM ? row_scale<NT, U>(partial, row, K, eps) : 1.f;  // as gemm_norm's
+      const float scale = NORM ? row_scale<NT>(partial, row, K, eps) : 1.f;  // as gemm_norm's
       const bf16 gate = __float2bfloat16(combined<NT>(partial, e) * scale);  // as gemm writes it
       const bf16 up = __float2bfloat16(combined<NT>(partial, e + H * 128) * scale);
       out[(size_t)row * F + col] = silu_times(gate, up);
@@ -53,8 +53,8 @@ __device__ __forceinline__ void gemm_swiglu_tile(const bf16* __restrict__ x, con
 
 // gemm_swiglu_nt{NT}: NT / 2 gate tiles and NT / 2 up tiles a block; U as gemm_nt{NT} in gemm.cu;
 // gemm_swiglu_norm_nt{NT}: the same of rmsnorm(x; norm_w, eps) (norm_w null in the first), with
-// gemm_norm_nt{NT}'s block bound and NORM_U. The shared memory is gemm's for the same NT, U and
-// norm (gemm.py's shared_bytes).
+// gemm_norm_nt{NT}'s block bound and NORM_U. The shared memory is S * NT * 512 bytes (+ S * 64 +
+// K * 2 with the norm).
 #define GEMM_SWIGLU_KERNEL(NT, U, NORM_U)                                                         \
   extern "C" __global__ void __launch_bounds__(512) gemm_swiglu_nt##NT(                            \
       const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ norm_w,     \

@@ -21,15 +21,12 @@ import torch
 from swiftspec_core.kernels.build import launch, ptr
 
 MAX_ROWS = 16
-# UNROLL[NT]: the 32-wide K chunks of a group (one slot of a warp's ring) when a warp computes NT
-# 8-column tiles, as gemm_nt{NT} is instantiated at the bottom of cuda/gemm.cu; NORM_UNROLL[NT] the
-# same for gemm_norm_nt{NT} (fewer: its registers).
+# UNROLL[NT]: the 32-wide K chunks a warp loads at once when it computes NT 8-column tiles, as
+# gemm_nt{NT} is instantiated at the bottom of cuda/gemm.cu.
 UNROLL = {1: 4, 2: 4, 4: 2}
-NORM_UNROLL = {1: 4, 2: 2, 4: 2}
-STAGES = 3  # group slots in a warp's ring (GEMM_STAGES in cuda/gemm_tile.cuh): 2 groups in flight
 MAX_SPLITS = 16  # warps splitting K in one block: the kernels' __launch_bounds__(512)
 NORM_MAX_SPLITS = 8  # the same with norm: __launch_bounds__(256), room for its registers
-WARPS_PER_SM = 16  # the occupancy the split aims at
+WARPS_PER_SM = 16  # the occupancy the split aims at (each lane keeps NT * UNROLL 16-byte loads in flight)
 
 
 def gemm_reference(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
@@ -183,17 +180,14 @@ def launch_planned(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, 
         launch("gemm", f"gemm_norm_nt{nt}" if norm else f"gemm_nt{nt}", (-(-n // (8 * nt)),), (32 * splits,),
                (ptr(x), ptr(w), null if bias is None else ptr(bias), g, null if residual is None else ptr(residual),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k), eps),
-               shared_mem=shared_bytes(splits, nt, k if norm else 0))
+               shared_mem=combine_bytes(splits, nt, k if norm else 0))
 
 
-def shared_bytes(splits: int, tiles: int, norm_k: int = 0) -> int:
-    """Shared memory of a block of gemm_tile.cuh (the GEMM and its fused epilogues) for S warps of
-    `tiles` 8-column tiles each (TileShared): each warp's ring of STAGES groups of U chunks (16 bytes a
-    lane a chunk and tile), whose start then holds the combine's [S][tiles * 4][32] floats; with the
-    norm over K = norm_k (the norm kernels' U), then each warp's 16 rows' sums of squares and the
-    norm weights [K] bf16."""
-    unroll = (NORM_UNROLL if norm_k else UNROLL)[tiles]
-    return splits * STAGES * unroll * tiles * 512 + (splits * 16 * 4 + norm_k * 2 if norm_k else 0)
+def combine_bytes(splits: int, tiles: int, norm_k: int = 0) -> int:
+    """Shared memory of gemm_tile.cuh's combine for S warps of `tiles` 8-column tiles each (the GEMM
+    and its fused epilogues): [S][tiles * 4][32] floats; with the norm over K = norm_k, then each
+    warp's 16 rows' sums of squares and the norm weights [K] bf16."""
+    return splits * tiles * 4 * 32 * 4 + (splits * 16 * 4 + norm_k * 2 if norm_k else 0)
 
 
 @functools.cache

@@ -19,7 +19,7 @@ import torch
 
 from .allreduce import Exchange, LLAllReduce, PeerInbox, all_reduce_reference
 from .build import function, launch, ptr
-from .gemm import MAX_ROWS, _sm_count, check_operands, shared_bytes, gemm_reference, norm_args, plan, planned
+from .gemm import MAX_ROWS, _sm_count, check_operands, combine_bytes, gemm_reference, norm_args, plan, planned
 from .norm import swiglu_reference
 
 LINE_ELEMENTS = 4  # bf16 an LL line carries (8 data bytes)
@@ -59,7 +59,7 @@ def gemm_swiglu(x: torch.Tensor, w_gate_up: torch.Tensor, out: torch.Tensor | No
         launch("gemm_swiglu", f"gemm_swiglu_norm_nt{tiles}" if norm else f"gemm_swiglu_nt{tiles}",
                (-(-f // (4 * tiles)),), (32 * splits,),
                (ptr(x), ptr(w_gate_up), g, ptr(out), np.int32(m), np.int32(f), np.int32(k), eps),
-               shared_mem=shared_bytes(splits, tiles, k if norm else 0))
+               shared_mem=combine_bytes(splits, tiles, k if norm else 0))
     return out
 
 
@@ -107,7 +107,7 @@ class GemmAllReduce(PeerInbox):
                    (ptr(x), ptr(w), ptr(out), np.int32(m), np.int32(n), np.int32(k), ptr(self.peers),
                     ptr(self.epochs), np.int32(self.rank), np.int32(self.world), np.int64(self.lines),
                     np.uint64(self.timeout_ns)),
-                   shared_mem=shared_bytes(splits, nt))
+                   shared_mem=combine_bytes(splits, nt))
         return out
 
 
