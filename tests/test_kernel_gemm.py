@@ -116,6 +116,14 @@ def test_unroll_table_matches_the_kernels():
     assert {int(nt): int(u) for nt, u in kernels} == UNROLL
 
 
+def test_plan_gives_two_warps_where_one_warp_a_block_is_more_than_a_wave():
+    # 132 SMs x WARPS_PER_SM 16 = 2112 warps a wave: the 8B / 1B lm_heads' 4008 blocks take two warps
+    # each (NOTES v68); the 8B TP2 shard's 2004 blocks and the layers keep the occupancy rule.
+    assert plan(*LAYERS["8b-lm_head"], 132) == (4, 2) and plan(*LAYERS["1b-lm_head"], 132) == (4, 2)
+    assert plan(64128, 4096, 132) == (4, 1)
+    assert plan(*LAYERS["8b-gate_up"], 132) == (4, 2) and plan(*LAYERS["8b-down"], 132) == (4, 16)
+
+
 @pytest.mark.parametrize("n,k", list(LAYERS.values()) + list(ODD.values()))
 def test_plan_fits_the_kernel(n, k):
     nt, splits = plan(n, k, 132)

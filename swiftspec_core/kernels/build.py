@@ -78,15 +78,7 @@ def function(name: str, kernel: str, device: int, shared_mem: int = 0):
 
 @functools.cache
 def _function(name: str, kernel: str, device: int):
-    fn = module(name, device).get_function(kernel)
-    if CARVEOUT is not None:
-        fn.preferred_shared_memory_carveout = CARVEOUT
-    return fn
-
-
-# Every kernel's preferred shared-memory carveout, in percent of the most shared memory an SM has
-# (SWIFTSPEC_CARVEOUT; unset: the driver's choice a kernel). An A/B knob (NOTES v68).
-CARVEOUT = int(os.environ["SWIFTSPEC_CARVEOUT"]) if os.environ.get("SWIFTSPEC_CARVEOUT") else None
+    return module(name, device).get_function(kernel)
 
 
 def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,
