@@ -1,6 +1,8 @@
 """The bf16 GEMM kernels' outputs on fixed inputs, written to a file, and two such files compared: does
 a change to cuda/gemm_tile.cuh keep every bit? (A kernel version's A/B runs this once per version,
-each in its own process, with the other version's cuda/ swapped in between.)
+each in its own process, with the other version's cuda/ and its launch modules, kernels/gemm.py and
+gemm_epilogue.py, swapped in between: session 13's call 1 swapped cuda/ alone, which kept the bits
+comparable but voided the timings, NOTES v66.)
 
     PYTHONPATH=. python3 paper_figures/gemm_bits.py dump OUT.pt [--models llama-3-8b,llama-3.2-1b]
     PYTHONPATH=. python3 paper_figures/gemm_bits.py compare A.pt B.pt

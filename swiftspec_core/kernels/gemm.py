@@ -72,8 +72,8 @@ def plan(n: int, k: int, sms: int) -> tuple[int, int]:
 
 def k_splits(n: int, k: int, nt: int, sms: int) -> int:
     """S, the warps splitting K in a block, for tiles of NT: more warps until about WARPS_PER_SM
-    warps per SM, keeping at least one full group of loads (UNROLL chunks) per warp; two where even
-    one warp a block makes more than one wave."""
+    warps per SM, keeping at least one full group of loads (UNROLL chunks) per warp; two where the
+    blocks alone, at one warp each, outnumber those warps (several waves whatever S is)."""
     blocks, chunks, splits = -(-n // (8 * nt)), -(-k // 32), 1
     if blocks > WARPS_PER_SM * sms and chunks >= 2 * UNROLL[nt]:
         # A vocabulary's lm_head (thousands of blocks): two warps halve a tile's time, which shortens
