@@ -3,7 +3,9 @@
 Timing: a case's calls (kernel_ops.py) are warmed up, captured in one torch CUDA graph, and the
 graph is replayed REPLAYS times, each replay timed with CUDA events; a row is the median per call.
 A whole forward is one graph already (graphs.make_forward, as the decoders run it): its replays
-are timed one by one.
+are timed one by one. An op's calls run back to back, ours under PDL (a call's blocks start while
+the last call drains), so a kernel can time differently here than between the other kernels of a
+forward: the forward rows judge a change to a kernel (NOTES v66-v68: the 8B gate_up GEMM).
 
 Cases that need a process group (the all-reduces, a forward at tp >= 2) run in tp spawned
 processes (runtime/launch.run_workers: gloo file-store rendezvous, CuPy NCCL, multicast off),
@@ -250,7 +252,9 @@ def run(opts: Options, cases: list[Case]) -> tuple[Path, int, list[str]]:
     bandwidth = copy_bandwidth()
     meta = dict(device=device, commit=package_commit(), bandwidth=bandwidth,
                 timing=f"{CALLS}+ calls captured in one CUDA graph, median of {REPLAYS} replays (CUDA "
-                       "events); a forward: one replay per call")
+                       "events); a forward: one replay per call. An op's calls run back to back (ours "
+                       "under PDL): inside a forward a kernel may time otherwise, and the forward rows "
+                       "are what a kernel change must improve")
     rows, skipped = list(kept), []
 
     def record(case: Case, outcome: float | str) -> None:
