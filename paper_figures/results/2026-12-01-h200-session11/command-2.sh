@@ -33,5 +33,5 @@ ncu -i $O/ncu-attention.ncu-rep --print-summary none > $O/ncu-attention-details.
 grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued|Achieved Active Warps|Registers Per|Grid Size" $O/ncu-attention-details.log
 timeout -k 5 60 ncu -i $O/ncu-attention.ncu-rep --page source --csv --print-source sass > $O/sass-attention.csv 2> $O/sass.err
 echo "source page exit $? $(wc -l < $O/sass-attention.csv) lines"; head -c 300 $O/sass.err
-python3 $R/top_stalls.py $O/sass-attention.csv 40
+python3 paper_figures/top_stalls.py $O/sass-attention.csv 40
 cd $OUT && find c2 -size +12M -delete; tar czf all.tgz c2

@@ -27,7 +27,7 @@ ncu_source() {  # N K name
   grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued|Achieved Active Warps|Registers Per" $O/ncu-$3-details.log
   timeout -k 5 60 ncu -i $O/ncu-$3.ncu-rep --page source --csv --print-source sass > $O/sass-$3.csv 2> $O/sass-$3.err
   echo "source page exit $? $(wc -l < $O/sass-$3.csv) lines"; head -c 600 $O/sass-$3.err
-  python3 paper_figures/results/2026-12-01-h200-session9/top_stalls.py $O/sass-$3.csv 25
+  python3 paper_figures/top_stalls.py $O/sass-$3.csv 25
 }
 ncu_source 57344 8192 gate_up
 ncu_source 10240 8192 qkv

@@ -1,6 +1,7 @@
 """The SASS instructions with the most warp stall samples in an `ncu --page source --csv
---print-source sass` export (one kernel): python3 top_stalls.py FILE.csv [N]. Prints the header's
-columns once, then the top N instructions by the all-samples column, with their share."""
+--print-source sass` export (one kernel): python3 paper_figures/top_stalls.py FILE.csv [N]. Prints
+the header's columns once, then the top N instructions by the all-samples column, with their
+share. (Sessions 9 and 11 ran it from copies in their results folders; one copy now.)"""
 import csv
 import sys
 
