@@ -51,8 +51,7 @@ def _norms_in_gemms_forward(model, block: torch.Tensor, span: int, cache: KVCach
     residual). The final norm stays a kernel: lm_head's thousands of blocks would each copy the norm
     weights (NOTES v59)."""
     a = model.args
-    positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
-    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place
+    positions, rows, h = _inputs(model, block)  # h: the residual stream, added to in place
     for i, layer in enumerate(model.layers):
         qkv = gemm(h, layer.wqkv, layer.bqkv, norm=(layer.attn_norm, a.norm_eps))  # [T, (H + 2 KV) * hd]
         attn = _attention(model, i, qkv, block, positions, rows, span, cache)
@@ -70,8 +69,7 @@ def _norm_kernels_forward(model, block: torch.Tensor, span: int, cache: KVCache)
     project = _awq_project if a.quant == "awq" else gemm
     mlp_in = _awq_swiglu if a.quant == "awq" else gemm_swiglu  # swiglu(gate_up projection)
     row_parallel = _row_parallel(group, project, a.quant)  # o_proj, down_proj and their all-reduce
-    positions, rows = block[:, POSITION].contiguous(), block[:, ROW].contiguous()  # [T] each
-    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream
+    positions, rows, h = _inputs(model, block)  # h: the residual stream
     m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
     for i, layer in enumerate(model.layers):
         x, y = add_rmsnorm(h, m, layer.attn_norm, a.norm_eps)
@@ -82,6 +80,12 @@ def _norm_kernels_forward(model, block: torch.Tensor, span: int, cache: KVCache)
     _, y = add_rmsnorm(h, m, model.norm, a.norm_eps)
     logits = group.all_gather(gemm(y, _head(model)))
     return logits[:, : model.full_vocab].float()
+
+
+def _inputs(model, block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The staged block's positions and cache rows ([T] each, contiguous: the cache append reads
+    them) and its tokens' embeddings [T, dim]."""
+    return block[:, POSITION].contiguous(), block[:, ROW].contiguous(), model.embed_tokens(block[:, TOKEN])
 
 
 def _attention(model, i: int, qkv, block, positions, rows, span: int, cache: KVCache) -> torch.Tensor:
