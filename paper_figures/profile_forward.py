@@ -1,9 +1,11 @@
 """Where a fused forward's time goes: every kernel of its graph replay, from torch's profiler.
 
     PYTHONPATH=. python3 paper_figures/profile_forward.py --models llama-3.2-1b,llama-3-8b \
-        [--width 8] [--context 1000] [--replays 5] [--csv FILE]
+        [--width 8] [--context 1000] [--replays 5] [--quant awq] [--csv FILE]
 
-Builds each model at its real shapes on one GPU (random bf16 weights, our kernel set), captures the
+Builds each model at its real shapes on one GPU (random bf16 weights, or with --quant awq the layer
+projections round-to-nearest quantized as `run --weights random --quant awq` builds them; our
+kernel set), captures the
 forward of `width` tree tokens after `context` cached ones as the decoders run it (kernel_bench's
 forward_graph: graphs.make_forward), times the replay with CUDA events (median), then replays it
 under torch.profiler and tables its kernels by their place in a layer (the norms, qkv, append_kv,
@@ -26,7 +28,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from swiftspec_bench.kernel_bench import build_shard, forward_graph, median_us, use_kernels
 from swiftspec_core.runtime.floor import copy_bandwidth
-from swiftspec_bench.kernel_shapes import BF16, shard_args
+from swiftspec_bench.kernel_shapes import BF16
 
 ORDER = ("embed", "norm (attention)", "qkv", "append_kv", "attention", "o", "norm (mlp)", "gate_up", "down",
          "norm (final)", "lm_head", "after lm_head")
@@ -65,8 +67,8 @@ def label_kernels(names: list[str]) -> list[str]:
     return labels
 
 
-def profile_model(model: str, width: int, context: int, replays: int) -> tuple[list[dict], dict]:
-    engine = build_shard(model, 1, context + width + 1)
+def profile_model(model: str, width: int, context: int, replays: int, quant: str = "none") -> tuple[list[dict], dict]:
+    engine = build_shard(model, 1, context + width + 1, quant=quant)
     use_kernels(engine, "ours")
     graph, keep = forward_graph(engine, width, context)
     replay_us = median_us(graph, 1)
@@ -76,8 +78,8 @@ def profile_model(model: str, width: int, context: int, replays: int) -> tuple[l
         torch.cuda.synchronize()
     kernels = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and e.time_range.elapsed_us() > 0),
                      key=lambda e: e.time_range.start)
-    floor_us = shard_args(model, 1).weight_bytes(BF16) / copy_bandwidth() * 1e6
-    summary = dict(model=model, width=width, context=context, replay_us=replay_us, floor_us=floor_us,
+    floor_us = engine.args.weight_bytes(BF16) / copy_bandwidth() * 1e6  # 4-bit codes where AWQ
+    summary = dict(model=model, quant=quant, width=width, context=context, replay_us=replay_us, floor_us=floor_us,
                    kernels=len(kernels), pdl=os.environ.get("SWIFTSPEC_PDL", "1"))
     if not kernels or len(kernels) % replays:
         summary["note"] = f"{len(kernels)} kernel events for {replays} replays: not tabled"
@@ -107,6 +109,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=8)
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--replays", type=int, default=5)
+    parser.add_argument("--quant", choices=("none", "awq"), default="none")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--body", choices=("rule", "gemms", "kernels"), default="rule",
                         help="the layer body: forward.norms_in_gemms's choice, or forced (the norms inside the "
@@ -118,8 +121,8 @@ def main() -> None:
         forward.norms_in_gemms = lambda model: args.body == "gemms"
     everything = []
     for model in args.models.split(","):
-        rows, s = profile_model(model, args.width, args.context, args.replays)
-        print(f"\n{model}, width {s['width']}, context {s['context']}, SWIFTSPEC_PDL={s['pdl']}, "
+        rows, s = profile_model(model, args.width, args.context, args.replays, args.quant)
+        print(f"\n{model} (quant {args.quant}), width {s['width']}, context {s['context']}, SWIFTSPEC_PDL={s['pdl']}, "
               f"layer body: {args.body}, "
               f"replay {s['replay_us']:.1f} us (CUDA events, median), "
               f"floor {s['floor_us']:.1f} us ({s['replay_us'] / s['floor_us']:.2f}x); {s['kernels']} kernel events"
@@ -129,7 +132,7 @@ def main() -> None:
             print("\n| place | calls | median us | us a forward | kernels |\n|---|---|---|---|---|")
             for r in rows:
                 print(f"| {r['place']} | {r['calls']} | {r['median_us']:.2f} | {r['forward_us']:.1f} | {r['kernels']} |")
-        everything += [r | {k: s[k] for k in ("width", "context", "pdl", "replay_us")} for r in rows]
+        everything += [r | {k: s[k] for k in ("quant", "width", "context", "pdl", "replay_us")} for r in rows]
     if args.csv and everything:
         import pandas as pd
 

@@ -93,11 +93,14 @@ def measure_local(case: Case) -> float:
 
 # ---- a whole forward ----
 
-def build_shard(model: str, tp: int, max_seq_len: int, group=None):
+def build_shard(model: str, tp: int, max_seq_len: int, group=None, quant: str = "none"):
     """One rank's engine of `model` at TP tp with random bf16 weights, made at its shard's shape
-    directly (a 70B model's full state would not fit one GPU to be sharded)."""
+    directly (a 70B model's full state would not fit one GPU to be sharded). quant="awq" (one GPU):
+    the layer projections round-to-nearest quantized, drawn a layer at a time (random_awq)."""
     from swiftspec_core.models.weights import build_engine, random_state
 
+    if quant == "awq":
+        return _awq_engine(model, tp, max_seq_len)
     local = shard_args(model, tp)
     need = local.weight_bytes(BF16)
     have = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
@@ -110,6 +113,22 @@ def build_shard(model: str, tp: int, max_seq_len: int, group=None):
         engine.vocab_start = group.rank * local.vocab_size
         engine.full_vocab = shard_args(model, 1).vocab_size
     return engine
+
+
+def _awq_engine(model: str, tp: int, max_seq_len: int):
+    """One GPU's random-weight AWQ engine of `model` (as `run --weights random --quant awq` builds it)."""
+    from swiftspec_core.models.awq import quantized_args
+    from swiftspec_core.models.random_awq import RandomAWQ, random_awq_engine
+    from swiftspec_core.models.presets import PRESETS
+
+    if tp != 1:
+        raise Skipped("AWQ engines are built here for one GPU only")
+    need = quantized_args(shard_args(model, 1)).weight_bytes(BF16)
+    have = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    if need > 0.9 * have:
+        raise Skipped(f"{model} in AWQ: {need / 1e9:.0f} GB of weights do not fit {have / 1e9:.0f} GB")
+    recipe = RandomAWQ(PRESETS[model].hf_config(), SEED, torch.bfloat16, torch.device("cuda"))
+    return random_awq_engine(recipe, dtype=torch.bfloat16, device="cuda", max_seq_len=max_seq_len)
 
 
 def use_kernels(engine, impl: str) -> None:
