@@ -58,6 +58,14 @@
 // kernel's last blocks. Same arithmetic in the same order (bitwise version 4). What the A/Bs ruled
 // out: x loaded two or three chunks ahead (no gain), x rows in the ring (fewer warps an SM).
 
+// awq_swiglu_* (version 5's kernel with a SwiGLU epilogue, for the MLP's gate_up = [gate | up],
+// N = 2F, F a multiple of 64): a block holds two halves of S warps, the first on a gate tile, the
+// second on the up tile F / 64 tiles further (the same F columns of up), each half running exactly
+// what awq_gemm's block of S warps runs on its tile (the same groups, order and combine: plan()
+// decides (S, C) from (2F, K, G) for both); the epilogue rounds each column's sum to bf16, as
+// awq_gemm writes it, and writes silu_times of the two (common.cuh): bitwise swiglu(awq_gemm(x, w)),
+// one launch and no [M, 2F] intermediate.
+
 // Layout of the work:
 //   cluster = C blocks (C = 1: one block) on one tile of 64 output columns;
 //   block = S warps; the cluster's C S warps split K by groups: warp w of block (rank) r is split
@@ -140,18 +148,23 @@ __device__ __forceinline__ float scale_of(unsigned word, unsigned half_shift) {
   return __half2float(__ushort_as_half((unsigned short)(word >> half_shift)));
 }
 
-// Element e of a block's [32 accumulators][32 lanes] sums (see the combine) plus the bias, rounded
-// once into out where its row and column exist. e = (8 j + 4 b + r) 32 + lane: tile j, x rows
-// 8b .. 8b + 7, d fragment register r (A row g (r < 2) or g + 8, B column 2t + r % 2).
-__device__ __forceinline__ void store_output(float v, int e, int col_block, const bf16* __restrict__ bias,
-                                             bf16* __restrict__ out, int M, int N) {
+// Element e of a block's [32 accumulators][32 lanes] sums (see the combine), rounded once into out
+// where its row and column exist. e = (8 j + 4 b + r) 32 + lane: tile j, x rows 8b .. 8b + 7, d
+// fragment register r (A row g (r < 2) or g + 8, B column 2t + r % 2). v: the element's sum (plus
+// the bias); kSwiglu: its gate column's sum and its up column's, out [M, N / 2].
+template <bool kSwiglu>
+__device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], int e, int col_block,
+                                             const bf16* __restrict__ bias, bf16* __restrict__ out, int M, int N) {
   const int l = e & 31, j = e >> 8, b = (e >> 7) & 1, r = (e >> 5) & 3;
   const int g = l >> 2;
   const int col = col_block * 64 + 32 * (r >> 1) + 8 * (g >> 1) + 2 * j + (g & 1);
   const int row = b * 8 + (l & 3) * 2 + (r & 1);
-  if (row < M && col < N) {
-    if (bias != nullptr) v += __bfloat162float(bias[col]);
-    out[(size_t)row * N + col] = __float2bfloat16(v);  // round to nearest even, as torch does
+  const int cols = kSwiglu ? N / 2 : N;
+  if (row >= M || col >= cols) return;
+  if (kSwiglu) {  // each factor rounded as awq_gemm writes it (round to nearest even, as torch)
+    out[(size_t)row * cols + col] = silu_times(__float2bfloat16(v[0]), __float2bfloat16(v[1]));
+  } else {
+    out[(size_t)row * cols + col] = __float2bfloat16(bias != nullptr ? v[0] + __bfloat162float(bias[col]) : v[0]);
   }
 }
 
@@ -166,8 +179,9 @@ __device__ __forceinline__ void mma_16816_zero(float (&d)[4], unsigned a0, unsig
 }
 
 // One block of a cluster of kCluster; kTwo: x rows 8..15 exist (M > 8); kChunks = G / 32 chunks a
-// group (1, 2 or 4: the group loop's chunks unrolled, so where each copy goes is known at compile time).
-template <int kCluster, bool kTwo, int kChunks>
+// group (1, 2 or 4: the group loop's chunks unrolled, so where each copy goes is known at compile
+// time); kSwiglu: two halves of warps, on a gate tile and its up tile (awq_swiglu_*, above).
+template <int kCluster, bool kTwo, int kChunks, bool kSwiglu>
 __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const int* __restrict__ qweight,
                                                const int* __restrict__ qzeros, const __half* __restrict__ scales,
                                                const bf16* __restrict__ bias, bf16* __restrict__ out,
@@ -176,10 +190,13 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // floats] accumulators; after the loop, a cluster's [32][32] block sums in the first rings.
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int splits = blockDim.x >> 5;
+  const int warps = blockDim.x >> 5;
+  const int splits = kSwiglu ? warps / 2 : warps;  // warps on one tile: S
+  const int half = kSwiglu && warp >= splits ? 1 : 0;  // kSwiglu: 0 on the gate tile, 1 on the up tile
   const int rank = blockIdx.x % kCluster;  // the block's place in its cluster (the same tile)
-  const int col_block = blockIdx.x / kCluster;
-  const int split = rank * splits + warp, all_splits = kCluster * splits;
+  const int col_block = blockIdx.x / kCluster;  // out's tile
+  const int tile = col_block + half * (N / 128);  // the weight tile this warp reads (up: F / 64 further)
+  const int split = rank * splits + warp - half * splits, all_splits = kCluster * splits;
   const int groups = K / (32 * kChunks);  // K % G == 0 (checked in awq_gemm.py)
   unsigned char* ring = smem + warp * AWQ_RING_BYTES;
   const unsigned ring_s = shared_address(ring);
@@ -205,7 +222,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // Codes: a tile's chunk q at byte 1024 q; copy_group is the first chunk of the group that holds
   // the next chunk to copy (this lane's piece of it), advanced by group_stride past each group.
   const size_t group_stride = (size_t)all_splits * kChunks * 1024;
-  const unsigned char* copy_group = reinterpret_cast<const unsigned char*>(qweight) + (size_t)col_block * K * 32 +
+  const unsigned char* copy_group = reinterpret_cast<const unsigned char*>(qweight) + (size_t)tile * K * 32 +
                                     (size_t)split * kChunks * 1024 + c.copy_src;
   // A group's meta: lanes 0..7 copy its 128 bytes of scales, lanes 8 and 9 its 32 bytes of zeros (the
   // tile's groups are consecutive in both tensors); lane 10 on copies nothing.
@@ -214,7 +231,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   const unsigned char* meta_next =
       (lane < 8 ? reinterpret_cast<const unsigned char*>(scales) + 16 * lane
                 : reinterpret_cast<const unsigned char*>(qzeros) + 16 * (lane - 8)) +
-      ((size_t)col_block * groups + split) * meta_group_bytes;
+      ((size_t)tile * groups + split) * meta_group_bytes;
   // Copy chunk p of its group (p known at compile time where the chunk loop is unrolled) into
   // `stage`, and with a group's first chunk the group's meta into slot `ordinal` (the group's place
   // among this warp's, mod STAGES); past a group's last chunk, on to the next group.
@@ -238,7 +255,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // of 4 floats]: piece 2 j + b holds d fragment registers r = 0..3 of tile j, x rows 8b .. 8b + 7,
   // and sits at piece (2 j + b) ^ (lane % 8) (16-byte accesses without bank conflicts). Updated
   // once a group, they hold no registers through the chunk loop.
-  float4* acc = reinterpret_cast<float4*>(smem + splits * AWQ_RING_BYTES) + (warp * 32 + lane) * 8;
+  float4* acc = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES) + (warp * 32 + lane) * 8;
 #pragma unroll
   for (int v = 0; v < 8; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
 
@@ -351,57 +368,70 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   __syncthreads();
 
   // Warp w's accumulator (j, b, r) of lane l: float r of piece (2 j + b) ^ (l & 7) of [w][l].
-  const float* partial = reinterpret_cast<const float*>(smem + splits * AWQ_RING_BYTES);
+  const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);
   auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
     const int l = e & 31, piece = (e >> 7) ^ (l & 7), r = (e >> 5) & 3;
     return partial[((w * 32 + l) * 8 + piece) * 4 + r];
   };
 
-  // One thread per output element of the block: warps 0..S-1 added in order, then (kCluster > 1)
-  // the cluster's blocks' sums in rank order, then the bias, then one rounding. Rows 8..15 only
-  // where kTwo (elements e >= 0 with b = 1 are never stored otherwise).
-  float* block_sum = reinterpret_cast<float*>(smem);  // [1024], in the rings (kCluster > 1)
+  // One thread per output element of the block: a tile's warps 0..S-1 added in order, then
+  // (kCluster > 1) the cluster's blocks' sums in rank order, then the bias, then one rounding (of
+  // the gate and up sums each, kSwiglu). Rows 8..15 only where kTwo (elements e >= 0 with b = 1
+  // are never stored otherwise).
+  constexpr int kHalves = kSwiglu ? 2 : 1;
+  float* block_sum = reinterpret_cast<float*>(smem);  // [kHalves][1024], in the rings (kCluster > 1)
   for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
     if (!kTwo && ((e >> 7) & 1)) continue;
-    float v = accumulator(0, e);
-    for (int s = 1; s < splits; ++s) v += accumulator(s, e);
-    if (kCluster == 1) store_output(v, e, col_block, bias, out, M, N);
-    else block_sum[e] = v;
+    float v[kHalves];
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      v[h] = accumulator(h * splits, e);
+      for (int s = 1; s < splits; ++s) v[h] += accumulator(h * splits + s, e);
+      if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
+    }
+    if (kCluster == 1) store_output<kSwiglu>(v, e, col_block, bias, out, M, N);
   }
   if (kCluster > 1) {
     cluster_barrier();  // every block's sums written and visible to the cluster
     const unsigned sum_s = shared_address(block_sum);
     for (int e = threadIdx.x + rank * blockDim.x; e < 32 * 32; e += kCluster * blockDim.x) {
       if (!kTwo && ((e >> 7) & 1)) continue;
-      float v = cluster_load(sum_s + 4 * e, 0);
-      for (int q = 1; q < kCluster; ++q) v += cluster_load(sum_s + 4 * e, q);
-      store_output(v, e, col_block, bias, out, M, N);
+      float v[kHalves];
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h) {
+        v[h] = cluster_load(sum_s + 4 * (h * 1024 + e), 0);
+        for (int q = 1; q < kCluster; ++q) v[h] += cluster_load(sum_s + 4 * (h * 1024 + e), q);
+      }
+      store_output<kSwiglu>(v, e, col_block, bias, out, M, N);
     }
     cluster_barrier();  // no block leaves (its shared memory) while another still reads it
   }
 }
 
-// awq_gemm_r{8,16}_g{G}_c{C}: M <= 8 or M > 8, group size G, clusters of C blocks (C > 1:
+// awq_{gemm,swiglu}_r{8,16}_g{G}_c{C}: M <= 8 or M > 8, group size G, clusters of C blocks (C > 1:
 // __cluster_dims__, so a plain launch of a grid of whole clusters). AWQ_THREADS bounds a block (S <=
-// 24 warps: awq_gemm.py's SPLITS) and so a lane's registers: 65536 / 768 -> 80, which lets 24 warps
-// share an SM (awq_gemm.py's WARPS_PER_SM). ptxas 13.0, sm_90: r8 66-72 registers, r16 74-80, no
-// spills.
+// 24 warps: awq_gemm.py's SPLITS; 2 S for swiglu) and so a lane's registers: 65536 / 768 -> 80, which
+// lets 24 warps share an SM (awq_gemm.py's WARPS_PER_SM). ptxas 13.0, sm_90: r8 66-72 registers,
+// r16 74-80, no spills. (N: the weight's rows, 2F for swiglu.)
 #define AWQ_THREADS 768
-#define AWQ_GEMM_KERNEL(ROWS, TWO, G, C, ATTRIBUTES)                                                      \
-  extern "C" __global__ void __launch_bounds__(AWQ_THREADS) ATTRIBUTES awq_gemm_r##ROWS##_g##G##_c##C(      \
+#define AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, C, ATTRIBUTES)                                        \
+  extern "C" __global__ void __launch_bounds__(AWQ_THREADS) ATTRIBUTES NAME##_r##ROWS##_g##G##_c##C(       \
       const bf16* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
       const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* __restrict__ out, int M,   \
       int N, int K) {                                                                                    \
-    awq_gemm_block<C, TWO, G / 32>(x, qweight, qzeros, scales, bias, out, M, N, K);                      \
+    awq_gemm_block<C, TWO, G / 32, SWIGLU>(x, qweight, qzeros, scales, bias, out, M, N, K);              \
   }
-#define AWQ_GEMM_CLUSTERS(ROWS, TWO, G)                                 \
-  AWQ_GEMM_KERNEL(ROWS, TWO, G, 1, )                                    \
-  AWQ_GEMM_KERNEL(ROWS, TWO, G, 2, __cluster_dims__(2, 1, 1))           \
-  AWQ_GEMM_KERNEL(ROWS, TWO, G, 4, __cluster_dims__(4, 1, 1))           \
-  AWQ_GEMM_KERNEL(ROWS, TWO, G, 8, __cluster_dims__(8, 1, 1))
-AWQ_GEMM_CLUSTERS(8, false, 32)
-AWQ_GEMM_CLUSTERS(8, false, 64)
-AWQ_GEMM_CLUSTERS(8, false, 128)
-AWQ_GEMM_CLUSTERS(16, true, 32)
-AWQ_GEMM_CLUSTERS(16, true, 64)
-AWQ_GEMM_CLUSTERS(16, true, 128)
+#define AWQ_GEMM_CLUSTERS(NAME, SWIGLU, ROWS, TWO, G)                                 \
+  AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 1, )                                    \
+  AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 2, __cluster_dims__(2, 1, 1))           \
+  AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 4, __cluster_dims__(4, 1, 1))           \
+  AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 8, __cluster_dims__(8, 1, 1))
+#define AWQ_GEMM_ROWS(NAME, SWIGLU, G)              \
+  AWQ_GEMM_CLUSTERS(NAME, SWIGLU, 8, false, G)      \
+  AWQ_GEMM_CLUSTERS(NAME, SWIGLU, 16, true, G)
+AWQ_GEMM_ROWS(awq_gemm, false, 32)
+AWQ_GEMM_ROWS(awq_gemm, false, 64)
+AWQ_GEMM_ROWS(awq_gemm, false, 128)
+AWQ_GEMM_ROWS(awq_swiglu, true, 32)
+AWQ_GEMM_ROWS(awq_swiglu, true, 64)
+AWQ_GEMM_ROWS(awq_swiglu, true, 128)

@@ -13,12 +13,6 @@
 //     two bf16 values: silu in fp32 (x / (1 + expf(-x)), no fast math), times up, rounded once.
 #include "gemm_tile.cuh"
 
-// norm.cu's swiglu on one element: its expression, operand for operand.
-__device__ __forceinline__ bf16 silu_times(bf16 gate, bf16 up) {
-  const float g = __bfloat162float(gate), u = __bfloat162float(up);
-  return __float2bfloat16_rn(g / (1.f + expf(-g)) * u);
-}
-
 template <int NT, int U, bool NORM>
 __device__ __forceinline__ void gemm_swiglu_tile(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                  const bf16* __restrict__ norm_w, bf16* __restrict__ out,

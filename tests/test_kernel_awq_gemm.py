@@ -17,7 +17,8 @@ import torch
 from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_args
 from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, BLOCKS_PER_SM, CLUSTERS, GROUPS, META_BYTES, SHARED_PER_SM,
                                              SPLITS, STAGE_BYTES, STAGES, WARPS_PER_SM, awq_gemm, awq_gemm_reference,
-                                             WARP_SHARED_BYTES, kernel_name, launch_shape, plan)
+                                             WARP_SHARED_BYTES, awq_swiglu, fuses_swiglu, kernel_name, launch_shape,
+                                             plan)
 from kernel_checks import assert_rows_bitwise_invariant, replay_on
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
@@ -151,10 +152,12 @@ def test_bad_operands_raise(case, pattern):
 
 def test_constants_match_the_kernel():
     source = (CUDA_DIR / "awq_gemm.cu").read_text()
-    built = re.findall(r"^AWQ_GEMM_CLUSTERS\((\d+), (\w+), (\d+)\)$", source, re.MULTILINE)
-    assert sorted(built) == sorted((rows, two, str(g)) for rows, two in (("8", "false"), ("16", "true"))
+    built = re.findall(r"^AWQ_GEMM_ROWS\((\w+), (\w+), (\d+)\)$", source, re.MULTILINE)
+    assert sorted(built) == sorted((op, swiglu, str(g)) for op, swiglu in (("awq_gemm", "false"), ("awq_swiglu", "true"))
                                    for g in GROUPS)
-    clusters = re.findall(r"^  AWQ_GEMM_KERNEL\(ROWS, TWO, G, (\d+), (.*)\)", source, re.MULTILINE)
+    rows = re.findall(r"^  AWQ_GEMM_CLUSTERS\(NAME, SWIGLU, (\d+), (\w+), G\)", source, re.MULTILINE)
+    assert rows == [("8", "false"), ("16", "true")]
+    clusters = re.findall(r"^  AWQ_GEMM_KERNEL\(NAME, SWIGLU, ROWS, TWO, G, (\d+), (.*)\)", source, re.MULTILINE)
     assert [int(c) for c, _ in clusters] == list(CLUSTERS)
     for c, attributes in clusters:
         assert attributes.rstrip(" \\") == ("" if c == "1" else f"__cluster_dims__({c}, 1, 1)")
@@ -167,6 +170,7 @@ def test_constants_match_the_kernel():
     # 80 registers a lane at most (65536 / AWQ_THREADS, in multiples of 8) is what WARPS_PER_SM counts on.
     assert (65536 // (32 * max(SPLITS))) // 8 * 8 * 32 * WARPS_PER_SM <= 65536
     assert kernel_name(8, 128, 1) == "awq_gemm_r8_g128_c1" and kernel_name(9, 32, 8) == "awq_gemm_r16_g32_c8"
+    assert kernel_name(16, 64, 2, "awq_swiglu") == "awq_swiglu_r16_g64_c2"
 
 
 @pytest.mark.parametrize("splits", SPLITS)
@@ -203,6 +207,18 @@ def test_plan_fits_the_kernel(n, k, group):
     fits = per_sm <= BLOCKS_PER_SM and per_sm * splits <= WARPS_PER_SM \
         and per_sm * (splits * WARP_SHARED_BYTES + 1024) <= SHARED_PER_SM
     assert fits or (splits, cluster) == (1, 1)
+
+
+def test_swiglu_fuses_the_targets_gate_up():
+    # The AWQ targets' gate_up (70B and 8B, TP 1 and 2) take the one-kernel path: F a multiple of 64
+    # and 2 S warps a block. Not so an F off the tiles (72), nor a plan of more than 12 warps a tile
+    # (3.2-3B at TP 2: 24), which run the GEMM and the swiglu kernel.
+    for model in ("3-70b", "3-8b"):
+        for tp in (1, 2):
+            assert fuses_swiglu(*MODEL_LAYERS[f"{model}-tp{tp}-gate_up"], 128, H200_SMS), (model, tp)
+    assert not fuses_swiglu(2 * 72, 256, 64, H200_SMS)
+    n, k = MODEL_LAYERS["3.2-3b-tp2-gate_up"]
+    assert n % 128 == 0 and plan(n, k, 128, H200_SMS)[0] > 12 and not fuses_swiglu(n, k, 128, H200_SMS)
 
 
 SWEEP = Path(__file__).resolve().parents[1] / "paper_figures/results/2026-12-01-h200-session9/c4"
@@ -341,6 +357,62 @@ def test_graph_replay_is_bitwise_eager(name):
         fresh = activations(m, k, "cuda", seed)
         check_bitwise(replay_on(graph, x, out, fresh), awq_gemm(fresh, w, b), f"{name}: graph replay vs eager, seed {seed}")
         check_bitwise(out[5], awq_gemm(fresh[5:6], w, b)[0], f"{name}: graph replay row 5 vs M=1 eager")
+
+
+# --- GPU: gate_up with SwiGLU in the epilogue -----------------------------------------------------
+
+# [2F, K, G]: the 70B (TP 1, 2), 8B, 3.2-3B, 3.2-1B and Qwen2.5-1.5B gate_up; a small one of
+# clusters; F = 72 (not whole tiles: the two-kernel path).
+SWIGLU_LAYERS = {"70b": (57344, 8192, 128), "70b-tp2": (28672, 8192, 128), "8b": (28672, 4096, 128),
+                 "3b": (16384, 3072, 128), "1b": (16384, 2048, 128), "qwen1.5b": (17920, 1536, 128),
+                 "small": (384, 512, 64), "f72": (144, 256, 32)}
+
+
+def swiglu_layer(name: str) -> awq.TiledAWQWeight:
+    n, k, group = SWIGLU_LAYERS[name]
+    return awq.tile(packed_layer(n, k, group, "cuda", seed=n + k))
+
+
+def swiglu_poisoned(x: torch.Tensor, w: awq.TiledAWQWeight) -> torch.Tensor:
+    out = torch.full((x.shape[0], w.n // 2), float("nan"), dtype=torch.bfloat16, device=x.device)
+    assert awq_swiglu(x, w, out=out) is out
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", list(SWIGLU_LAYERS))
+def test_awq_swiglu_is_bitwise_swiglu_of_awq_gemm(name):
+    from swiftspec_core.kernels.norm import swiglu
+
+    w = swiglu_layer(name)
+    n, k = w.shape
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert fuses_swiglu(n, k, w.group, sms) == (name != "f72")
+    for m in (1, 8, 9, 16):
+        x = activations(m, k, "cuda", seed=800 + m)
+        check_bitwise(swiglu_poisoned(x, w), swiglu(awq_gemm(x, w)), f"swiglu {name} [{n}, {k}] M={m} {plan(n, k, w.group, sms)}")
+    if name in ("70b", "small"):
+        assert_rows_bitwise_invariant(f"swiglu {name}", activations(16, k, "cuda", seed=310),
+                                      lambda rows: swiglu_poisoned(rows, w),
+                                      lambda m, seed: activations(m, k, "cuda", seed=seed), check_bitwise)
+
+
+@needs_gpu
+def test_awq_swiglu_every_launch_shape_is_bitwise_the_two_kernels():
+    """Every (S, C) a block of 2 S warps takes, against awq_gemm at the same (S, C), then swiglu."""
+    from swiftspec_core.kernels.norm import swiglu
+
+    w = swiglu_layer("small")
+    n, k = w.shape
+    for splits in SPLITS[:max(SPLITS) // 2]:
+        for cluster in CLUSTERS:
+            for m in (1, 9):
+                x = activations(m, k, "cuda", seed=710 + m)
+                two = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+                launch_shape(x, w, None, two, splits, cluster)
+                one = torch.full((m, n // 2), float("nan"), dtype=torch.bfloat16, device="cuda")
+                launch_shape(x, w, None, one, splits, cluster, op="awq_swiglu")
+                check_bitwise(one, swiglu(two), f"swiglu small M={m} S={splits} C={cluster}")
 
 
 # --- GPU: an AWQ engine on the fused kernels ---------------------------------------------------

@@ -1,6 +1,8 @@
 """Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu, version 5): out = x @ W.T
 + bias, W dequantized inside the kernel from AutoAWQ's tensors in the tiled layout (models/awq.py:
-tile(), which the engine converts its AWQ layers to once, Transformer.use_kernels), bf16 x and out.
+tile(), which the engine converts its AWQ layers to once, Transformer.use_kernels), bf16 x and out;
+and awq_swiglu, the MLP's gate_up with SwiGLU in the same kernel's epilogue, bitwise
+swiglu(awq_gemm(x, w_gate_up)).
 
 As gemm.py: every call runs its rows on the tensor cores in the same instructions (16 rows, the
 second 8 only where M > 8, in the r16 kernels; rows 0..7 alike in both), and the launch shape (warps
@@ -30,6 +32,7 @@ import torch
 from swiftspec_core.kernels.build import launch, ptr
 from swiftspec_core.kernels.gemm import _sm_count, check_common, gemm_reference
 from swiftspec_core.models.awq import TILE_COLUMNS, AWQWeight, TiledAWQWeight, dequantize
+from .norm import swiglu
 
 MAX_ROWS = 16
 COLUMNS_PER_BLOCK = TILE_COLUMNS  # a tile: one warp's four mma tiles
@@ -96,14 +99,16 @@ def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
     return min(shapes, key=lambda shape: shape[1])[0] if shapes else (1, 1)
 
 
-def kernel_name(m: int, group: int, cluster: int) -> str:
-    """The kernel for m rows (r8: M <= 8, r16 above), group size `group`, clusters of `cluster` blocks."""
-    return f"awq_gemm_r{8 if m <= 8 else 16}_g{group}_c{cluster}"
+def kernel_name(m: int, group: int, cluster: int, op: str = "awq_gemm") -> str:
+    """The kernel (op awq_gemm or awq_swiglu) for m rows (r8: M <= 8, r16 above), group size `group`,
+    clusters of `cluster` blocks."""
+    return f"{op}_r{8 if m <= 8 else 16}_g{group}_c{cluster}"
 
 
-def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None) -> None:
+def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None,
+                   out_cols: int | None = None) -> None:
     """ValueError unless the operands are what the kernel reads and writes (layout, shapes and dtypes
-    first, then alignment, then device)."""
+    first, then alignment, then device); out is [M, N], or [M, out_cols]."""
     if not isinstance(w, TiledAWQWeight):
         raise ValueError(f"awq_gemm: the kernel reads the tiled layout (models/awq.py: tile()), not {type(w).__name__}")
     if x.dim() != 2 or any(t.dim() != 3 for t in w[:3]):
@@ -127,7 +132,7 @@ def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None
     tensors = {"x": x, "qweight": w.qweight, "qzeros": w.qzeros, "scales": w.scales}
     dtypes = {"x": torch.bfloat16, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
     check_common("awq_gemm", x, m, n, k, tensors, dtypes, bias, out, aligned=("x", "qweight", "qzeros", "scales"),
-                 margin=64)
+                 margin=64, out_cols=out_cols)
     if k > 2**26 or n > 2**27:  # the kernel's x offsets: 16 rows of x in 32 bits
         raise ValueError(f"awq_gemm: [{n}, {k}] does not fit the kernel's 32-bit offsets")
 
@@ -145,16 +150,40 @@ def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = Non
     return out
 
 
+def fuses_swiglu(n: int, k: int, group: int, sms: int) -> bool:
+    """Whether awq_swiglu runs an [n = 2F, k] gate_up in one kernel: each gate tile's up tile is
+    whole tiles further (F a multiple of 64) and a block holds the plan's S warps twice."""
+    return n % (2 * COLUMNS_PER_BLOCK) == 0 and 2 * plan(n, k, group, sms)[0] <= max(SPLITS)
+
+
+def awq_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = None) -> torch.Tensor:
+    """x: [M, K] bf16 as awq_gemm's; w: the MLP's gate_up [2F, K] (gate rows, then up) tiled; out: [M, F]
+    bf16 or None. -> silu(gate) * up, bitwise norm.swiglu(awq_gemm(x, w)): in one kernel where
+    fuses_swiglu (its S warps on a gate tile and S more on the up tile in one block), else those two."""
+    check_operands(x, w, None, out, out_cols=w.n // 2)
+    sms = _sm_count(x.device.index)
+    if not fuses_swiglu(w.n, x.shape[1], w.group, sms):
+        return swiglu(awq_gemm(x, w), out=out)
+    if out is None:
+        out = torch.empty(x.shape[0], w.n // 2, dtype=x.dtype, device=x.device)
+    splits, cluster = plan(w.n, x.shape[1], w.group, sms)
+    launch_shape(x, w, None, out, splits, cluster, op="awq_swiglu")
+    return out
+
+
 def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
-                 cluster: int) -> None:
-    """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps (awq_gemm
-    takes them from plan(); the GPU tests run every shape)."""
+                 cluster: int, op: str = "awq_gemm") -> None:
+    """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps a tile (awq_gemm
+    takes them from plan(); the GPU tests run every shape). awq_swiglu: a block holds a gate tile's
+    and its up tile's warps, so half the blocks of twice the warps."""
     (m, k), n = x.shape, w.n
+    tiles_a_block = 2 if op == "awq_swiglu" else 1
     with torch.cuda.device(x.device):
-        launch("awq_gemm", kernel_name(m, w.group, cluster), (w.qweight.shape[0] * cluster,), (32 * splits,),
+        launch("awq_gemm", kernel_name(m, w.group, cluster, op), (w.qweight.shape[0] // tiles_a_block * cluster,),
+               (32 * splits * tiles_a_block,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=splits * WARP_SHARED_BYTES,
+               shared_mem=tiles_a_block * splits * WARP_SHARED_BYTES,
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the
                # A/B: 17.5 / 42.2 us without, 18.5 / 51.6 with; NOTES v37, v38).

@@ -15,11 +15,11 @@ import torch
 from ..cache import KVCache
 from ..models.transformer import weight_of
 from .attention import append_kv, tree_attention
-from .awq_gemm import awq_gemm
+from .awq_gemm import awq_gemm, awq_swiglu
 from .gemm import gemm
 from .gemm_epilogue import fused_gemm_allreduce, gemm_swiglu
 from ..staged import POSITION, ROW, TOKEN
-from .norm import add_rmsnorm, rmsnorm, swiglu
+from .norm import add_rmsnorm, rmsnorm
 
 
 # One GPU in bf16 runs each layer's RMSNorms inside the GEMMs after them (gemm's norm=) and its
@@ -115,5 +115,5 @@ def _awq_project(x: torch.Tensor, p, bias: torch.Tensor | None = None) -> torch.
 
 
 def _awq_swiglu(x: torch.Tensor, p) -> torch.Tensor:
-    """gemm_swiglu's signature over an AWQ gate_up: the dequantizing GEMM, then SwiGLU."""
-    return swiglu(_awq_project(x, p))
+    """gemm_swiglu's signature over an AWQ gate_up: the dequantizing GEMM with SwiGLU in its epilogue."""
+    return awq_swiglu(x, weight_of(p))
