@@ -168,6 +168,19 @@ __device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], 
   }
 }
 
+// A warp's accumulators in shared memory, [32 lanes][kPieces float4's] a warp: piece (j, b) holds d
+// fragment registers r = 0..3 of tile j, x rows 8b .. 8b + 7. With rows 8..15 (kTwo) 8 pieces a lane,
+// (j, b) at (2 j + b) ^ (lane % 8); else 4, j at j ^ (lane / 2 % 4): half the shared memory (2 KB a
+// warp), so more of the SM's 256 KB stays L1 for x. Either way a quarter warp's 16-byte accesses
+// fall in 8 different 16-byte bank groups.
+template <bool kTwo>
+struct Accumulators {
+  static constexpr int kPieces = kTwo ? 8 : 4;
+  static __device__ __forceinline__ int piece(int j, int b, int lane) {
+    return kPieces == 8 ? (2 * j + b) ^ (lane & 7) : j ^ ((lane >> 1) & 3);
+  }
+};
+
 // bf16 (1, 1): the A operand of the mma's that sum x alone.
 constexpr unsigned kOnes = 0x3F803F80u;
 
@@ -186,8 +199,9 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
                                                const int* __restrict__ qzeros, const __half* __restrict__ scales,
                                                const bf16* __restrict__ bias, bf16* __restrict__ out,
                                                int M, int N, int K) {
-  // [S] warp rings of [STAGES][1 KB] stages then [STAGES][160 B] meta slots, then [S][32 lanes][32
-  // floats] accumulators; after the loop, a cluster's [32][32] block sums in the first rings.
+  // [warps] rings of [STAGES][1 KB] stages then [STAGES][160 B] meta slots, then [warps][32 lanes]
+  // [16 or 32 floats] accumulators; after the loop, a cluster's [halves][32][32] block sums in the
+  // first rings.
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int warps = blockDim.x >> 5;
@@ -251,13 +265,12 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     return load16_l1(x_bytes + (group * (kChunks * 64) + 64 * p + row));
   };
 
-  // The warp's accumulators live in its slot of the buffer past the rings, [S][32 lanes][8 pieces
-  // of 4 floats]: piece 2 j + b holds d fragment registers r = 0..3 of tile j, x rows 8b .. 8b + 7,
-  // and sits at piece (2 j + b) ^ (lane % 8) (16-byte accesses without bank conflicts). Updated
+  // The warp's accumulators live in its slot of the buffer past the rings (Accumulators). Updated
   // once a group, they hold no registers through the chunk loop.
-  float4* acc = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES) + (warp * 32 + lane) * 8;
+  using Acc = Accumulators<kTwo>;
+  float4* acc = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES) + (warp * 32 + lane) * Acc::kPieces;
 #pragma unroll
-  for (int v = 0; v < 8; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int v = 0; v < Acc::kPieces; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
 
 #pragma unroll
   for (int p = 0; p < AWQ_STAGES - 1; ++p) {  // chunks 0 .. STAGES - 2 into stages 0 .. STAGES - 2
@@ -354,7 +367,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
 #pragma unroll
       for (int b = 0; b < (kTwo ? 2 : 1); ++b) {
-        float4& a = acc[(2 * j + b) ^ (lane & 7)];
+        float4& a = acc[Acc::piece(j, b, lane)];
         float4 v = a;
         v.x = fmaf(s_g, fmaf(-z_g, x_sums[b][0], sums[j][b][0]), v.x);
         v.y = fmaf(s_g, fmaf(-z_g, x_sums[b][1], sums[j][b][1]), v.y);
@@ -367,11 +380,11 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   copies_wait<0>();  // only empty groups are left; the rings become the cluster's block sums
   __syncthreads();
 
-  // Warp w's accumulator (j, b, r) of lane l: float r of piece (2 j + b) ^ (l & 7) of [w][l].
+  // Warp w's accumulator (j, b, r) of lane l: float r of its piece (j, b) of [w][l].
   const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);
   auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
-    const int l = e & 31, piece = (e >> 7) ^ (l & 7), r = (e >> 5) & 3;
-    return partial[((w * 32 + l) * 8 + piece) * 4 + r];
+    const int l = e & 31, r = (e >> 5) & 3;
+    return partial[((w * 32 + l) * Acc::kPieces + Acc::piece(e >> 8, (e >> 7) & 1, l)) * 4 + r];
   };
 
   // One thread per output element of the block: a tile's warps 0..S-1 added in order, then

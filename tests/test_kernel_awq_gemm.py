@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_args
-from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, BLOCKS_PER_SM, CLUSTERS, GROUPS, META_BYTES, SHARED_PER_SM,
-                                             SPLITS, STAGE_BYTES, STAGES, WARPS_PER_SM, awq_gemm, awq_gemm_reference,
-                                             WARP_SHARED_BYTES, awq_swiglu, fuses_swiglu, kernel_name, launch_shape,
-                                             plan)
+from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, ACCUMULATOR_BYTES_R8, BLOCKS_PER_SM, CLUSTERS,
+                                             GROUPS, META_BYTES, SHARED_PER_SM, SPLITS, STAGE_BYTES, STAGES,
+                                             WARPS_PER_SM, WARP_SHARED_BYTES, awq_gemm, awq_gemm_reference, awq_swiglu,
+                                             fuses_swiglu, kernel_name, launch_shape, plan)
 from kernel_checks import assert_rows_bitwise_invariant, replay_on
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
@@ -177,8 +177,12 @@ def test_constants_match_the_kernel():
 def test_shared_memory_fits(splits):
     # The rings then the accumulators; after the loop a cluster's [32][32] block sums fit the rings;
     # within the 227 KB a block may opt in to.
+    # awq_swiglu's block sums are [2][32][32] in the rings of its 2 S warps. The r8 kernels keep
+    # half the accumulators (cuda's Accumulators: 4 pieces a lane, not 8).
     assert WARP_SHARED_BYTES == STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES
     assert ACCUMULATOR_BYTES == 32 * 32 * 4 and splits * STAGES * STAGE_BYTES >= 32 * 32 * 4
+    assert ACCUMULATOR_BYTES_R8 == 32 * 4 * 4 * 4
+    assert "static constexpr int kPieces = kTwo ? 8 : 4;" in (CUDA_DIR / "awq_gemm.cu").read_text()
     assert splits * WARP_SHARED_BYTES <= 227 * 1024
 
 

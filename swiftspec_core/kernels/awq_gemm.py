@@ -40,7 +40,8 @@ GROUPS = (32, 64, 128)  # the group sizes built (awq_gemm_r*_g{G}_c*): a group's
 STAGES = 4  # 1 KB chunks of codes in each warp's shared-memory ring (AWQ_STAGES): 3 KB in flight a warp
 STAGE_BYTES = 1024  # one chunk's codes (AWQ_STAGE_BYTES)
 META_BYTES = 160  # a group's 64 fp16 scales and 8 int32 zeros, a slot a stage (AWQ_META_BYTES)
-ACCUMULATOR_BYTES = 32 * 32 * 4  # a warp's accumulators in shared memory: [32 lanes][32 floats]
+ACCUMULATOR_BYTES = 32 * 32 * 4  # a warp's accumulators in shared memory: [32 lanes][32 floats] (M > 8)
+ACCUMULATOR_BYTES_R8 = 32 * 16 * 4  # [32 lanes][16 floats] at M <= 8 (no rows 8..15: cuda's Accumulators)
 WARP_SHARED_BYTES = STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES  # its ring, then its accumulators
 SPLITS = tuple(range(1, 25))  # warps splitting K in one block: __launch_bounds__(AWQ_THREADS = 768)
 CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_r*_g*_c{C}
@@ -183,7 +184,10 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
                (32 * splits * tiles_a_block,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-               shared_mem=tiles_a_block * splits * WARP_SHARED_BYTES,
+               # plan() counts WARP_SHARED_BYTES at every M (an M-free plan); an r8 kernel asks less,
+               # which leaves the SM more L1 for x.
+               shared_mem=tiles_a_block * splits * (WARP_SHARED_BYTES - (ACCUMULATOR_BYTES - ACCUMULATOR_BYTES_R8
+                                                                         if m <= 8 else 0)),
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the
                # A/B: 17.5 / 42.2 us without, 18.5 / 51.6 with; NOTES v37, v38).
