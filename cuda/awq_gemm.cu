@@ -49,7 +49,7 @@
 // a warp, so each chunk's copy took ~3 us from issue to use): v3 loaded a group's zeros and scales
 // with plain loads after the group's chunks, a DRAM round trip (~1-2 us under load) once a group in
 // which the warp issued no copy, so its ring ran dry every 4 KB. Version 4 copies them (160 bytes)
-// with cp.async beside the group's first chunk, into meta slots in the warp's ring (Ring), and
+// with cp.async beside the group's first chunk, into the warp's ring of AWQ_STAGES meta slots, and
 // reads them from shared memory: the warp never waits on a load it did not start a ring ahead.
 //
 // Why version 5 (NOTES v37, v38): version 4 waited for the kernel before it (PDL) before its first
@@ -89,20 +89,14 @@
 #include "mma.cuh"
 #include "awq_common.cuh"
 
-// A warp's ring: AWQ_STAGES stages of one chunk's codes (1 KB each; awq_gemm.py's STAGES), then
-// Ring<kChunks>::kMetaSlots slots of a group's scales (64 fp16) and zeros (8 int32): slot i %
-// kMetaSlots holds the warp's i-th group's. A group's meta is copied with its first chunk, STAGES - 1
-// chunks ahead, and read after its last chunk is summed: the copies in flight then reach at most
-// into group i + 1 where a group has STAGES chunks (G = 128: 2 slots), else up to group i + STAGES - 1
-// (STAGES slots). Fewer slots, less shared memory: more L1 for x (NOTES v74, v78).
+// A warp's ring: AWQ_STAGES stages of one chunk's codes (1 KB each; awq_gemm.py's STAGES), and as
+// many meta slots of a group's scales (64 fp16) and zeros (8 int32): slot i % AWQ_STAGES holds the
+// warp's i-th group's. (Group i + STAGES's first chunk is copied STAGES - 1 chunks ahead, so after
+// group i's last chunk has been summed, whatever G / 32: its slot is free by then.)
 #define AWQ_STAGES 4  // a power of two: chunk n's stage is n % STAGES
 #define AWQ_STAGE_BYTES 1024
 #define AWQ_META_BYTES 160
-template <int kChunks>
-struct Ring {
-  static constexpr int kMetaSlots = kChunks == AWQ_STAGES ? 2 : AWQ_STAGES;  // a power of two
-  static constexpr unsigned kBytes = AWQ_STAGES * AWQ_STAGE_BYTES + kMetaSlots * AWQ_META_BYTES;
-};
+#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))
 
 // Where chunk row r (k within the chunk) sits in a stage: r = 8t + 2m + e goes to stage row
 // 8m + 2t + e, so that an 8 x 8 ldmatrix of stage rows 8m .. 8m + 7, transposed, gives lane (g, t)
@@ -205,7 +199,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
                                                const int* __restrict__ qzeros, const __half* __restrict__ scales,
                                                const bf16* __restrict__ bias, bf16* __restrict__ out,
                                                int M, int N, int K) {
-  // [warps] rings of [STAGES][1 KB] stages then [kMetaSlots][160 B] meta slots, then [warps][32 lanes]
+  // [warps] rings of [STAGES][1 KB] stages then [STAGES][160 B] meta slots, then [warps][32 lanes]
   // [16 or 32 floats] accumulators; after the loop, a cluster's [halves][32][32] block sums in the
   // first rings.
   extern __shared__ __align__(16) unsigned char smem[];
@@ -218,8 +212,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   const int tile = col_block + half * (N / 128);  // the weight tile this warp reads (up: F / 64 further)
   const int split = rank * splits + warp - half * splits, all_splits = kCluster * splits;
   const int groups = K / (32 * kChunks);  // K % G == 0 (checked in awq_gemm.py)
-  using R = Ring<kChunks>;
-  unsigned char* ring = smem + warp * R::kBytes;
+  unsigned char* ring = smem + warp * AWQ_RING_BYTES;
   const unsigned ring_s = shared_address(ring);
   // Chunk n's stage (at G = 128 known at compile time: n % STAGES = n % (G / 32)).
   auto stage_of = [&](int n) { return ring_s + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_STAGE_BYTES; };
@@ -255,12 +248,12 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       ((size_t)tile * groups + split) * meta_group_bytes;
   // Copy chunk p of its group (p known at compile time where the chunk loop is unrolled) into
   // `stage`, and with a group's first chunk the group's meta into slot `ordinal` (the group's place
-  // among this warp's, mod kMetaSlots); past a group's last chunk, on to the next group.
+  // among this warp's, mod STAGES); past a group's last chunk, on to the next group.
   auto copy_chunk = [&](int p, int ordinal, unsigned stage) {
     copy16(stage + c.copy_dst, copy_group + 1024 * p);
     copy16(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512);
     if (p == 0) {
-      if (lane < 10) copy16(meta_s + (unsigned)(ordinal & (R::kMetaSlots - 1)) * AWQ_META_BYTES + 16 * lane, meta_next);
+      if (lane < 10) copy16(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next);
       meta_next += all_splits * meta_group_bytes;
     }
     if (p == kChunks - 1) copy_group += group_stride;
@@ -275,7 +268,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // The warp's accumulators live in its slot of the buffer past the rings (Accumulators). Updated
   // once a group, they hold no registers through the chunk loop.
   using Acc = Accumulators<kTwo>;
-  float4* acc = reinterpret_cast<float4*>(smem + warps * R::kBytes) + (warp * 32 + lane) * Acc::kPieces;
+  float4* acc = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES) + (warp * 32 + lane) * Acc::kPieces;
 #pragma unroll
   for (int v = 0; v < Acc::kPieces; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
 
@@ -357,7 +350,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     // The group's zeros and scales of this lane's int32 columns g / 2 and 4 + g / 2, from its meta
     // slot (landed with its first chunk). Its value of column c, x row r: sums - (128 + zero) x_sums
     // (one rounding), times the scale, added.
-    const unsigned slot = meta_s + (unsigned)(i & (R::kMetaSlots - 1)) * AWQ_META_BYTES;
+    const unsigned slot = meta_s + (unsigned)(i & (AWQ_STAGES - 1)) * AWQ_META_BYTES;
     // Scales: word j of this lane's 16 bytes (int32 column g / 2; + 64: 4 + g / 2) in tile j, read
     // a word at a time (4 words live, not 8: r16_g32_c1 spilled at 80 registers with 16-byte reads).
     const unsigned scales = slot + 16 * (lane >> 3);
@@ -388,7 +381,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   __syncthreads();
 
   // Warp w's accumulator (j, b, r) of lane l: float r of its piece (j, b) of [w][l].
-  const float* partial = reinterpret_cast<const float*>(smem + warps * R::kBytes);
+  const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);
   auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
     const int l = e & 31, r = (e >> 5) & 3;
     return partial[((w * 32 + l) * Acc::kPieces + Acc::piece(e >> 8, (e >> 7) & 1, l)) * 4 + r];

@@ -18,7 +18,7 @@ from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_arg
 from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, ACCUMULATOR_BYTES_R8, BLOCKS_PER_SM, CLUSTERS,
                                              GROUPS, META_BYTES, SHARED_PER_SM, SPLITS, STAGE_BYTES, STAGES,
                                              WARPS_PER_SM, WARP_SHARED_BYTES, awq_gemm, awq_gemm_reference, awq_swiglu,
-                                             fuses_swiglu, kernel_name, launch_shape, plan, warp_shared_bytes)
+                                             fuses_swiglu, kernel_name, launch_shape, plan)
 from kernel_checks import assert_rows_bitwise_invariant, replay_on
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.build import CUDA_DIR
@@ -164,7 +164,7 @@ def test_constants_match_the_kernel():
     defines = {name: int(v) for name, v in re.findall(r"^#define (AWQ_\w+) (\d+)", source, re.MULTILINE)}
     assert defines == {"AWQ_STAGES": STAGES, "AWQ_STAGE_BYTES": STAGE_BYTES, "AWQ_META_BYTES": META_BYTES,
                        "AWQ_THREADS": 32 * max(SPLITS)}
-    assert "static constexpr unsigned kBytes = AWQ_STAGES * AWQ_STAGE_BYTES + kMetaSlots * AWQ_META_BYTES;" in source
+    assert "#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))" in source
     assert META_BYTES == 64 * 2 + 8 * 4  # a group's fp16 scales and int32 zeros of one tile
     assert STAGES & (STAGES - 1) == 0 and STAGE_BYTES == 32 * 32  # a chunk's 32 rows of 32 bytes, no padding
     # 80 registers a lane at most (65536 / AWQ_THREADS, in multiples of 8) is what WARPS_PER_SM counts on.
@@ -182,12 +182,7 @@ def test_shared_memory_fits(splits):
     assert WARP_SHARED_BYTES == STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES
     assert ACCUMULATOR_BYTES == 32 * 32 * 4 and splits * STAGES * STAGE_BYTES >= 32 * 32 * 4
     assert ACCUMULATOR_BYTES_R8 == 32 * 4 * 4 * 4
-    source = (CUDA_DIR / "awq_gemm.cu").read_text()
-    assert "static constexpr int kPieces = kTwo ? 8 : 4;" in source
-    assert "static constexpr int kMetaSlots = kChunks == AWQ_STAGES ? 2 : AWQ_STAGES;" in source
-    for group in GROUPS:  # a launch asks at most what plan() counts
-        assert warp_shared_bytes(16, group) <= WARP_SHARED_BYTES and warp_shared_bytes(8, group) < WARP_SHARED_BYTES
-    assert warp_shared_bytes(8, 128) == 4 * 1024 + 2 * 160 + 2048 and warp_shared_bytes(9, 64) == WARP_SHARED_BYTES
+    assert "static constexpr int kPieces = kTwo ? 8 : 4;" in (CUDA_DIR / "awq_gemm.cu").read_text()
     assert splits * WARP_SHARED_BYTES <= 227 * 1024
 
 

@@ -42,9 +42,7 @@ STAGE_BYTES = 1024  # one chunk's codes (AWQ_STAGE_BYTES)
 META_BYTES = 160  # a group's 64 fp16 scales and 8 int32 zeros, a slot a stage (AWQ_META_BYTES)
 ACCUMULATOR_BYTES = 32 * 32 * 4  # a warp's accumulators in shared memory: [32 lanes][32 floats] (M > 8)
 ACCUMULATOR_BYTES_R8 = 32 * 16 * 4  # [32 lanes][16 floats] at M <= 8 (no rows 8..15: cuda's Accumulators)
-# The most a warp asks (its ring with STAGES meta slots, then its accumulators): what plan() counts
-# at every M and G, so that a plan never depends on M. A launch asks warp_shared_bytes.
-WARP_SHARED_BYTES = STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES
+WARP_SHARED_BYTES = STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES  # its ring, then its accumulators
 SPLITS = tuple(range(1, 25))  # warps splitting K in one block: __launch_bounds__(AWQ_THREADS = 768)
 CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_r*_g*_c{C}
 WARPS_PER_SM = 24  # at most 80 registers a lane (__launch_bounds__(768)): 24 warps fit the 64 K registers
@@ -59,14 +57,6 @@ SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
 # shape on those 12 layers (3% on average); with 16 and 0 it was up to 1.76x (8B qkv).
 SATURATING_WARPS = 18
 CLUSTER_COST_GROUPS = 2
-
-
-def warp_shared_bytes(m: int, group: int) -> int:
-    """A warp's shared memory in the kernel for m rows and groups of `group` (cuda's Ring and
-    Accumulators): the stages, 2 meta slots where a group is STAGES chunks (else STAGES), then the
-    accumulators (half of them at M <= 8)."""
-    meta_slots = 2 if group == 32 * STAGES else STAGES
-    return STAGES * STAGE_BYTES + meta_slots * META_BYTES + (ACCUMULATOR_BYTES_R8 if m <= 8 else ACCUMULATOR_BYTES)
 
 
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
@@ -194,9 +184,10 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
                (32 * splits * tiles_a_block,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-               # plan() counts WARP_SHARED_BYTES at every M and G (an M-free plan); a launch asks what
-               # its kernel uses, which leaves the SM more L1 for x.
-               shared_mem=tiles_a_block * splits * warp_shared_bytes(m, w.group),
+               # plan() counts WARP_SHARED_BYTES at every M (an M-free plan); an r8 kernel asks less,
+               # which leaves the SM more L1 for x.
+               shared_mem=tiles_a_block * splits * (WARP_SHARED_BYTES - (ACCUMULATOR_BYTES - ACCUMULATOR_BYTES_R8
+                                                                         if m <= 8 else 0)),
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the
                # A/B: 17.5 / 42.2 us without, 18.5 / 51.6 with; NOTES v37, v38).
