@@ -424,8 +424,8 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
 // awq_{gemm,swiglu}_r{8,16}_g{G}_c{C}: M <= 8 or M > 8, group size G, clusters of C blocks (C > 1:
 // __cluster_dims__, so a plain launch of a grid of whole clusters). AWQ_THREADS bounds a block (S <=
 // 24 warps: awq_gemm.py's SPLITS; 2 S for swiglu) and so a lane's registers: 65536 / 768 -> 80, which
-// lets 24 warps share an SM (awq_gemm.py's WARPS_PER_SM). ptxas 13.0, sm_90: r8 66-72 registers,
-// r16 74-80, no spills. (N: the weight's rows, 2F for swiglu.)
+// lets 24 warps share an SM (awq_gemm.py's WARPS_PER_SM). ptxas 13.0, sm_90a: r8 66-74 registers,
+// r16 80, no spills. (N: the weight's rows, 2F for swiglu.)
 #define AWQ_THREADS 768
 #define AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, C, ATTRIBUTES)                                        \
   extern "C" __global__ void __launch_bounds__(AWQ_THREADS) ATTRIBUTES NAME##_r##ROWS##_g##G##_c##C(       \

@@ -3,11 +3,11 @@
     PYTHONPATH=. python3 paper_figures/profile_forward.py --models llama-3.2-1b,llama-3-8b \
         [--width 8] [--context 1000] [--replays 5] [--quant awq] [--csv FILE]
 
-Builds each model at its real shapes on one GPU (random bf16 weights, or with --quant awq the layer
-projections round-to-nearest quantized as `run --weights random --quant awq` builds them; our
-kernel set), captures the
-forward of `width` tree tokens after `context` cached ones as the decoders run it (kernel_bench's
-forward_graph: graphs.make_forward), times the replay with CUDA events (median), then replays it
+Builds each model at its real shapes on one GPU (random bf16 weights; with --quant awq the layer
+projections round-to-nearest quantized, as `run --weights random --quant awq` builds them) on our
+kernel set, captures the forward of `width` tree tokens after `context` cached ones as the decoders
+run it (kernel_bench's forward_graph: graphs.make_forward), times the replay with CUDA events
+(median), then replays it
 under torch.profiler and tables its kernels by their place in a layer (the norms, qkv, append_kv,
 attention, o, gate_up, down; embed, lm_head and the rest outside the layers): calls a forward,
 median us a call, us a forward. The span (first kernel's start to last kernel's end) minus the
