@@ -13,6 +13,9 @@ tree's shape and reuse honest:
 - with grafting, whether a draft step's lookup fires and how many chain nodes it keeps, drawn
   from the recorded grafts (random text never repeats, so the lookup itself would never fire, the
   tree would deepen one level a step and long drawn lengths would be cut at its depth).
+A round's emitted length and its steps' grafts are drawn apart, where in a real run they go
+together: with grafting, the replayed best path cuts ~15% of swiftspec's drawn tokens a round and
+~3% of tree's (NOTES v81; paper_figures/replay_caps.py counts it).
 """
 from __future__ import annotations
 

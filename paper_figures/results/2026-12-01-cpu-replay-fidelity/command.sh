@@ -21,10 +21,11 @@ done
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems tree --out $OUT/lockstep >> $OUT/run.log 2>&1 || exit 2
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --split 1+1 --draft-steps 3 --out $OUT/split \
     >> $OUT/run.log 2>&1 || exit 2
-# Where replay cuts: each round's drawn and emitted lengths (paper_figures/replay_caps.py), 4 prompts a dataset.
-for s in "swiftspec --draft-steps 3" "tree"; do
+# Where replay cuts: each round's drawn and emitted lengths (paper_figures/replay_caps.py), 4 prompts a
+# dataset; the last line without grafting (replayed from the recording without it).
+for s in "swiftspec --draft-steps 3" "tree" "swiftspec --draft-steps 3 --graft off"; do
   set -- $s
-  PYTHONPATH=. python3 paper_figures/replay_caps.py "$1" run "${COMMON[@]}" --limit 4 --systems $s --out $(mktemp -d) \
+  PYTHONPATH=. python3 paper_figures/replay_caps.py "$*" run "${COMMON[@]}" --limit 4 --systems $s --out $(mktemp -d) \
       2>> $OUT/run.log | tail -1
 done > $OUT/caps.md
 { echo "# Replayed (tiny-llama shapes)"; python3 paper_figures/acceptance_report.py $OUT/lockstep | sed -n 1,12p
