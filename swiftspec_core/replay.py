@@ -13,9 +13,10 @@ tree's shape and reuse honest:
 - with grafting, whether a draft step's lookup fires and how many chain nodes it keeps, drawn
   from the recorded grafts (random text never repeats, so the lookup itself would never fire, the
   tree would deepen one level a step and long drawn lengths would be cut at its depth).
-A round's emitted length and its steps' grafts are drawn apart, where in a real run they go
-together: with grafting, the replayed best path cuts ~15% of swiftspec's drawn tokens a round and
-~3% of tree's (NOTES v81; paper_figures/replay_caps.py counts it).
+With grafting, the replayed best path cuts ~15% of swiftspec's drawn tokens a round and ~3% of
+tree's (without grafting ~4%; NOTES v81-v83, paper_figures/replay_caps.py counts it): replayed
+swiftspec-against-tree numbers understate swiftspec. Why is open (drawing a recorded tree's grafts
+with its length, or the draft's confidence a node, did not close it).
 """
 from __future__ import annotations
 
