@@ -35,6 +35,8 @@ def counted_accept(self, parents: list[int]) -> list[int]:
     drawn = self.rng.choice(self.profile.emitted)  # the draw accept() is about to make
     self.rng.setstate(state)
     path = _accept(self, parents)
+    if self.profile.accept_rates:  # accepted node by node: no drawn length to cut
+        drawn = len(path)
     rounds.append((drawn, len(path), best_path_nodes(parents), len(parents)))
     return path
 

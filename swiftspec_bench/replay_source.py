@@ -78,7 +78,27 @@ class ReplaySource:
         flags = tuple(bool(b) for lists in rows["bonus_in_tree"] for b in lists)
         logprobs = [list(v) for v in rows["draft_topk_logprobs"] if v is not None and len(v)]
         mean = tuple(sum(col) / len(col) for col in zip(*logprobs)) if logprobs else ()
-        return ReplayProfile(emitted=emitted, bonus_in_tree=flags, topk_logprobs=mean, **_grafts(rows))
+        return ReplayProfile(emitted=emitted, bonus_in_tree=flags, topk_logprobs=mean, **_grafts(rows),
+                             accept_rates=_accept_rates(rows))
+
+
+def _accept_rates(rows: pd.DataFrame) -> tuple[float, ...]:
+    """ReplayProfile's accept_rates from the rows that recorded each sent tree's best path: at
+    position k, the rounds that accepted node k over the rounds whose best path had it."""
+    if "sent_paths" not in rows:
+        return ()
+    had, took = [], []
+    for paths, lengths in zip(rows["sent_paths"], rows["accepted_lengths"]):
+        if paths is None or not len(paths) or len(paths) != len(lengths):
+            continue
+        for path, emitted in zip(paths, lengths):  # nodes 1 .. path - 1 available, 1 .. emitted - 1 taken
+            for k in range(1, int(path)):
+                while len(had) < k:
+                    had.append(0)
+                    took.append(0)
+                had[k - 1] += 1
+                took[k - 1] += k < emitted
+    return tuple(t / h for t, h in zip(took, had))
 
 
 def _grafts(rows: pd.DataFrame) -> dict:
@@ -104,7 +124,8 @@ def _read(path: Path) -> pd.DataFrame:
         return read_frame(path if path.is_dir() else path.parent)
     if path.suffix == ".csv":
         frame = read_csv(path)
-        for col in ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs", "graft_kept"):  # empty where absent
+        lists = ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs", "graft_kept", "sent_paths")
+        for col in lists:  # empty where absent
             if col in frame:
                 frame[col] = [[] if v is None else v for v in frame[col]]
         return frame

@@ -69,6 +69,9 @@ ROW_SCHEMA = pa.schema([
     # chain up, and per step whose lookup fired, the chain nodes kept (replay profiles draw these)
     ("graft_steps", pa.int64()),
     ("graft_kept", pa.list_(pa.int64())),
+    # Lockstep tree decoders: per sent tree, its best (first-child) path in nodes, root included
+    # (replay's acceptance rates a node; absent in older rows, empty in split ones)
+    ("sent_paths", pa.list_(pa.int64())),
     ("dtype", pa.string()),
     ("seed", pa.int64()),
     ("commit", pa.string()),
@@ -117,6 +120,7 @@ def row_from_result(result, latency_s: float, *, output_text: str, **columns) ->
         "link_wait_s": [float(t) for t in result.link_wait_s],
         "graft_steps": None if result.graft_steps is None else int(result.graft_steps),
         "graft_kept": [int(k) for k in result.graft_kept],
+        "sent_paths": [int(p) for p in result.sent_paths],
         "output_sha": output_sha(result.tokens),
         "output_text": output_text,
         "output_tokens": [int(t) for t in result.tokens],

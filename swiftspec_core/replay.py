@@ -2,9 +2,11 @@
 
 Random weights accept almost nothing, so a `--weights random` run replays what a real-weight run
 of the same system and tree settings measured (README, `--acceptance`): each verification still runs its
-full forward over the real tree, but how many tokens it emits is drawn from the recorded
-per-round distribution, taken along the draft's best path. Two more recorded quantities keep the
-tree's shape and reuse honest:
+full forward over the real tree, and emits along the draft's best path (each node's first child)
+either node by node at the recorded rate for each position of that path (recordings that hold each
+sent tree's best path: a real draft's acceptance runs down its tree, so the tree decides how far
+it can go), or, from older recordings, as many nodes as a length drawn from the recorded
+per-round distribution. Two more recorded quantities keep the tree's shape and reuse honest:
 - the draft's scores use the recorded mean top-w child log-probs (random weights would give a
   flat, bushy tree), ranked as the random draft ranks its own children;
 - whether the bonus token was a node of the draft's tree (then the evolving tree keeps the
@@ -13,10 +15,11 @@ tree's shape and reuse honest:
 - with grafting, whether a draft step's lookup fires and how many chain nodes it keeps, drawn
   from the recorded grafts (random text never repeats, so the lookup itself would never fire, the
   tree would deepen one level a step and long drawn lengths would be cut at its depth).
-With grafting, the replayed best path cuts ~15% of swiftspec's drawn tokens a round and ~3% of
-tree's (without grafting ~4%; NOTES v81-v83, paper_figures/replay_caps.py counts it): replayed
-swiftspec-against-tree numbers understate swiftspec. Why is open (drawing a recorded tree's grafts
-with its length, or the draft's confidence a node, did not close it).
+A drawn length ignores the replayed tree, where the real pair emits ~91-93% of its sent best
+path: with grafting its best path cut ~15% of swiftspec's drawn tokens a round and ~3% of tree's
+(NOTES v81, v84), so replayed swiftspec-against-tree numbers from older recordings understate
+swiftspec. Rates a node (NOTES v85) took the replayed swiftspec from 86% to 90% of the real
+pair's tokens a round on the same queries.
 """
 from __future__ import annotations
 
@@ -31,6 +34,9 @@ class ReplayProfile:
     topk_logprobs: tuple[float, ...] = ()  # mean sorted child log-probs of a draft expansion
     graft_fire: float | None = None  # grafting rows: the share of draft steps that fired (None: none recorded)
     graft_kept: tuple[int, ...] = ()  # ... and per firing, the chain nodes kept (0 included)
+    # Rows that recorded each sent tree's best path: per position k = 1, 2, .. of it, the share of
+    # rounds that accepted node k where the tree had it (the last rate holds for deeper positions).
+    accept_rates: tuple[float, ...] = ()
 
 
 class Replay:
@@ -49,17 +55,19 @@ class Replay:
         self.bonus_hint: bool | None = None
 
     def accept(self, parents: list[int]) -> list[int]:
-        """The accepted node indices (root first) of a sent tree: the first children from the
-        root (the draft's best path: siblings are created best first), as many as drawn."""
-        n_emitted = self.rng.choice(self.profile.emitted)
+        """The accepted node indices (root first) of a sent tree, along the draft's best path:
+        node k of it accepted at the recorded rate for position k where the profile has rates (a
+        real draft's acceptance runs down its tree, so the tree decides how far it can go), else
+        as many nodes as a drawn recorded length."""
+        path, rates = best_path(parents), self.profile.accept_rates
+        if rates:
+            n_emitted = 1
+            while n_emitted < len(path) and self.rng.random() < rates[min(n_emitted, len(rates)) - 1]:
+                n_emitted += 1
+        else:
+            n_emitted = self.rng.choice(self.profile.emitted)
         self.draw_bonus_hint()
-        first_child: dict[int, int] = {}
-        for i in range(1, len(parents)):
-            first_child.setdefault(parents[i], i)
-        path = [0]
-        while len(path) < n_emitted and path[-1] in first_child:
-            path.append(first_child[path[-1]])
-        return path
+        return path[:n_emitted]
 
     def draw_bonus_hint(self) -> bool:
         """Whether the next bonus token was a node of the draft's tree, drawn from the recorded flags."""
@@ -81,3 +89,15 @@ class Replay:
         if self.graft_rng.random() >= p.graft_fire:
             return None
         return self.graft_rng.choice(p.graft_kept)
+
+
+def best_path(parents: list[int]) -> list[int]:
+    """A sent tree's best path (node indices, root first): each node's first child, the draft's
+    best (siblings are created best first)."""
+    first_child: dict[int, int] = {}
+    for i in range(1, len(parents)):
+        first_child.setdefault(parents[i], i)
+    path = [0]
+    while path[-1] in first_child:
+        path.append(first_child[path[-1]])
+    return path

@@ -11,7 +11,7 @@ from swiftspec_bench.replay_source import ReplaySource
 from swiftspec_bench.results import COLUMNS, ResultsTable, read_rows, row_from_result
 from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.decoders.drafter import Drafter
-from swiftspec_core.replay import Replay, ReplayProfile
+from swiftspec_core.replay import Replay, ReplayProfile, best_path
 from test_graft import check_tree
 
 MAX_NEW = 40
@@ -134,3 +134,40 @@ def test_split_replays_the_grafts_as_lockstep_does():
         assert got.tokens[:-1] == ref.tokens[:-1]
     finally:
         pool.close()
+
+
+# --- acceptance a node along the best path, at recorded rates -----------------------------------------
+
+@pytest.mark.parametrize("system,settings", [("tree", SpecSettings(**GRAFT)),
+                                             ("swiftspec", SpecSettings(draft_steps=2, **GRAFT))])
+def test_rows_record_each_sent_best_path_and_a_profile_takes_rates_from_them(pair, tmp_path, system, settings):
+    """A lockstep row records every sent tree's best path; a real verification never emits past it
+    (the confident pair here accepts along it). The profile's rate at position k is the rounds
+    that accepted node k over those whose path had it."""
+    target, draft = pair
+    got = DECODERS[system](target, draft, REPEATS, max_new_tokens=MAX_NEW, eos_ids=set(), settings=settings)
+    assert len(got.sent_paths) == got.rounds and all(e <= p for e, p in zip(got.accepted, got.sent_paths))
+    table = ResultsTable(tmp_path)
+    table.append(dict.fromkeys(COLUMNS) | row(got, f"{system}:d2:graft" if system == "swiftspec" else "tree:graft"))
+    profile = ReplaySource(tmp_path, tree_bs=8, tree_w=8, chain_k=7, graft="ngram").profile(system, "gsm8k", 2)
+    k = 1
+    had = sum(p > k for p in got.sent_paths)
+    took = sum(p > k and e > k for p, e in zip(got.sent_paths, got.accepted))
+    assert profile.accept_rates[0] == pytest.approx(took / had)
+    assert ReplaySource(tmp_path / "results.csv", tree_bs=8, tree_w=8, chain_k=7, graft="ngram").profile(
+        system, "gsm8k", 2) == profile
+
+
+def test_replay_at_rates_accepts_node_by_node_along_the_best_path():
+    parents = [-1, 0, 1, 2, 0, 3]  # best path 0, 1, 2, 3, 5
+    assert best_path(parents) == [0, 1, 2, 3, 5]
+    sure = Replay(ReplayProfile(emitted=(1,), accept_rates=(1.0,)), seed=0)
+    assert all(sure.accept(parents) == [0, 1, 2, 3, 5] for _ in range(5))  # the whole path, whatever was drawn
+    never = Replay(ReplayProfile(emitted=(5,), accept_rates=(0.0,)), seed=0)
+    assert all(never.accept(parents) == [0] for _ in range(5))
+    half = Replay(ReplayProfile(emitted=(1,), accept_rates=(1.0, 0.5)), seed=1)
+    lengths = [len(half.accept(parents)) for _ in range(400)]
+    assert min(lengths) == 2 and max(lengths) == 5  # node 1 always, then each further node half the time
+    assert sum(n == 2 for n in lengths) / 400 == pytest.approx(0.5, abs=0.08)
+    drawn = Replay(ReplayProfile(emitted=(3,)), seed=0)  # no rates: a drawn length, as before
+    assert drawn.accept(parents) == [0, 1, 2]

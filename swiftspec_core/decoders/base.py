@@ -43,6 +43,9 @@ class DecodeResult:
     # a chain up, and per step whose lookup fired, the chain nodes kept (0 included).
     graft_steps: int | None = None
     graft_kept: list[int] = field(default_factory=list)
+    # Tree decoders, lockstep: per sent tree, its best (first-child) path in nodes, root included
+    # (replay accepts along it node by node at the recorded rates).
+    sent_paths: list[int] = field(default_factory=list)
 
     @property
     def rounds(self) -> int:
@@ -129,6 +132,7 @@ def finish(result: DecodeResult, verifier) -> DecodeResult:
 def record_draft(result: DecodeResult, drafter) -> None:
     """What a request's draft side measured, for the row (and a replay profile built from it)."""
     result.draft_topk_logprobs = drafter.mean_topk_logprobs()
+    result.sent_paths = list(drafter.sent_paths)
     if drafter.grafter:
         result.graft_steps, result.graft_kept = drafter.grafter.steps, list(drafter.grafter.kept_lengths)
 

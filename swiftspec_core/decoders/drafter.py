@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..models.transformer import Transformer
-from ..replay import Replay
+from ..replay import Replay, best_path
 from ..graphs import make_forward
 from ..kernels.topk import top_k
 from ..tree import TokenTree
@@ -38,13 +38,14 @@ class Drafter:
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
         self.topk_logprob_sum: list[float] | None = None  # sorted child log-probs, summed
         self.expansions = 0
+        self.sent_paths: list[int] = []  # per sent tree: its best path's nodes, root included
 
     def prefill(self, prompt: list[int], replay: Replay | None = None) -> None:
         """Start a request: cache the prompt but its last token, which roots the tree. It needs
         nothing from the target, so under a split the draft prefills while the target does, and its
         steps can grow the tree (the first token's candidates, then theirs) before the target's
         first token arrives (`first`)."""
-        self.replay, self.topk_logprob_sum, self.expansions = replay, None, 0
+        self.replay, self.topk_logprob_sum, self.expansions, self.sent_paths = replay, None, 0, []
         if len(prompt) > 1:
             self.model.prefill(prompt[:-1], self.cache)
         else:
@@ -128,7 +129,9 @@ class Drafter:
         nodes = self.tree.best_subtree(bs)
         self.sent = set(nodes)
         where = {node: i for i, node in enumerate(nodes)}
-        return [self.tree.token[i] for i in nodes], [where.get(self.tree.parent[i], -1) for i in nodes]
+        parents = [where.get(self.tree.parent[i], -1) for i in nodes]
+        self.sent_paths.append(len(best_path(parents)))
+        return [self.tree.token[i] for i in nodes], parents
 
     def advance(self, emitted: list[int], bonus_hint: bool | None = None,
                 defer_cache: bool = False) -> tuple[list[int], bool]:

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The real Qwen2.5-Coder 1.5B / 0.5B pair, fp32 on this 2-core CPU (latencies are not speed results),
+# recorded with each sent tree's best-path length (sent_paths; NOTES v85), from which a replay takes
+# its acceptance rate a node: 6 datasets x 1 prompt + mt_bench's second turn (7 queries), 64
+# tokens, bs 8, w 8, grafting (the settings of results/2026-11-30-cpu-qwen-pair-graft): swiftspec
+# lockstep at d = 3, then tree.
+set -u
+OUT=${1:-paper_figures/results/2026-12-01-cpu-qwen-pair-graft-paths}
+COMMON=(--target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b --datasets all --limit 1 --max-new-tokens 64
+        --chain-k 7 --tree-w 8 --tree-bs 8 --graft ngram --device cpu --dtype float32
+        --data-dir ${DATA_DIR:-../shared/datasets/eagle} --out $OUT)
+python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --draft-steps 3 >> $OUT/run.log 2>&1 || exit 2
+python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems tree >> $OUT/run.log 2>&1 || exit 2
+# Fidelity (fidelity.md): the recorded rows' own best paths and lengths (5 datasets, sum's prompt is
+# past tiny-llama's context), then each system replayed from these rows at tiny-llama shapes (the
+# same 5 first prompts, 64 tokens) with the rates (this folder as it is) and with drawn lengths (the
+# same rows without sent_paths), counted by paper_figures/tree_shapes.py:
+#   PYTHONPATH=. python3 paper_figures/tree_shapes.py "replayed swiftspec (rates)" run --target tiny-llama \
+#       --draft tiny-llama --weights random --device cpu --dtype float32 --acceptance replay:DIR \
+#       --datasets gsm8k,qa,humaneval,mt_bench,alpaca --limit 1 --max-new-tokens 64 --tree-bs 8 --tree-w 8 \
+#       --data-dir .data/eagle --graft ngram --systems swiftspec --draft-steps 3 --out $(mktemp -d)
+# (and --systems tree without --draft-steps; DIR a copy of results.parquet, sent_paths dropped for "drawn").
