@@ -20,16 +20,6 @@ rounds: list[tuple[int, int, int, int]] = []  # (drawn, emitted, best path's nod
 _accept = replay.Replay.accept
 
 
-def best_path_nodes(parents: list[int]) -> int:
-    first_child: dict[int, int] = {}
-    for i in range(1, len(parents)):
-        first_child.setdefault(parents[i], i)
-    node, nodes = 0, 1
-    while node in first_child:
-        node, nodes = first_child[node], nodes + 1
-    return nodes
-
-
 def counted_accept(self, parents: list[int]) -> list[int]:
     state = self.rng.getstate()
     drawn = self.rng.choice(self.profile.emitted)  # the draw accept() is about to make
@@ -37,7 +27,7 @@ def counted_accept(self, parents: list[int]) -> list[int]:
     path = _accept(self, parents)
     if self.profile.accept_rates:  # accepted node by node: no drawn length to cut
         drawn = len(path)
-    rounds.append((drawn, len(path), best_path_nodes(parents), len(parents)))
+    rounds.append((drawn, len(path), len(replay.best_path(parents)), len(parents)))
     return path
 
 

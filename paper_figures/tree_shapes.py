@@ -16,6 +16,7 @@ import sys
 import swiftspec_core.decoders.drafter as drafter
 import swiftspec_core.decoders.verifier as verifier
 from swiftspec_bench.cli import app
+from swiftspec_core.replay import best_path
 
 rounds: list[list] = []  # [first-child path nodes, deepest path nodes, emitted or None]
 _subtree, _verify = drafter.Drafter.subtree, verifier.Verifier.verify
@@ -23,15 +24,10 @@ _subtree, _verify = drafter.Drafter.subtree, verifier.Verifier.verify
 
 def paths(parents: list[int]) -> tuple[int, int]:
     """(first-child path, deepest path) of a tree given by parent indices, in nodes, root included."""
-    first: dict[int, int] = {}
     depth = [0] * len(parents)
     for i in range(1, len(parents)):
-        first.setdefault(parents[i], i)
         depth[i] = depth[parents[i]] + 1
-    node, nodes = 0, 1
-    while node in first:
-        node, nodes = first[node], nodes + 1
-    return nodes, max(depth) + 1
+    return len(best_path(parents)), max(depth) + 1
 
 
 def subtree(self, bs: int):
