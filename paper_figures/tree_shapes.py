@@ -1,13 +1,14 @@
 """The trees a run sends and what their verifications emit, round by round: one `swiftspec-bench
-run` (its arguments after the label) with Drafter.subtree and Verifier.verify wrapped.
+run` (its arguments after the label) with Drafter.subtree, Verifier.verify and Replay.accept wrapped.
 
     PYTHONPATH=. python3 paper_figures/tree_shapes.py LABEL run --target ... [--acceptance replay:DIR] ...
 
-Prints one line: rounds (the warm-up request's included), the sent tree's first-child path (the
-draft's best path, root included) and deepest path in nodes, the emitted length (accepted + bonus,
-which equals the accepted path's nodes, root included), and how often the emitted length passed the
-first-child path (acceptance off the draft's best path). A real run against a replayed one says
-whether replay's trees and lengths look like the real ones (NOTES v84).
+Prints one line: rounds (the warm-up request's included), the sent tree's best (first-child) path
+and deepest path in nodes (root included), the emitted length (accepted + bonus: the accepted
+path's nodes, root included), how often it passed the best path (acceptance off the draft's best
+path); and under a replay of drawn lengths (recordings without sent_paths) the mean drawn length
+and how often the best path cut it. A real run beside a replayed one says whether replay's trees
+and lengths look like the real ones (NOTES v81, v84, v85).
 """
 from __future__ import annotations
 
@@ -15,49 +16,60 @@ import sys
 
 import swiftspec_core.decoders.drafter as drafter
 import swiftspec_core.decoders.verifier as verifier
+import swiftspec_core.replay as replay
 from swiftspec_bench.cli import app
-from swiftspec_core.replay import best_path
 
-rounds: list[list] = []  # [first-child path nodes, deepest path nodes, emitted or None]
-_subtree, _verify = drafter.Drafter.subtree, verifier.Verifier.verify
-
-
-def paths(parents: list[int]) -> tuple[int, int]:
-    """(first-child path, deepest path) of a tree given by parent indices, in nodes, root included."""
-    depth = [0] * len(parents)
-    for i in range(1, len(parents)):
-        depth[i] = depth[parents[i]] + 1
-    return len(best_path(parents)), max(depth) + 1
+rounds: list[dict] = []  # per sent tree: path, deepest, and once verified emitted (and drawn, replayed)
+_subtree, _verify, _accept = drafter.Drafter.subtree, verifier.Verifier.verify, replay.Replay.accept
 
 
 def subtree(self, bs: int):
     tokens, parents = _subtree(self, bs)
-    rounds.append([*paths(parents), None])
+    depth = [0] * len(parents)
+    for i in range(1, len(parents)):
+        depth[i] = depth[parents[i]] + 1
+    rounds.append(dict(path=len(replay.best_path(parents)), deepest=max(depth) + 1))
     return tokens, parents
 
 
 def verify(self, tokens: list[int], parents: list[int], defer_cache: bool = False):
     out = _verify(self, tokens, parents, defer_cache)
-    if rounds and rounds[-1][2] is None:
-        rounds[-1][2] = len(out[0])
+    if rounds and "emitted" not in rounds[-1]:
+        rounds[-1]["emitted"] = len(out[0])
     return out
+
+
+def accept(self, parents: list[int]) -> list[int]:
+    if not self.profile.accept_rates:  # a drawn length: the draw accept() is about to make
+        state = self.rng.getstate()
+        drawn = self.rng.choice(self.profile.emitted)
+        self.rng.setstate(state)
+        if rounds and "drawn" not in rounds[-1]:
+            rounds[-1]["drawn"] = drawn
+    return _accept(self, parents)
 
 
 def main() -> None:
     label, args = sys.argv[1], sys.argv[2:]
-    drafter.Drafter.subtree, verifier.Verifier.verify = subtree, verify
+    drafter.Drafter.subtree, verifier.Verifier.verify, replay.Replay.accept = subtree, verify, accept
     try:
         app(args, standalone_mode=False)
     except SystemExit:
         pass
-    done = [r for r in rounds if r[2] is not None]
+    done = [r for r in rounds if "emitted" in r]
     n = len(done)
     if not n:
         print(f"{label}: no rounds")
         return
-    mean = lambda i: sum(r[i] for r in done) / n  # noqa: E731
-    print(f"{label}: {n} rounds, first-child path {mean(0):.2f} nodes, deepest {mean(1):.2f}, emitted {mean(2):.2f}; "
-          f"emitted past the first-child path in {100 * sum(r[2] > r[0] for r in done) / n:.0f}% of rounds")
+    mean = lambda key, rows=done: sum(r[key] for r in rows) / len(rows)  # noqa: E731
+    line = (f"{label}: {n} rounds, best path {mean('path'):.2f} nodes, deepest {mean('deepest'):.2f}, emitted "
+            f"{mean('emitted'):.2f}; emitted past the best path in "
+            f"{100 * sum(r['emitted'] > r['path'] for r in done) / n:.0f}% of rounds")
+    drawn = [r for r in done if "drawn" in r]
+    if drawn:
+        line += (f"; drawn {mean('drawn', drawn):.2f}, cut by the best path in "
+                 f"{100 * sum(r['drawn'] > r['emitted'] for r in drawn) / len(drawn):.0f}% of rounds")
+    print(line)
 
 
 if __name__ == "__main__":

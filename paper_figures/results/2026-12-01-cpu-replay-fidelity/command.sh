@@ -6,7 +6,7 @@
 # length from the recording and takes it along the replayed tree's best path, so a shallower path
 # cuts it), 5 datasets x 10 prompts (sum's prompts exceed tiny-llama's context), 128 tokens:
 # swiftspec lockstep at d = 3, 4, 6, swiftspec --split 1+1 at d = 3 (over gloo), and tree; then
-# replay_caps.py counts, round by round, how often the replayed tree's best path cut the drawn length.
+# tree_shapes.py counts, round by round, how often the replayed tree's best path cut the drawn length.
 set -u
 OUT=${1:-paper_figures/results/2026-12-01-cpu-replay-fidelity}
 SRC=$(mktemp -d)
@@ -21,11 +21,12 @@ done
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems tree --out $OUT/lockstep >> $OUT/run.log 2>&1 || exit 2
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --split 1+1 --draft-steps 3 --out $OUT/split \
     >> $OUT/run.log 2>&1 || exit 2
-# Where replay cuts: each round's drawn and emitted lengths (paper_figures/replay_caps.py), 4 prompts a
-# dataset; the last line without grafting (replayed from the recording without it).
+# Where replay cuts: each round's drawn and emitted lengths and the sent best path
+# (paper_figures/tree_shapes.py), 4 prompts a dataset; the last line without grafting (replayed from
+# the recording without it).
 for s in "swiftspec --draft-steps 3" "tree" "swiftspec --draft-steps 3 --graft off"; do
   set -- $s
-  PYTHONPATH=. python3 paper_figures/replay_caps.py "$*" run "${COMMON[@]}" --limit 4 --systems $s --out $(mktemp -d) \
+  PYTHONPATH=. python3 paper_figures/tree_shapes.py "$*" run "${COMMON[@]}" --limit 4 --systems $s --out $(mktemp -d) \
       2>> $OUT/run.log | tail -1
 done > $OUT/caps.md
 { echo "# Replayed (tiny-llama shapes)"; python3 paper_figures/acceptance_report.py $OUT/lockstep | sed -n 1,12p
