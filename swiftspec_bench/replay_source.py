@@ -89,8 +89,8 @@ def _accept_rates(rows: pd.DataFrame) -> tuple[float, ...]:
         return ()
     had, took = [], []
     for paths, lengths in zip(rows["sent_paths"], rows["accepted_lengths"]):
-        if paths is None or not len(paths) or len(paths) != len(lengths):
-            continue
+        if not hasattr(paths, "__len__") or not len(paths) or len(paths) != len(lengths):
+            continue  # rows without them (older ones: None, or NaN where a union mixed folders)
         for path, emitted in zip(paths, lengths):  # nodes 1 .. path - 1 available, 1 .. emitted - 1 taken
             for k in range(1, int(path)):
                 while len(had) < k:

@@ -158,6 +158,16 @@ def test_rows_record_each_sent_best_path_and_a_profile_takes_rates_from_them(pai
         system, "gsm8k", 2) == profile
 
 
+def test_rates_come_from_the_rows_that_recorded_paths_in_a_mixed_frame():
+    """A union of folders (replay_union.py) holds older rows too: NaN where they lack sent_paths."""
+    import pandas as pd
+    from swiftspec_bench.replay_source import _accept_rates
+
+    rows = pd.DataFrame({"sent_paths": [[3, 2], float("nan"), None],
+                         "accepted_lengths": [[3, 1], [4, 4], [2]]})
+    assert _accept_rates(rows) == (0.5, 1.0)  # node 1: 1 of 2 paths took it; node 2: the one path that had it
+
+
 def test_replay_at_rates_accepts_node_by_node_along_the_best_path():
     parents = [-1, 0, 1, 2, 0, 3]  # best path 0, 1, 2, 3, 5
     assert best_path(parents) == [0, 1, 2, 3, 5]

@@ -11,7 +11,16 @@ COMMON=(--target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b --datasets all --
         --data-dir ${DATA_DIR:-../shared/datasets/eagle} --out $OUT)
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --draft-steps 3 >> $OUT/run.log 2>&1 || exit 2
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems tree >> $OUT/run.log 2>&1 || exit 2
-# Fidelity (fidelity.md): the recorded rows' own best paths and lengths (5 datasets, sum's prompt is
+# Then, as a replay source for the GPU runs (same folder, resumed; the second prompt of each
+# dataset for d = 3 and tree, as the older graft folder has, and d = 4 and 6 on the first prompts):
+if [ "${MORE:-1}" = 1 ]; then
+  python3 -m swiftspec_bench.cli run "${COMMON[@]}" --limit 2 --systems swiftspec --draft-steps 3 >> $OUT/run.log 2>&1 || exit 2
+  python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --draft-steps 4 >> $OUT/run.log 2>&1 || exit 2
+  python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --draft-steps 6 >> $OUT/run.log 2>&1 || exit 2
+  python3 -m swiftspec_bench.cli run "${COMMON[@]}" --limit 2 --systems tree >> $OUT/run.log 2>&1 || exit 2
+fi
+# Fidelity (fidelity.md, computed on the first 7 + 7 rows, before the MORE runs above were added):
+# the recorded rows' own best paths and lengths (5 datasets, sum's prompt is
 # past tiny-llama's context), then each system replayed from these rows at tiny-llama shapes (the
 # same 5 first prompts, 64 tokens) with the rates (this folder as it is) and with drawn lengths (the
 # same rows without sent_paths), counted by paper_figures/tree_shapes.py:
