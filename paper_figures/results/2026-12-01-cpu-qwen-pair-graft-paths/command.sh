@@ -29,3 +29,6 @@ fi
 #       --datasets gsm8k,qa,humaneval,mt_bench,alpaca --limit 1 --max-new-tokens 64 --tree-bs 8 --tree-w 8 \
 #       --data-dir .data/eagle --graft ngram --systems swiftspec --draft-steps 3 --out $(mktemp -d)
 # (and --systems tree without --draft-steps; DIR a copy of results.parquet, sent_paths dropped for "drawn").
+# agreement.md: each system's output tokens (sha) against ar's rows in results/2026-11-30-cpu-qwen-pair-graft
+# (the same prompts and settings; this folder has no ar), its tokens a round and mean best path
+# (an inline pandas script, in the session's commit that added agreement.md).
