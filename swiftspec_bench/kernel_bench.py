@@ -102,10 +102,7 @@ def build_shard(model: str, tp: int, max_seq_len: int, group=None, quant: str = 
     if quant == "awq":
         return _awq_engine(model, tp, max_seq_len)
     local = shard_args(model, tp)
-    need = local.weight_bytes(BF16)
-    have = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
-    if need > 0.9 * have:
-        raise Skipped(f"{model} at tp {tp}: {need / 1e9:.0f} GB of weights per GPU do not fit {have / 1e9:.0f} GB")
+    _skip_unless_fits(f"{model} at tp {tp}", local.weight_bytes(BF16))
     engine = build_engine(local, random_state(local, torch.bfloat16, "cuda", seed=SEED), dtype=torch.bfloat16,
                           device="cuda", max_seq_len=max_seq_len)
     if group is not None and group.size > 1:  # what build_engine sets when it shards a full state
@@ -123,12 +120,16 @@ def _awq_engine(model: str, tp: int, max_seq_len: int):
 
     if tp != 1:
         raise Skipped("AWQ engines are built here for one GPU only")
-    need = quantized_args(shard_args(model, 1)).weight_bytes(BF16)
-    have = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
-    if need > 0.9 * have:
-        raise Skipped(f"{model} in AWQ: {need / 1e9:.0f} GB of weights do not fit {have / 1e9:.0f} GB")
+    _skip_unless_fits(f"{model} in AWQ", quantized_args(shard_args(model, 1)).weight_bytes(BF16))
     recipe = RandomAWQ(PRESETS[model].hf_config(), SEED, torch.bfloat16, torch.device("cuda"))
     return random_awq_engine(recipe, dtype=torch.bfloat16, device="cuda", max_seq_len=max_seq_len)
+
+
+def _skip_unless_fits(what: str, need: int) -> None:
+    """Skipped unless `need` bytes of weights fit 90% of this GPU's memory."""
+    have = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    if need > 0.9 * have:
+        raise Skipped(f"{what}: {need / 1e9:.0f} GB of weights per GPU do not fit {have / 1e9:.0f} GB")
 
 
 def use_kernels(engine, impl: str) -> None:

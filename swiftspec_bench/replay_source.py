@@ -10,6 +10,7 @@ rows, record none).
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -87,18 +88,15 @@ def _accept_rates(rows: pd.DataFrame) -> tuple[float, ...]:
     position k, the rounds that accepted node k over the rounds whose best path had it."""
     if "sent_paths" not in rows:
         return ()
-    had, took = [], []
+    had, took = Counter(), Counter()  # position k -> rounds whose path had node k, rounds that took it
     for paths, lengths in zip(rows["sent_paths"], rows["accepted_lengths"]):
         if not hasattr(paths, "__len__") or not len(paths) or len(paths) != len(lengths):
             continue  # rows without them (older ones: None, or NaN where a union mixed folders)
         for path, emitted in zip(paths, lengths):  # nodes 1 .. path - 1 available, 1 .. emitted - 1 taken
             for k in range(1, int(path)):
-                while len(had) < k:
-                    had.append(0)
-                    took.append(0)
-                had[k - 1] += 1
-                took[k - 1] += k < emitted
-    return tuple(t / h for t, h in zip(took, had))
+                had[k] += 1
+                took[k] += k < emitted
+    return tuple(took[k] / had[k] for k in range(1, len(had) + 1))
 
 
 def _grafts(rows: pd.DataFrame) -> dict:

@@ -59,6 +59,13 @@ SATURATING_WARPS = 18
 CLUSTER_COST_GROUPS = 2
 
 
+def warp_shared_bytes(m: int) -> int:
+    """A warp's shared memory in the kernel for m rows: its ring, then its accumulators (half of them
+    at M <= 8). plan() counts WARP_SHARED_BYTES at every M (an M-free plan); the r8 kernels' 2 KB a
+    warp less ran 6-10% faster (NOTES v74, v79)."""
+    return WARP_SHARED_BYTES - (ACCUMULATOR_BYTES - ACCUMULATOR_BYTES_R8 if m <= 8 else 0)
+
+
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
                        bias: torch.Tensor | None = None) -> torch.Tensor:
     """x [M, K] @ dequantize(w, x.dtype).T (+ bias), fp32 accumulation, rounded once to x's dtype;
@@ -184,10 +191,7 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
                (32 * splits * tiles_a_block,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k)),
-               # plan() counts WARP_SHARED_BYTES at every M (an M-free plan); an r8 kernel asks what it
-               # uses, 2 KB a warp less (6-10% faster: NOTES v74, v79).
-               shared_mem=tiles_a_block * splits * (WARP_SHARED_BYTES - (ACCUMULATOR_BYTES - ACCUMULATOR_BYTES_R8
-                                                                         if m <= 8 else 0)),
+               shared_mem=tiles_a_block * splits * warp_shared_bytes(m),
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the
                # A/B: 17.5 / 42.2 us without, 18.5 / 51.6 with; NOTES v37, v38).
