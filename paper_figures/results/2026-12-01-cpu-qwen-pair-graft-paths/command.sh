@@ -19,6 +19,13 @@ if [ "${MORE:-1}" = 1 ]; then
   python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --draft-steps 6 >> $OUT/run.log 2>&1 || exit 2
   python3 -m swiftspec_bench.cli run "${COMMON[@]}" --limit 2 --systems tree >> $OUT/run.log 2>&1 || exit 2
 fi
+# Fifteenth session: the other draft depths a fused draft may reach (d = 5, 7 for the 70B / 3B
+# pair's d near 6; then 2 and 8), the first prompts, so that no GPU replay at d = 2..8 draws lengths.
+if [ "${MORE2:-1}" = 1 ]; then
+  for d in 5 7 2 8; do
+    python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --draft-steps $d >> $OUT/run.log 2>&1 || exit 2
+  done
+fi
 # Fidelity (fidelity.md, computed on the first 7 + 7 rows, before the MORE runs above were added):
 # the recorded rows' own best paths and lengths (5 datasets, sum's prompt is
 # past tiny-llama's context), then each system replayed from these rows at tiny-llama shapes (the
