@@ -36,6 +36,29 @@ fi
 #       --datasets gsm8k,qa,humaneval,mt_bench,alpaca --limit 1 --max-new-tokens 64 --tree-bs 8 --tree-w 8 \
 #       --data-dir .data/eagle --graft ngram --systems swiftspec --draft-steps 3 --out $(mktemp -d)
 # (and --systems tree without --draft-steps; DIR a copy of results.parquet, sent_paths dropped for "drawn").
-# agreement.md: each system's output tokens (sha) against ar's rows in results/2026-11-30-cpu-qwen-pair-graft
-# (the same prompts and settings; this folder has no ar), its tokens a round and mean best path
-# (an inline pandas script, in the session's commit that added agreement.md).
+# agreement.md: each system's tokens against ar's rows in results/2026-11-30-cpu-qwen-pair-graft
+# (the same prompts and settings; this folder has no ar), through compare on a union of the two
+# (its lossless check holds every row against ar's on the same prompt), then its tokens a round
+# (compare's mean accepted) and mean best path: AGREEMENT=1 MORE=0 MORE2=0 bash command.sh, or
+#   U=$(mktemp -d); PYTHONPATH=. python3 paper_figures/replay_union.py $U $OUT paper_figures/results/2026-11-30-cpu-qwen-pair-graft
+#   python3 -m swiftspec_bench.cli compare $U --format markdown | tail -1     # lossless: yes
+#   python3 - $OUT <<'PY' > $OUT/agreement.md   (the table below it)
+if [ "${AGREEMENT:-0}" = 1 ]; then
+  U=$(mktemp -d)
+  PYTHONPATH=. python3 paper_figures/replay_union.py $U $OUT paper_figures/results/2026-11-30-cpu-qwen-pair-graft > /dev/null
+  LOSSLESS=$(python3 -m swiftspec_bench.cli compare $U --format markdown | tail -1)
+  python3 - $OUT "$LOSSLESS" > $OUT/agreement.md <<'PY'
+import sys
+import pandas as pd
+from swiftspec_bench.compare import mean_accepted
+rows = pd.read_parquet(f"{sys.argv[1]}/results.parquet")
+print("# Every system's tokens against ar's (results/2026-11-30-cpu-qwen-pair-graft, the same settings and prompts)\n")
+print(f"compare on the union of the two folders: {sys.argv[2]}\n")
+print("tokens a round: compare's mean accepted (every emitted token over the rows' rounds); best path: the mean")
+print("of sent_paths, the nodes of each sent tree's best path, root included.\n")
+print("| system | queries | tokens a round | best path, nodes |\n|---|---|---|---|")
+for system, g in rows.groupby("system", sort=False):
+    paths = [p for ps in g["sent_paths"] for p in ps]
+    print(f"| {system} | {len(g)} | {mean_accepted(g):.2f} | {sum(paths) / len(paths):.2f} |")
+PY
+fi
