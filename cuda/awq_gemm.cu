@@ -19,44 +19,27 @@
 // (awq_gemm_r8_*, M <= 8, and awq_gemm_r16_*, which adds the mma's of x rows 8..15 on the same
 // weight fragments).
 //
-// Why version 3 (v1/v2 on 70B gate_up at M = 8: ~113 us against a 59.7 us floor; ncu: DRAM 42%,
-// issue slots 44% busy, no eligible warp 46% of cycles, ~11 warps an SM; doubling the bytes in
-// flight changed nothing): the kernel is bound by issuing its own instructions with too few warps to
-// hide their latency. v2's loop took ~190 instructions a KB of codes at M <= 8 and 128 registers (16
-// warps an SM at most). Version 3 at 80 registers (SASS of ptxas 13.0, the group loop of 4 KB:
-// awq_gemm_r8_g128_c1 ~445 instructions, ~111 a KB, 256 of them the nibble extraction, 40 mma;
-// awq_gemm_r16_g128_c1 ~125 a chunk plus ~190 a group, ~172 a KB, v2 218):
-//   - the zero folded in once a group (above): no bf16 subtraction a weight pair (32 a KB).
-//   - ldmatrix.trans instead of 8 32-bit shared loads and 8 prmt's a chunk: a stage holds a chunk's
-//     32 code rows in an order (stage_row) such that the transposed 8 x 8 matrices hand lane (g, t)
-//     16-bit half g of an int32 column at the k pair (8t + 2m, 8t + 2m + 1): 4 output columns x 2
-//     consecutive k, what an mma A register holds once one nibble is extracted. 2 ldmatrix.x4 a
-//     chunk feed its 8 mma's (M <= 8).
-//   - one scale per group, not per chunk: the mma's sum a whole group, and 32 fmaf a group (not 16 a
-//     chunk) fold the zero and the scale in; zeros, scales and their conversions once a group too.
-//   - a warp's unit of work is a group (its G / 32 chunks in a row: 4 KB at G = 128), so the C S
-//     warps of a cluster read consecutive 4 KB pieces of the tile at once.
-//   - registers: the accumulators live in shared memory (read, scaled and written once a group), the
-//     group loop's chunks are unrolled at M <= 8 (stages, copy offsets and x buffers known at compile
-//     time), and at M > 8 x rows are loaded in the chunk they feed: 80 registers, 24 warps an SM
-//     (where v2 had 16) where plan() gives them (70B gate_up: 21, v2: 14).
-//   - a 4-stage ring a warp (3 KB of codes in flight; 24 warps an SM: 72 KB, ~3 us of an SM's share
-//     of the bandwidth).
-// At ~111 instructions a KB, 132 SMs at 1.98 GHz issuing 4 a cycle stream 9.6 TB/s: 80% of 4.14 TB/s
-// needs 35% of the issue slots busy; v2 reached 44% with 11-14 warps an SM (and needed ~60%).
-//
-// Why version 4 (v3 on 70B gate_up at M = 8: 94.6 us, 61% of the copy bandwidth; ~1.1 us a 1 KB chunk
-// a warp, so each chunk's copy took ~3 us from issue to use): v3 loaded a group's zeros and scales
-// with plain loads after the group's chunks, a DRAM round trip (~1-2 us under load) once a group in
-// which the warp issued no copy, so its ring ran dry every 4 KB. Version 4 copies them (160 bytes)
-// with cp.async beside the group's first chunk, into the warp's ring of AWQ_STAGES meta slots, and
-// reads them from shared memory: the warp never waits on a load it did not start a ring ahead.
-//
-// Why version 5 (NOTES v37, v38): version 4 waited for the kernel before it (PDL) before its first
-// copy. The weights are never written by a kernel, so version 5 issues the first STAGES - 1 chunks'
-// copies first and waits only before it reads x: under PDL that DRAM latency overlaps the previous
-// kernel's last blocks. Same arithmetic in the same order (bitwise version 4). What the A/Bs ruled
-// out: x loaded two or three chunks ahead (no gain), x rows in the ring (fewer warps an SM).
+// Design choices and what they were measured against (NOTES v30-v38 and v86-v93 hold the runs):
+//   - the zero folded in once a group (above), not subtracted from every weight pair.
+//   - ldmatrix.trans, not shared loads and prmt's: a stage holds a chunk's 32 code rows in an order
+//     (stage_row) such that the transposed 8 x 8 matrices hand lane (g, t) 16-bit half g of an int32
+//     column at the k pair (8t + 2m, 8t + 2m + 1): 4 output columns x 2 consecutive k, what an mma
+//     A register holds once one nibble is extracted. 2 ldmatrix.x4 a chunk feed its 8 mma's.
+//   - one scale per group: the mma's sum a whole group, and 32 fmaf a group fold zero and scale in.
+//   - a warp's unit of work is a group (G / 32 chunks in a row: 4 KB at G = 128), so the C S warps
+//     of a cluster read consecutive 4 KB pieces of the tile at once.
+//   - registers (80 a lane, 19-24 warps an SM where plan() gives them): the accumulators live in
+//     shared memory (read, scaled and written once a group), the group's chunks are unrolled at M <=
+//     8, and at M > 8 x rows are loaded in the chunk they feed.
+//   - a 4-stage ring a warp (3 KB of codes in flight), and a group's zeros and scales copied into
+//     it beside its first chunk (version 4): the warp never waits on a load it did not start a ring
+//     ahead. The first STAGES - 1 chunks' copies go out before the PDL wait (version 5): weights are
+//     never written by a kernel, so that DRAM latency overlaps the previous kernel's tail.
+// What paces it (session 15, ncu and probes on the 70B shapes): not the memory side (this access
+// pattern streams at the copy bandwidth with the ring alone, paper_figures/read_probe.py), not bytes
+// in flight or warps an SM, but the instruction stream (~121 warp instructions a KB at M <= 8, 453 a
+// 4 KB group: 128 LOP3 and 96 shifts the nibble extraction, 40 HMMA, the fold ~50) and its pipes:
+// the shifts went to the integer pipe where the FMA-heavy one ran out (awq_common.cuh).
 
 // awq_swiglu_* (version 5's kernel with a SwiGLU epilogue, for the MLP's gate_up = [gate | up],
 // N = 2F, F a multiple of 64): a block holds two halves of S warps, the first on a gate tile, the
