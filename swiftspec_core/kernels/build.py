@@ -21,8 +21,8 @@ CUDA_DIR = Path(__file__).resolve().parents[2] / "cuda"
 # No fast math: divisions, square roots and exp round as torch's do. But CuPy appends -ftz=true to
 # every NVRTC compile (cupy/cuda/compiler.py), so fp32 denormals (< 1.2e-38) flush to zero in our
 # kernels where torch keeps them (the AWQ GEMM's SASS shows FFMA.FTZ; NOTES v93): results of normal
-# size are unchanged, every kernel flushes alike (rows stay invariant), references differ only below
-# 1e-38 of a sum.
+# size are unchanged, every kernel flushes alike (rows stay invariant), and a reference can differ
+# only where a value falls below 1.2e-38.
 OPTIONS = ("-std=c++17",)
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.MULTILINE)
 
