@@ -9,8 +9,8 @@ second 8 only where M > 8, in the r16 kernels; rows 0..7 alike in both), and the
 and blocks splitting K by groups) comes from (N, K, G) and the GPU alone, so a row's bits do not
 depend on M, on its index or on the other rows. The kernel reads N * K / 2 bytes of codes where the
 bf16 GEMM reads 2 N K: at these M both are bound by reading the weights, and this one first by
-issuing its dequantization (~120 warp instructions a KB of codes at M <= 8, NOTES v87), so plan() aims at many
-warps on every SM, in one wave.
+issuing its dequantization (~120 warp instructions a KB of codes at M <= 8, NOTES v87), so plan()
+aims at ~20 warps on every SM (32 ran no faster, v89), in one wave.
 
 Numerics (version 3's contract, kept by versions 4 and 5): the kernel sums x * (128 + q) over a whole group (G k) in fp32 on
 the tensor cores, and x alone beside it, and takes the group's value as fmaf(-(128 + zero), sum of
