@@ -289,3 +289,39 @@ def test_a_spinning_receiver_sleeps_past_its_spin_and_still_gets_a_late_message(
     late.join()
     a.close()
     b.close()
+
+
+@pytest.mark.parametrize("link_spin_s", [0.0, 0.001])
+def test_a_receive_can_spin_longer_than_its_link_but_a_blocking_link_never_spins(tmp_path, monkeypatch, link_spin_s):
+    """recv(spin_s=...) (the draft's wait through the target's prefill): a spinning link polls
+    through a 50 ms wait without select(); a link that does not spin (the CPU's) reads blocking,
+    whatever the receive asks, and never polls."""
+    import select
+    import threading
+
+    from swiftspec_core.comm import pipe
+
+    a = pipe.PipeLink(str(tmp_path), 0, [1], 1, link_spin_s)
+    b = pipe.PipeLink(str(tmp_path), 1, [0], 0, link_spin_s)
+    for step in ("create", "open_inbound", "open_outbound"):
+        getattr(a, step)()
+        getattr(b, step)()
+    reads = []
+    real_readv = pipe.os.readv
+
+    def counted_readv(fd, buffers):
+        reads.append(fd)
+        return real_readv(fd, buffers)
+
+    def no_sleep(*args):
+        raise AssertionError("slept in select() within the receive's spin")
+
+    monkeypatch.setattr(pipe.os, "readv", counted_readv)
+    monkeypatch.setattr(select, "select", no_sleep)
+    late = threading.Timer(0.05, lambda: a.send(torch.tensor([7, 8], dtype=torch.int32)))
+    late.start()
+    assert b.recv(torch.zeros(2, dtype=torch.int32), spin_s=2.0).tolist() == [7, 8]
+    late.join()
+    assert (len(reads) > 1) == bool(link_spin_s)  # polled, or one blocking read
+    a.close()
+    b.close()

@@ -28,6 +28,10 @@ import time
 import torch
 
 GPU_SPIN_S = 0.02  # how long a GPU run's receivers poll before they sleep
+# The draft's wait for a request's first verdict spans the target's prefill (tens of ms): polled
+# through, so that the first round's critical path starts on a running thread and core, not from
+# select() and an idle core (NOTES v95). Only where the link spins at all.
+PREFILL_SPIN_S = 2.0
 
 
 def spin_for(device: str) -> float:
@@ -77,24 +81,27 @@ class PipeLink:
             while done < len(data):  # one write unless the message passes the pipe's atomic size
                 done += os.write(fd, data[done:])
 
-    def recv(self, buf: torch.Tensor) -> torch.Tensor:
-        """Block until the next message is whole; it is written into buf, which is returned."""
+    def recv(self, buf: torch.Tensor, spin_s: float | None = None) -> torch.Tensor:
+        """Block until the next message is whole; it is written into buf, which is returned. spin_s:
+        poll this long before sleeping instead of the link's own spin (a link that does not spin,
+        on the CPU, never does)."""
         check_message(buf)
         into = memoryview(buf.numpy()).cast("B")
+        spin_s = self.spin_s if spin_s is None or not self.spin_s else spin_s
         got = 0
         while got < len(into):
-            n = self._read(into[got:])
+            n = self._read(into[got:], spin_s)
             if n == 0:
                 raise ConnectionError(f"rank {self.rank}: rank {self.recv_from} closed the link mid-message"
                                       if got else f"rank {self.rank}: rank {self.recv_from} closed the link")
             got += n
         return buf
 
-    def _read(self, into: memoryview) -> int:
+    def _read(self, into: memoryview, spin_s: float) -> int:
         """Bytes read into `into` (0: the sender has gone), once some are there."""
-        if not self.spin_s:
+        if not spin_s:
             return os.readv(self._in, [into])
-        deadline = time.perf_counter() + self.spin_s
+        deadline = time.perf_counter() + spin_s
         while True:
             try:
                 return os.readv(self._in, [into])

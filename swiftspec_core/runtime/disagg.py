@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..comm.pipe import PREFILL_SPIN_S
 from ..decoders.base import DecodeResult, Output, SpecSettings, drafter_args, finish, reuse
 from ..decoders.drafter import Drafter
 from ..decoders.verifier import Verifier
@@ -134,7 +135,7 @@ def draft_request(ctx, draft, prompt: list[int], *, settings: SpecSettings, draf
     drafter.prefill(prompt, replay)  # while the target prefills, and the first d steps too
     for _ in range(draft_steps):
         drafter.step(w, w)
-    ctx.link.recv(msgs.verdict)
+    ctx.link.recv(msgs.verdict, spin_s=PREFILL_SPIN_S)  # through the target's prefill (pipe.py)
     (first,), stop, hint, _ = msgs.get_verdict()
     if stop:
         return
