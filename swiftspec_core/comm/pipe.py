@@ -17,7 +17,9 @@ A receiver on a GPU spins (spin_s): it polls its pipe without sleeping for up to
 sleeps in select(). A round's two messages each wait well under a millisecond, and a thread that
 sleeps in a blocking read wakes tens of microseconds after the write on a loaded host (2-core
 machine here: median 2.7 us but p90 88 us a round trip, against 2.3 us p90 spinning); on the CPU
-the other process needs the cores, so nobody spins there.
+the other process needs the cores, so nobody spins there. One wait is longer by design, the draft's
+for a request's first verdict (the target's prefill): a receive may spin longer than its link's
+spin_s (PREFILL_SPIN_S there).
 """
 from __future__ import annotations
 
