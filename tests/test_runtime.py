@@ -249,17 +249,24 @@ def test_link_peers_pair_every_rank(split):
     assert senders == {r: p.link_peers(r)[1] for r in range(p.world_size)}
 
 
+def link_pair(folder, spin_s: float):
+    """Both ends of a link in one process, ranks 0 and 1, each receiving from the other (the three
+    steps launch.py takes after barriers)."""
+    from swiftspec_core.comm.pipe import PipeLink
+
+    a, b = PipeLink(str(folder), 0, [1], 1, spin_s), PipeLink(str(folder), 1, [0], 0, spin_s)
+    for step in ("create", "open_inbound", "open_outbound"):
+        getattr(a, step)()
+        getattr(b, step)()
+    return a, b
+
+
 @pytest.mark.parametrize("spin_s", [0.0, 0.001])
 def test_pipe_link_carries_long_messages_and_reports_a_gone_sender(tmp_path, spin_s):
     """Both ends in one process: a 20 KB message (past the pipe's atomic write size) arrives whole,
     each direction keeps its own stream, bad buffers are refused, and a closed sender is an error;
     blocking and spinning receivers alike."""
-    from swiftspec_core.comm.pipe import PipeLink
-
-    a, b = PipeLink(str(tmp_path), 0, [1], 1, spin_s), PipeLink(str(tmp_path), 1, [0], 0, spin_s)
-    for step in ("create", "open_inbound", "open_outbound"):
-        getattr(a, step)()
-        getattr(b, step)()
+    a, b = link_pair(tmp_path, spin_s)
     msg = torch.arange(5000, dtype=torch.int32)
     a.send(msg)
     b.send(msg[:3].clone())
@@ -277,12 +284,7 @@ def test_a_spinning_receiver_sleeps_past_its_spin_and_still_gets_a_late_message(
     """The message comes 50x the spin after the receive starts: the receiver has gone to select()."""
     import threading
 
-    from swiftspec_core.comm.pipe import PipeLink
-
-    a, b = PipeLink(str(tmp_path), 0, [1], 1, 0.001), PipeLink(str(tmp_path), 1, [0], 0, 0.001)
-    for step in ("create", "open_inbound", "open_outbound"):
-        getattr(a, step)()
-        getattr(b, step)()
+    a, b = link_pair(tmp_path, 0.001)
     late = threading.Timer(0.05, lambda: a.send(torch.tensor([7, 8], dtype=torch.int32)))
     late.start()
     assert b.recv(torch.zeros(2, dtype=torch.int32)).tolist() == [7, 8]
@@ -301,11 +303,7 @@ def test_a_receive_can_spin_longer_than_its_link_but_a_blocking_link_never_spins
 
     from swiftspec_core.comm import pipe
 
-    a = pipe.PipeLink(str(tmp_path), 0, [1], 1, link_spin_s)
-    b = pipe.PipeLink(str(tmp_path), 1, [0], 0, link_spin_s)
-    for step in ("create", "open_inbound", "open_outbound"):
-        getattr(a, step)()
-        getattr(b, step)()
+    a, b = link_pair(tmp_path, link_spin_s)
     reads = []
     real_readv = pipe.os.readv
 
