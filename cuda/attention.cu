@@ -1,5 +1,6 @@
-// Tree attention with RoPE inside and an in-kernel split-KV combine (the cache append: append_kv.cu).
-// Python side and torch references: swiftspec_core/kernels/attention.py.
+// Tree attention with RoPE inside and an in-kernel split-KV combine, and (append = 1) the cache
+// append of the forward's own keys and values (alone: append_kv.cu). Python side and torch
+// references: swiftspec_core/kernels/attention.py.
 //
 // Row invariance: a query's bits depend only on its q, its position p and the keys/values at
 // positions 0..p. Keys are reduced in position order: positions split into chunks of CHUNK at
@@ -22,6 +23,12 @@
 // shared memory by ldmatrix as the prefix is; the merge (attention_merge.cuh) reads each chunk's
 // partials once, all 16 chunks of a context of 1024 in one round trip. (Slower when tried: an
 // item a warp pair, a column group of two queries a warp quad; NOTES v49, v50.)
+// The append inside (NOTES v98): append_kv as a kernel of its own cost ~2.4 us a layer of the 8B
+// forward with PDL on (v97: the attention waited for it), so every block computes the forward's
+// T new keys (RoPE, append_kv.cu's arithmetic) and values of its kv head from qkv into shared
+// memory beside its prefetched tile, puts those whose cache rows it staged into the tile, and
+// reads the others from there; one block a row writes them to the cache. The tile then holds
+// what the cache holds after append_kv, bit for bit, so the output is append_kv then attention's.
 #include "common.cuh"
 #include "mma.cuh"
 #include "attention_merge.cuh"
@@ -34,6 +41,7 @@
 #define KPAD 8        // bf16 padding a tile row (16 bytes): 8 rows' 16-byte reads hit distinct banks
 #define HN 8          // q heads of one kv head a warp item computes (the mma's n = 8 columns)
 #define PPAD 8        // bf16 padding a row of a warp's weight tile
+#define APPEND_MAX 32 // the most tokens whose keys and values a block appends (kernels/attention.py)
 
 // Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
 #define COL_POSITION 1
@@ -51,7 +59,8 @@ __device__ __forceinline__ long long key_row(const long long *vis, int V, int n,
 
 // Shared memory of tree_attention (dynamic; kernels/attention.py sizes it by the same formula),
 // bf16 throughout: the chunk's K and V rows [CHUNK][HD + KPAD] as the cache holds them, then per
-// warp its item's q heads [HN][HD + KPAD] (RoPE applied) and softmax weights [HN][CHUNK + PPAD].
+// warp its item's q heads [HN][HD + KPAD] (RoPE applied) and softmax weights [HN][CHUNK + PPAD];
+// with the append, then the forward's new K rows [T][HD + KPAD] and its new V rows [T][HD + KPAD].
 template <int HD>
 struct Smem {
   static constexpr int ROW = HD + KPAD;                                    // bf16 elements
@@ -83,10 +92,10 @@ struct Flag {
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
-                                    const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
+                                    bf16 *__restrict__ k_cache, bf16 *__restrict__ v_cache,
                                     float *__restrict__ part_ml, bf16 *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
-                                    int V, int span, int R, int TQ, float scale_log2) {
+                                    int V, int span, int R, int TQ, int append, float scale_log2) {
   constexpr int HALF = HD / 2, D8 = HD / 8, KS = HD / 16;  // KS: 16-dim steps (and 16-dim tiles)
   static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
   using S = Smem<HD>;
@@ -94,12 +103,13 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   bf16 *k_tile = reinterpret_cast<bf16 *>(smem), *v_tile = reinterpret_cast<bf16 *>(smem + S::V_OFF);
   __shared__ int q_pos[TQMAX], q_prefix[TQMAX];  // position, prefix length of query t0 + i
   __shared__ int tree_rows[TQMAX * CHUNK];        // [query][position - c0]: its cache row, from the prefix on
+  __shared__ int new_rows[APPEND_MAX];             // with the append: token t's cache row (-1: none)
   __shared__ int is_last;
 
   pdl_start();  // before the staging: the kernel before (append_kv) writes cache rows
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
-  if (TQ > TQMAX) return;  // the Python side never launches it so
+  if (TQ > TQMAX || (append && T > APPEND_MAX)) return;  // the Python side never launches it so
   const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
   const int cols = COL_VISIBLE + V, passes = (G + HN - 1) / HN;
   const long long stride = (long long)(H + 2 * KV) * HD;
@@ -112,12 +122,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   auto rope_q = [&](int t, int hp, int p) {
     constexpr int IG = HALF / 4, UL = HN * IG / 32;  // groups of 4 pairs; heads a lane
     static_assert(HN * IG % 32 == 0 && UL >= 1, "lanes cover HN heads x HALF pairs");
-    const float *cs = cos_t + (long long)p * HD, *sn = sin_t + (long long)p * HD;
     const bf16 *q_tok = qkv + t * stride + (long long)kh * G * HD;
     const int i0 = (lane % IG) * 4, u0 = (lane / IG) * UL;
-    const float4 c1 = *reinterpret_cast<const float4 *>(cs + i0), s1 = *reinterpret_cast<const float4 *>(sn + i0);
-    const float4 c2 = *reinterpret_cast<const float4 *>(cs + i0 + HALF);
-    const float4 s2 = *reinterpret_cast<const float4 *>(sn + i0 + HALF);
+    const Rope4 tables = rope4_tables(cos_t + (long long)p * HD, sin_t + (long long)p * HD, i0, HALF);
     uint2 lo[UL], hi[UL];  // q[i0..i0 + 3] and q[i0 + HALF..] of head u0 + k, 4 bf16 each
 #pragma unroll
     for (int k = 0; k < UL; ++k) {
@@ -125,23 +132,36 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       lo[k] = *reinterpret_cast<const uint2 *>(q + i0);
       hi[k] = *reinterpret_cast<const uint2 *>(q + i0 + HALF);
     }
-    const float cc1[4] = {c1.x, c1.y, c1.z, c1.w}, ss1[4] = {s1.x, s1.y, s1.z, s1.w};
-    const float cc2[4] = {c2.x, c2.y, c2.z, c2.w}, ss2[4] = {s2.x, s2.y, s2.z, s2.w};
 #pragma unroll
     for (int k = 0; k < UL; ++k) {
-      const bf16 *x1 = reinterpret_cast<const bf16 *>(&lo[k]), *x2 = reinterpret_cast<const bf16 *>(&hi[k]);
-      bf16 y1[4], y2[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        float a, b;
-        rope_pair(__bfloat162float(x1[j]), __bfloat162float(x2[j]), cc1[j], ss1[j], cc2[j], ss2[j], a, b);
-        y1[j] = __float2bfloat16_rn(a);
-        y2[j] = __float2bfloat16_rn(b);
-      }
-      *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0) = *reinterpret_cast<const uint2 *>(y1);
-      *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0 + HALF) = *reinterpret_cast<const uint2 *>(y2);
+      uint2 y1, y2;
+      rope4(tables, lo[k], hi[k], y1, y2);
+      *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0) = y1;
+      *reinterpret_cast<uint2 *>(qw + (u0 + k) * S::ROW + i0 + HALF) = y2;
     }
   };
+
+  // The append (before the first barrier, its loads in flight with the staging's): token t's new
+  // key and value of this kv head (rope.cuh's new_kv4, as append_kv.cu) into row t of new_k and
+  // new_v; the block of z = 0 whose chunk holds the token's cache row (rows past the last chunk:
+  // the last chunk's) also writes them to the cache.
+  bf16 *new_k = reinterpret_cast<bf16 *>(smem + S::BYTES), *new_v = new_k + T * S::ROW;
+  if (append) {
+    constexpr int IG = HALF / 4;  // groups of 4 pairs a token
+    for (int e = threadIdx.x; e < T * IG; e += blockDim.x) {
+      const int t = e / IG, i0 = (e % IG) * 4;
+      const long long *b = blk + (long long)t * cols, row = b[COL_ROW], p = b[COL_POSITION];
+      const bf16 *k = qkv + t * stride + (long long)(H + kh) * HD;
+      const NewKV4 kv = new_kv4(k, k + (long long)KV * HD, cos_t + p * HD, sin_t + p * HD, i0, HALF);
+      store_kv4(kv, new_k + t * S::ROW, new_v + t * S::ROW, i0, HALF);
+      if (row >= 0 && row < R && blockIdx.z == 0 && min(row / CHUNK, (long long)nchunks - 1) == c)
+        store_kv4(kv, k_cache + (row * KV + kh) * HD, v_cache + (row * KV + kh) * HD, i0, HALF);
+    }
+    if (threadIdx.x < T) {
+      const long long row = blk[(long long)threadIdx.x * cols + COL_ROW];
+      new_rows[threadIdx.x] = row >= 0 && row < R ? (int)row : -1;
+    }
+  }
 
   // Before the block's one barrier, with their loads in flight together (each of these waited on
   // the one before it, ~1 us a block and ~1.5 in the chunk holding tree rows; NOTES v55): the
@@ -187,6 +207,24 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     q_prefix[threadIdx.x] = my_prefix;
   }
   __syncthreads();
+  if (append) {
+    // The new rows the tile staged (their old contents, read before the append) take the new keys
+    // and values; tree rows outside the tile that are new read them from new_k / new_v (-1 - t).
+    for (int e = threadIdx.x; e < T * D8; e += blockDim.x) {
+      const int t = e / D8, d = (e % D8) * 8, r = new_rows[t] - c0;
+      if (new_rows[t] >= 0 && r >= 0 && r < tile_rows) {
+        *reinterpret_cast<uint4 *>(k_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(new_k + t * S::ROW + d);
+        *reinterpret_cast<uint4 *>(v_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(new_v + t * S::ROW + d);
+      }
+    }
+    for (int e = threadIdx.x; e < (t1 - t0) * CHUNK; e += blockDim.x) {
+      const int row = tree_rows[e];
+      if (row < c0 || row >= c0 + tile_rows)
+        for (int t = 0; t < T; ++t)
+          if (new_rows[t] == row) tree_rows[e] = -1 - t;
+    }
+    __syncthreads();
+  }
 
   for (int item = warp; item < (t1 - t0) * passes; item += NWARPS) {
     const int t = t0 + item / passes, hp = item % passes;
@@ -197,16 +235,18 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 
     // Row pointers of positions c0 + r: the staged tile below the prefix, the query's visible
     // cache rows from the prefix on (its ancestors, then itself: in the staged tile when the row
-    // is one of the chunk's, as a tree's new rows usually are), and past the end position c0's
-    // row (finite values: their weights are 0, and 0 times a finite value adds nothing).
-    auto row_of = [&](const bf16 *tile, const bf16 *cache, int r) -> const bf16 * {
+    // is one of the chunk's, as a tree's new rows usually are; a new row outside it in new_k /
+    // new_v), and past the end position c0's row (finite values: their weights are 0, and 0 times
+    // a finite value adds nothing).
+    auto row_of = [&](const bf16 *tile, const bf16 *cache, const bf16 *fresh, int r) -> const bf16 * {
       const int j = c0 + r < end ? c0 + r : c0;
       if (j < n) return tile + (j - c0) * S::ROW;
       const int row = tree_rows[(t - t0) * CHUNK + j - c0];
+      if (row < 0) return fresh + (-1 - row) * S::ROW;
       return row >= c0 && row < c0 + tile_rows ? tile + (row - c0) * S::ROW : cache + ((long long)row * KV + kh) * HD;
     };
-    auto key_of = [&](int r) { return row_of(k_tile, k_cache, r); };
-    auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };
+    auto key_of = [&](int r) { return row_of(k_tile, k_cache, new_k, r); };
+    auto value_of = [&](int r) { return row_of(v_tile, v_cache, new_v, r); };
     __syncwarp();
 
     // The score and value loops are compiled three times, without what an item does not need (the
@@ -368,11 +408,11 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
 // At least MIN_BLOCKS blocks an SM (at most 128 registers at 2).
 #define TREE_ATTENTION(HD)                                                                                   \
   extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(              \
-      const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, const bf16 *k_cache,   \
-      const bf16 *v_cache, float *part_ml, bf16 *part_acc, int *counters, bf16 *out, int T, int H, int KV,  \
-      int V, int span, int R, int TQ, float scale_log2) {                                                   \
+      const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, bf16 *k_cache,         \
+      bf16 *v_cache, float *part_ml, bf16 *part_acc, int *counters, bf16 *out, int T, int H, int KV,        \
+      int V, int span, int R, int TQ, int append, float scale_log2) {                                       \
     tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T,  \
-                            H, KV, V, span, R, TQ, scale_log2);                                             \
+                            H, KV, V, span, R, TQ, append, scale_log2);                                     \
   }
 TREE_ATTENTION(64)
 TREE_ATTENTION(128)

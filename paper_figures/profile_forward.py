@@ -37,7 +37,7 @@ ORDER = ("embed", "norm (attention)", "qkv", "append_kv", "attention", "o", "nor
 def label_kernels(names: list[str]) -> list[str]:
     """One forward's kernel names in launch order -> each one's place. Norm kernels (the sharded
     forward's) are counted: attention, mlp, ..., final. A projection is named by what it follows:
-    qkv comes before append_kv, o after the attention, gate_up is the SwiGLU GEMM (or the GEMM and
+    qkv comes before append_kv or the attention, o after the attention, gate_up is the SwiGLU GEMM (or the GEMM and
     the swiglu kernel after it), down follows gate_up, lm_head is the last projection; kernels before
     the first layer are the embedding's, after lm_head the rest (one GPU's forward has no norm
     kernels: its norms are inside qkv, gate_up and lm_head)."""
@@ -57,7 +57,7 @@ def label_kernels(names: list[str]) -> list[str]:
         elif "swiglu" in n or ("gemm" in n and "swiglu" in nxt and "gemm" not in nxt):
             label = "gate_up"
         elif "gemm" in n:
-            label = ("lm_head" if i == projections[-1] else "qkv" if "append_kv" in nxt else
+            label = ("lm_head" if i == projections[-1] else "qkv" if "append_kv" in nxt or "tree_attention" in nxt else
                      "o" if prev == "attention" else "down" if prev == "gate_up" else prev)
         else:
             label = "after lm_head" if prev == "lm_head" or prev == "after lm_head" else prev

@@ -21,8 +21,7 @@ def args(qkv_bias: bool) -> ModelArgs:
 
 @pytest.fixture
 def references(monkeypatch):
-    for name, ref in (("gemm", gemm.gemm_reference), ("append_kv", attention.append_kv_reference),
-                      ("tree_attention", attention.tree_attention_reference),
+    for name, ref in (("gemm", gemm.gemm_reference), ("tree_attention", attention.tree_attention_reference),
                       ("add_rmsnorm", norm.add_rmsnorm_reference), ("rmsnorm", norm.rmsnorm_reference),
                       ("gemm_swiglu", gemm_epilogue.gemm_swiglu_reference)):
         monkeypatch.setattr(forward, name, ref)

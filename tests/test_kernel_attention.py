@@ -163,15 +163,16 @@ def test_query_groups_fill_one_wave_and_cover_every_query(T, blocks_per_group, r
 SHAPES = [(32, 8, 128), (64, 8, 128), (24, 8, 128), (14, 2, 64), (12, 2, 64)]  # 8B, 70B, 3B, Qwen 0.5B/1.5B
 
 
-def tree_case(H, KV, hd, T, context, seed, pad=0):
-    """Random caches and a random tree of T tokens after `context` prefix rows, scattered rows."""
+def tree_case(H, KV, hd, T, context, seed, pad=0, scattered=True):
+    """Random caches and a random tree of T tokens after `context` prefix rows, at scattered rows
+    (or the T rows after the prefix, as a verification's)."""
     torch.manual_seed(seed)
     rng = random.Random(seed)
     span = 512
     while span < context + 2 * T:
         span *= 2
     R = span + 1
-    rows = rng.sample(range(context, span), T)
+    rows = rng.sample(range(context, span), T) if scattered else list(range(context, context + T))
     block = staged_tree(context, random_tree(T, rng), rows, V=T, pad_to=T + pad, scratch=R - 1, device="cuda")
     cos, sin = tables(hd, span + 16, device="cuda")
     qkv = torch.randn(T + pad, (H + 2 * KV) * hd, device="cuda").to(torch.bfloat16)
@@ -198,6 +199,33 @@ def test_kernels_match_references(H, KV, hd, T, context):
     torch.cuda.synchronize()
     assert got is out
     assert report(f"tree_attention H{H} KV{KV} hd{hd} T{T} context {context} span {span}", got, want, ATOL, RTOL)
+
+
+@gpu
+@pytest.mark.parametrize("H,KV,hd", [(32, 8, 128), (14, 2, 64)])
+@pytest.mark.parametrize("T,context,scattered", [(8, 1000, False), (8, 1000, True), (8, 1020, False),
+                                                 (16, 4000, True), (5, 130, False), (40, 700, True)])
+def test_append_inside_equals_append_then_attention(H, KV, hd, T, context, scattered):
+    """tree_attention(append=True) against append_kv then tree_attention: the same caches and the
+    same output, bitwise; rows after the prefix (context 1020: the tree across a chunk boundary)
+    or scattered (new rows outside a query's chunks, read from shared memory); two padding tokens
+    on the scratch row; T = 40 > APPEND_MAX appends with append_kv first."""
+    qkv, block, cos, sin, k_cache, v_cache, span = tree_case(H, KV, hd, T, context, seed=T + context, pad=2,
+                                                             scattered=scattered)
+    k2, v2 = k_cache.clone(), v_cache.clone()
+    attn.append_kv(qkv, block[:, POSITION].contiguous(), block[:, ROW].contiguous(), cos, sin, k_cache, v_cache,
+                   H, KV)
+    want = attn.tree_attention(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
+    out = torch.full_like(want, float("nan"))
+    got = attn.tree_attention(qkv, block, cos, sin, k2, v2, span, H, KV, out=out, append=True)
+    torch.cuda.synchronize()
+    name = f"H{H} KV{KV} hd{hd} T{T} context {context} scattered {scattered}"
+    # Not the scratch row (the last), which both padding tokens write.
+    assert report(f"append inside: k {name}", k2[:-1], k_cache[:-1], 0, 0)
+    assert report(f"append inside: v {name}", v2[:-1], v_cache[:-1], 0, 0)
+    assert report(f"append inside: output {name}", got, want, 0, 0)
+    ref = attn.tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
+    assert report(f"append inside vs the reference {name}", got, ref, ATOL, RTOL)
 
 
 @gpu

@@ -1,5 +1,5 @@
 """Tree attention over the KV cache with RoPE inside (cuda/attention.cu), and the cache append
-(cuda/append_kv.cu).
+(cuda/append_kv.cu, or inside the attention: tree_attention's append=True, what the fused forward runs).
 
 `tree_attention` serves every forward of the decoders: ar's width-1 step and a verification's
 tree. It reads graphs.py's staged block: query t sits at position p = block[t, POSITION] and
@@ -18,7 +18,7 @@ import re
 import numpy as np
 import torch
 
-from ..staged import POSITION, PREFIX, VISIBLE
+from ..staged import POSITION, PREFIX, ROW, VISIBLE
 from ..models.rope import apply_rope
 from .build import CUDA_DIR, launch, ptr
 from .gemm import _sm_count  # the cached SM count the GEMM plans with
@@ -36,6 +36,7 @@ MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __laun
 KPAD = _define("KPAD")
 HN = _define("HN")  # q heads a warp item computes together
 PPAD = _define("PPAD")
+APPEND_MAX = _define("APPEND_MAX")  # the most tokens the attention appends itself (more: append_kv first)
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
 COUNTERS = 1024  # merge counters per (device, stream): one a (kv head, query group)
@@ -63,11 +64,15 @@ def append_kv_reference(qkv, positions, rows, cos, sin, k_cache, v_cache, n_head
 
 
 def tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
-                             out=None) -> torch.Tensor:
+                             out=None, append: bool = False) -> torch.Tensor:
     """As tree_attention, in torch on any device: q with RoPE in fp32 rounded once to qkv's dtype
     (the tensor cores' operand), fp32 scores and softmax. The kernel also rounds each softmax
     weight to bf16 for the value product and each chunk's unnormalized output to bf16 before its
     merge (relative 2^-9 each); this reference does not."""
+    if append:
+        valid = (block[:, ROW] >= 0) & (block[:, ROW] < k_cache.shape[0])  # append_kv skips other rows
+        append_kv_reference(qkv[valid], block[valid, POSITION], block[valid, ROW], cos, sin, k_cache, v_cache,
+                            n_heads, n_kv)
     T, hd = qkv.shape[0], k_cache.shape[-1]
     G, V = n_heads // n_kv, block.shape[1] - VISIBLE
     q, _, _ = _split(qkv, n_heads, n_kv, hd)
@@ -141,22 +146,26 @@ def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int
     return TQ, -(-T // TQ)
 
 
-def shared_bytes(hd: int) -> int:
+def shared_bytes(hd: int, appended: int = 0) -> int:
     """Dynamic shared memory of tree_attention_hd{hd}: attention.cu's Smem<HD> (bf16 K and V tile
-    rows of hd + KPAD, then each warp's HN q heads and HN rows of softmax weights)."""
+    rows of hd + KPAD, then each warp's HN q heads and HN rows of softmax weights), then the
+    `appended` tokens' new K and V rows."""
     row = hd + KPAD
-    return 2 * (2 * CHUNK * row + NWARPS * HN * (row + CHUNK + PPAD))
+    return 2 * (2 * CHUNK * row + NWARPS * HN * (row + CHUNK + PPAD) + 2 * appended * row)
 
 
 def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int,
-                   out=None) -> torch.Tensor:
+                   out=None, append: bool = False) -> torch.Tensor:
     """block: [T, 4 + V] int64 on device, graphs.py's staged block: columns TOKEN, POSITION, ROW,
     PREFIX, then V visible rows. Query t (its q heads from qkv, RoPE at p = block[t, POSITION]
     applied inside this kernel) attends the keys at positions 0..p: position j < n = block[t, PREFIX]
     is cache row j, position j >= n is cache row block[t, 4 + j - n] (its ancestors, then itself;
     contiguous in position). GQA: q head h uses kv head h // (H / KV). span: cache rows [0, span)
     are the most any query reads (fixed per captured graph, so the grid is fixed by it): p < span.
-    -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax."""
+    -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax.
+    append: first append_kv(qkv, block's positions, block's rows, ...), inside the kernel where T <=
+    APPEND_MAX (the attention sees the appended keys and values from shared memory; one block a
+    row writes them to the cache), bitwise the same cache and output as the two calls."""
     hd = _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv)
     T, R = qkv.shape[0], k_cache.shape[0]
     if block.dtype != torch.int64 or block.dim() != 2 or block.shape[0] != T or block.shape[1] <= VISIBLE:
@@ -170,17 +179,22 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
     if T == 0:
         return out
     block = block.contiguous()
+    if append and T > APPEND_MAX:
+        append_kv(qkv, block[:, POSITION], block[:, ROW], cos, sin, k_cache, v_cache, n_heads, n_kv)
+        append = False
     kernel, grid, args, partials = tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span, n_heads,
-                                                         n_kv, out)
-    launch("attention", kernel, grid, (THREADS,), args, shared_bytes(hd))
+                                                         n_kv, out, append)
+    launch("attention", kernel, grid, (THREADS,), args, shared_bytes(hd, T if append else 0))
     del partials  # freed after the launch, in stream order
     return out
 
 
-def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int, out):
-    """tree_attention's launch on operands it has checked (block contiguous, T > 0), its partials
-    allocated: -> (kernel name, grid, args, the partials the args point to: keep them until it is
-    launched); the block is THREADS threads with shared_bytes(hd).
+def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int, out,
+                          append: bool = False):
+    """tree_attention's launch on operands it has checked (block contiguous, T > 0, T <= APPEND_MAX
+    with append), its partials allocated: -> (kernel name, grid, args, the partials the args point
+    to: keep them until it is launched); the block is THREADS threads with shared_bytes(hd, T if
+    append else 0).
     paper_figures/attention_trace.py launches an instrumented copy of the kernel with them."""
     T, R, hd = qkv.shape[0], k_cache.shape[0], k_cache.shape[-1]
     # Grid: chunks x kv heads x query groups of TQ queries.
@@ -194,6 +208,6 @@ def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_h
     part_acc = torch.empty(n_kv * nchunks * Q * hd, dtype=torch.bfloat16, device=qkv.device)
     args = (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml), ptr(part_acc),
             ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads), np.int32(n_kv),
-            np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R), np.int32(TQ),
+            np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R), np.int32(TQ), np.int32(append),
             np.float32(hd ** -0.5 * math.log2(math.e)))
     return f"tree_attention_hd{hd}", (nchunks, n_kv, groups), args, (part_ml, part_acc)

@@ -14,11 +14,11 @@ import torch
 
 from ..cache import KVCache
 from ..models.transformer import weight_of
-from .attention import append_kv, tree_attention
+from .attention import tree_attention
 from .awq_gemm import awq_gemm, awq_swiglu
 from .gemm import gemm
 from .gemm_epilogue import fused_gemm_allreduce, gemm_swiglu
-from ..staged import POSITION, ROW, TOKEN
+from ..staged import TOKEN
 from .norm import add_rmsnorm, rmsnorm
 
 
@@ -46,15 +46,15 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
 
 
 def _norms_in_gemms_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
-    """One GPU, bf16: a layer is six kernels: qkv (the attention norm inside), the cache append, the
-    attention, o_proj (+ the residual), gate_up with SwiGLU (the MLP norm inside), down_proj (+ the
-    residual). The final norm stays a kernel: lm_head's thousands of blocks would each copy the norm
+    """One GPU, bf16: a layer is five kernels: qkv (the attention norm inside), the attention (the
+    cache append inside), o_proj (+ the residual), gate_up with SwiGLU (the MLP norm inside),
+    down_proj (+ the residual). The final norm stays a kernel: lm_head's thousands of blocks would each copy the norm
     weights (NOTES v59)."""
     a = model.args
-    positions, rows, h = _inputs(model, block)  # h: the residual stream, added to in place
+    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place
     for i, layer in enumerate(model.layers):
         qkv = gemm(h, layer.wqkv, layer.bqkv, norm=(layer.attn_norm, a.norm_eps))  # [T, (H + 2 KV) * hd]
-        attn = _attention(model, i, qkv, block, positions, rows, span, cache)
+        attn = _attention(model, i, qkv, block, span, cache)
         gemm(attn, layer.wo, residual=h, out=h)
         gemm(gemm_swiglu(h, layer.w_gate_up, norm=(layer.mlp_norm, a.norm_eps)), layer.w_down, residual=h, out=h)
     return gemm(rmsnorm(h, model.norm, a.norm_eps), _head(model))[:, : model.full_vocab].float()
@@ -69,12 +69,12 @@ def _norm_kernels_forward(model, block: torch.Tensor, span: int, cache: KVCache)
     project = _awq_project if a.quant == "awq" else gemm
     mlp_in = _awq_swiglu if a.quant == "awq" else gemm_swiglu  # swiglu(gate_up projection)
     row_parallel = _row_parallel(group, project, a.quant)  # o_proj, down_proj and their all-reduce
-    positions, rows, h = _inputs(model, block)  # h: the residual stream
+    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream
     m = torch.zeros_like(h)  # the last block's output, added to h at the start of the next
     for i, layer in enumerate(model.layers):
         x, y = add_rmsnorm(h, m, layer.attn_norm, a.norm_eps)
         qkv = project(y, layer.wqkv, layer.bqkv)  # [T, (H + 2 KV) * hd]
-        o = row_parallel(_attention(model, i, qkv, block, positions, rows, span, cache), layer.wo)
+        o = row_parallel(_attention(model, i, qkv, block, span, cache), layer.wo)
         h, y = add_rmsnorm(x, o, layer.mlp_norm, a.norm_eps)
         m = row_parallel(mlp_in(y, layer.w_gate_up), layer.w_down)
     _, y = add_rmsnorm(h, m, model.norm, a.norm_eps)
@@ -82,17 +82,12 @@ def _norm_kernels_forward(model, block: torch.Tensor, span: int, cache: KVCache)
     return logits[:, : model.full_vocab].float()
 
 
-def _inputs(model, block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The staged block's positions and cache rows ([T] each, contiguous: the cache append reads
-    them) and its tokens' embeddings [T, dim]."""
-    return block[:, POSITION].contiguous(), block[:, ROW].contiguous(), model.embed_tokens(block[:, TOKEN])
-
-
-def _attention(model, i: int, qkv, block, positions, rows, span: int, cache: KVCache) -> torch.Tensor:
-    """Layer i's new keys and values into the cache, then its tree attention: -> [T, H * hd]."""
+def _attention(model, i: int, qkv, block, span: int, cache: KVCache) -> torch.Tensor:
+    """Layer i's new keys and values into the cache and its tree attention, in one kernel (the append
+    inside: NOTES v98): -> [T, H * hd]."""
     a = model.args
-    append_kv(qkv, positions, rows, model.cos, model.sin, cache.k[i], cache.v[i], a.n_heads, a.n_kv_heads)
-    return tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads, a.n_kv_heads)
+    return tree_attention(qkv, block, model.cos, model.sin, cache.k[i], cache.v[i], span, a.n_heads, a.n_kv_heads,
+                          append=True)
 
 
 def _head(model) -> torch.Tensor:
