@@ -61,33 +61,37 @@ def _bytes(w) -> int:
 
 
 class skipping:
-    """Inside it, launches for which skip(name, kernel, args) holds do nothing."""
+    """Inside it, launches for which skip(name, kernel, args) holds do nothing (counted in .skipped)."""
 
     def __init__(self, skip):
-        self.skip = skip
+        self.skip, self.skipped = skip, 0
 
     def __enter__(self):
         self.saved = {m: m.launch for m in LAUNCHERS}
         real = build.launch
 
         def launch(name, kernel, grid, block, args, *rest, **kw):
-            if not self.skip(name, kernel, args):
+            if self.skip(name, kernel, args):
+                self.skipped += 1
+            else:
                 real(name, kernel, grid, block, args, *rest, **kw)
 
         for m in LAUNCHERS:
             m.launch = launch
+        return self
 
     def __exit__(self, *exc):
         for m, f in self.saved.items():
             m.launch = f
 
 
-def replay_us(engine, width: int, context: int, skip=None) -> float:
-    with skipping(skip or (lambda *a: False)):
+def replay_us(engine, width: int, context: int, skip=None) -> tuple[float, int]:
+    """-> (median us of the forward's graph replay, launches skipped while capturing it)."""
+    with skipping(skip or (lambda *a: False)) as s:
         graph, keep = forward_graph(engine, width, context)
     us = median_us(graph, 1, replays=50)
     del graph, keep
-    return us
+    return us, s.skipped
 
 
 def ablate(model: str, width: int, context: int, rounds: int, quant: str) -> list[dict]:
@@ -95,11 +99,14 @@ def ablate(model: str, width: int, context: int, rounds: int, quant: str) -> lis
     use_kernels(engine, "ours")
     bandwidth, rows = copy_bandwidth(), []
     ops = ops_of(engine)
-    wholes = [replay_us(engine, width, context)]
+    wholes = [replay_us(engine, width, context)[0]]
     for _ in range(rounds):
-        for op, (skip, nbytes) in ops.items():
-            without = replay_us(engine, width, context, skip)
-            wholes.append(replay_us(engine, width, context))
+        for op, (skip, nbytes) in list(ops.items()):
+            without, skipped = replay_us(engine, width, context, skip)
+            if not skipped:  # this forward has no such kernel (e.g. no norm kernels on one GPU)
+                del ops[op]
+                continue
+            wholes.append(replay_us(engine, width, context)[0])
             rows.append(dict(model=model, quant=quant, width=width, context=context, op=op, without_us=without,
                              whole_us=statistics.median(wholes[-2:]), floor_us=nbytes / bandwidth * 1e6))
     whole = statistics.median(wholes)
