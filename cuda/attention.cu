@@ -218,8 +218,8 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
       }
     }
     for (int e = threadIdx.x; e < (t1 - t0) * CHUNK; e += blockDim.x) {
-      const int row = tree_rows[e];
-      if (row < c0 || row >= c0 + tile_rows)
+      const int q = e / CHUNK, j = c0 + e % CHUNK, row = tree_rows[e];
+      if (j >= q_prefix[q] && j <= q_pos[q] && (row < c0 || row >= c0 + tile_rows))  // a tree row outside the tile
         for (int t = 0; t < T; ++t)
           if (new_rows[t] == row) tree_rows[e] = -1 - t;
     }

@@ -21,19 +21,25 @@ __device__ __forceinline__ unsigned load_shared4(unsigned address) {
   return v;
 }
 
+// 16 bytes of shared memory at a shared-window address, as four words (as load_shared4).
+__device__ __forceinline__ void load_shared16_words(unsigned (&w)[4], unsigned address) {
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "r"(address) : "memory");
+}
+
 // Nibble j of each half of `pair` (and what sits above it, masked off), as bf16x2 128 + nibble:
 // (pair >> 4j) & 0x000F000F | 0x43004300, the last two as one lop3 (immLut 0xEA). The three
-// shifts go to two pipes: j = 1 a SHF and j = 2 a byte permute (PRMT: pair >> 8) on the integer
-// pipe, j = 3 the high word of pair * 2^20 (an IMAD) on the FMA-heavy pipe. All three as IMADs
-// kept FMA-heavy the busiest pipe (40% of cycles, two a warp instruction) and paced the kernel:
-// this split took 9% off the 70B gate_up and 5.5% off its AWQ forward, bitwise the same (NOTES
-// v91, v92). (bf16's 7 mantissa bits cannot hold a nibble at bits 4..7: no fp16-style in-place
-// mask and 1/16.)
+// shifts run on the integer pipe: j = 1 and 3 a SHF, j = 2 a byte permute (PRMT: pair >> 8). All
+// three as IMADs (the high word of pair * 2^(32 - 4j)) kept FMA-heavy the busiest pipe (40% of
+// cycles, two a warp instruction) and paced the kernel: j = 1 and 2 moved took 9% off the 70B
+// gate_up and 5.5% off its AWQ forward (NOTES v91, v92), j = 3 ~1.3% more off the forward (v99);
+// bitwise the same. (bf16's 7 mantissa bits cannot hold a nibble at bits 4..7: no fp16-style
+// in-place mask and 1/16.)
 __device__ __forceinline__ unsigned nibbles_plus_128(unsigned pair, int j) {
   unsigned shifted = pair, v;
   if (j == 1) asm("shr.b32 %0, %1, 4;\n" : "=r"(shifted) : "r"(pair));
   if (j == 2) asm("prmt.b32 %0, %1, 0, 0x4321;\n" : "=r"(shifted) : "r"(pair));  // pair >> 8
-  if (j == 3) asm("mul.hi.u32 %0, %1, %2;\n" : "=r"(shifted) : "r"(pair), "r"(1u << 20));
+  if (j == 3) asm("shr.b32 %0, %1, 12;\n" : "=r"(shifted) : "r"(pair));
   asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(v) : "r"(shifted), "r"(0x000F000Fu), "r"(0x43004300u));
   return v;
 }

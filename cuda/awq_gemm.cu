@@ -335,17 +335,24 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     // slot (landed with its first chunk). Its value of column c, x row r: sums - (128 + zero) x_sums
     // (one rounding), times the scale, added.
     const unsigned slot = meta_s + (unsigned)(i & (AWQ_STAGES - 1)) * AWQ_META_BYTES;
-    // Scales: word j of this lane's 16 bytes (int32 column g / 2; + 64: 4 + g / 2) in tile j, read
-    // a word at a time (4 words live, not 8: r16_g32_c1 spilled at 80 registers with 16-byte reads).
+    // Scales: word j of this lane's 16 bytes (int32 column g / 2; + 64: 4 + g / 2) in tile j. At
+    // M <= 8 the 8 words in two 16-byte loads (6 shared loads fewer a group; NOTES v99); at M > 8 a
+    // word at a time (4 words live, not 8: r16_g32_c1 spilled at 80 registers with 16-byte reads).
     const unsigned scales = slot + 16 * (lane >> 3);
+    unsigned scale_words[4] = {0u, 0u, 0u, 0u}, scale_words8[4] = {0u, 0u, 0u, 0u};
+    if (!kTwo) {
+      load_shared16_words(scale_words, scales);
+      load_shared16_words(scale_words8, scales + 64);
+    }
     const unsigned zeros_lo = load_shared4(slot + 128 + 4 * (lane >> 3));
     const unsigned zeros_hi = load_shared4(slot + 144 + 4 * (lane >> 3));
     const unsigned half_shift = 16u * ((lane >> 2) & 1);  // half g % 2 of a word
     const unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);  // halves g % 2
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float s_g = scale_of(load_shared4(scales + 4 * j), half_shift);
-      const float s_g8 = scale_of(load_shared4(scales + 64 + 4 * j), half_shift);
+      const unsigned word = kTwo ? load_shared4(scales + 4 * j) : scale_words[j];
+      const unsigned word8 = kTwo ? load_shared4(scales + 64 + 4 * j) : scale_words8[j];
+      const float s_g = scale_of(word, half_shift), s_g8 = scale_of(word8, half_shift);
       // 128 + zero of A row g (low half) and g + 8 (high half), bf16 integers, exactly as fp32.
       const unsigned zero_pair = nibbles_plus_128(both, j);
       const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
