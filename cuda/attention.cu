@@ -106,7 +106,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __shared__ int new_rows[APPEND_MAX];             // with the append: token t's cache row (-1: none)
   __shared__ int is_last;
 
-  pdl_start();  // before the staging: the kernel before (append_kv) writes cache rows
+  pdl_start();  // before the staging: the kernels before write qkv (and append_kv, run apart, cache rows)
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
   if (TQ > TQMAX || (append && T > APPEND_MAX)) return;  // the Python side never launches it so

@@ -42,7 +42,7 @@ __device__ __forceinline__ void gemm_allreduce_tile(const bf16* __restrict__ x, 
                                                     int rank, int world, long long slot,
                                                     unsigned long long timeout_ns) {
   extern __shared__ float partial[];  // [S][NT * 4][32]: each warp's accumulators, by lane
-  const int n0 = column_tile<NT, U, false>(x, w, M, N, K, partial, nullptr);  // pdl_start() inside: the last call has ended
+  const int n0 = column_tile<NT, U, false>(x, w, M, N, K, partial, nullptr);  // pdl_wait() inside: the last call has ended
 
   // This call's epoch of the block's lines, read by every thread; thread 0 writes it back at the
   // end, after a barrier that every thread reaches only once it has read it.

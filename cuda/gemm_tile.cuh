@@ -94,7 +94,8 @@ __device__ __forceinline__ uint4 times_weights(const uint4& x, const uint4& g) {
 
 // acc[j] (the mma's d fragment: rows g, g + 8, columns 2t, 2t + 1 of tile j) = x[0..M) @ the
 // weight rows first[j] .. first[j] + 7 over this warp's K chunks; rows at or past end[j] read as
-// zeros. Calls pdl_start() (after the first weight loads, before x). With NORM, x * norm_w in place
+// zeros. Waits for the kernel before (pdl_wait) after the first weight loads, before x, and lets
+// the next one launch (pdl_trigger) after the loop. With NORM, x * norm_w in place
 // of x (norm_w [K] copied to norm_smem first), and `squares` the lane's sums of squares of x.
 // NT: 8-column tiles per warp (one x load serves NT weight loads); U: chunks per group. Each loop
 // iteration loads the next group and runs the current one's mma's, so a group's U * NT weight
@@ -160,7 +161,7 @@ __device__ __forceinline__ void accumulate(const bf16* __restrict__ x, const bf1
       copy16(shared_address(norm_smem + 8 * i), norm_w + 8 * i);
     copies_commit();
   }
-  pdl_start();
+  pdl_wait();
   load_x(cur, warp);
   if constexpr (NORM) {
     copies_wait<0>();
@@ -192,6 +193,7 @@ __device__ __forceinline__ void accumulate(const bf16* __restrict__ x, const bf1
     }
     cur = next;
   }
+  pdl_trigger();
 }
 
 // The block's shared memory (dynamic; gemm.py's combine_bytes sizes it): partial [S][NT * 4][32]
