@@ -69,3 +69,18 @@ def test_pdl_launch_config_is_cudas_layout():
     assert list(config.grid) == [3, 2, 1] and list(config.block) == [256, 1, 1] and config.shared_mem == 1024
     assert (type(config).stream.offset, type(config).attrs.offset, type(config).num_attrs.offset) == (32, 40, 48)
     assert config.stream == 0x1234 and config.num_attrs == 1 and ctypes.sizeof(config) == 56
+
+
+def test_every_new_dynamic_shared_memory_high_is_set(monkeypatch):
+    """build.function raises a kernel's dynamic shared memory limit to every new high, below 48 KB
+    too: with its static shared memory the kernel may need the opt-in there (the attention with
+    the append at head_dim 64: 42 KB dynamic and 8.6 KB static failed to launch without it)."""
+    class Function:
+        max_dynamic_shared_size_bytes = 0
+
+    fn = Function()
+    monkeypatch.setattr(build, "_function", lambda name, kernel, device: fn)
+    monkeypatch.setattr(build, "_shared_limit", {})
+    for want, limit in ((0, 0), (42 * 1024, 42 * 1024), (40 * 1024, 42 * 1024), (60 * 1024, 60 * 1024)):
+        assert build.function("attention", "tree_attention_hd64", 0, want) is fn
+        assert fn.max_dynamic_shared_size_bytes == limit
