@@ -52,7 +52,7 @@ def instrumented_source() -> str:
     anchors = [  # (text, what goes before it, what after it)
         ("  pdl_start();  // before the staging", stamp(0), ""),
         ("  for (int item = warp; item < (t1 - t0) * passes; item += NWARPS) {\n", stamp(P("staged")), ""),  # after the barrier
-        ("    auto value_of = [&](int r) { return row_of(v_tile, v_cache, r); };\n    __syncwarp();\n", "",
+        ("    auto value_of = [&](int r) { return row_of(v_tile, v_cache, new_v, r); };\n    __syncwarp();\n", "",
          stamp(P("q roped"))),
         ("    // Softmax a head over the chunk", stamp(P("scores")), ""),
         ("      l2[h] = l;\n    }\n    __syncwarp();\n", "", stamp(P("softmax"))),
