@@ -7,8 +7,10 @@ with one op's kernels left out of it, at the same shapes.
 profile_forward.py times each kernel alone (SWIFTSPEC_PDL=0); under PDL a kernel starts while the
 one before it drains and waits for it, so its own time is not what the forward loses to it. Here an
 op's cost is the marginal one: replay(whole forward) - replay(forward without that op's launches),
-the ops being the attention, the cache append, the norm kernels, and each projection (found by
-its weight's address, so o_proj and down_proj, which share a kernel, are told apart). Each
+the ops being the attention (the cache append inside it, as the fused forward runs it), the cache
+append where it is a kernel of its own, the norm kernels, and each projection (found by its
+weight's address, so o_proj and down_proj, which share a kernel, are told apart); an op the
+forward has no kernel for is left out of the table. Each
 projection's row carries its weights' floor (bytes / copy bandwidth): marginal - floor is what it
 costs above streaming its weights, in context. A variant's graph is captured with those launches
 skipped, so its outputs are garbage: this measures time and nothing else. The whole forward is
