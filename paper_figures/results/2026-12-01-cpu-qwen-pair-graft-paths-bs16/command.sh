@@ -18,6 +18,12 @@ COMMON=(--target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b --datasets all --
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --draft-steps 3 >> $OUT/run.log 2>&1 || exit 2
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems tree >> $OUT/run.log 2>&1 || exit 2
 python3 -m swiftspec_bench.cli run "${COMMON[@]}" --systems swiftspec --draft-steps 4 >> $OUT/run.log 2>&1 || exit 2
+# Then the second prompt of each dataset too (bs 16 only; the folder resumed), as the bs 8 folder has for d = 3 and tree.
+if [ "${MORE:-1}" = 1 ] && [ "$BS" = 16 ]; then
+  for s in "swiftspec --draft-steps 3" "tree" "swiftspec --draft-steps 4"; do
+    python3 -m swiftspec_bench.cli run "${COMMON[@]}" --limit 2 --systems $s >> $OUT/run.log 2>&1 || exit 2
+  done
+fi
 # agreement.md: as the bs 8 folder's (compare on a union with results/2026-11-30-cpu-qwen-pair-graft's ar
 # rows: lossless over every row; then each system's tokens a round and mean best path).
 U=$(mktemp -d)
