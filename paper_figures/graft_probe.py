@@ -1,14 +1,18 @@
-"""Accepted tokens per round with and without chain grafting (issue 9), on dataset prompts:
+"""Accepted tokens per round with and without chain grafting (issue 9), and with the draft's
+vocabulary cut (--draft-vocabs), on dataset prompts:
 
     python3 paper_figures/graft_probe.py --target qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b \
-        --datasets all --limit 2 --tokens 64
+        --datasets all --limit 2 --tokens 64 [--grafts off,ngram] [--draft-vocabs full,32768]
 
 Runs swiftspec in lockstep at each --draft-steps d and serial tree, each with grafting off and on,
 over every turn of the first --limit questions of each dataset (a later turn carries ar's answer
-to the earlier one, which every lossless system shares). Prints markdown: accepted tokens per round
-per dataset and pooled; per configuration the fraction of draft steps whose best leaf matched the
-request's text (a graft fired), the fraction of grafted tokens that survived the top-k cut, and
-the mean wall time of one draft step; and whether every output equals ar's.
+to the earlier one, which every lossless system shares). A draft vocabulary N makes the draft's
+lm_head the first N rows of its weight (token ids 0..N-1: a BPE tokenizer numbers its tokens in
+merge order, so roughly most frequent first): its proposals come from those tokens alone, at N / V
+of the head's bytes; the target verifies as ever, so outputs stay ar's. Prints markdown: accepted
+tokens per round per dataset and pooled; per configuration the fraction of draft steps whose best
+leaf matched the request's text (a graft fired), the fraction of grafted tokens that survived the
+top-k cut, and the mean wall time of one draft step; and whether every output equals ar's.
 """
 from __future__ import annotations
 
@@ -46,14 +50,35 @@ class StepTimer:
         return out
 
 
-def configs(draft_steps: list[int], base: SpecSettings) -> dict[str, tuple[str, SpecSettings]]:
+def configs(draft_steps: list[int], base: SpecSettings, grafts: list[str] = ("off", "ngram"),
+            vocabs: list[int | None] = (None,)) -> dict[str, tuple[str, SpecSettings, int | None]]:
+    """name -> (system, settings, the draft's vocabulary: None for all of it)."""
     out = {}
-    for graft in ("off", "ngram"):
-        tag = "+graft" if graft == "ngram" else ""
-        for d in draft_steps:
-            out[f"swiftspec d{d}{tag}"] = ("swiftspec", replace(base, draft_steps=d, graft=graft))
-        out[f"tree{tag}"] = ("tree", replace(base, graft=graft))
+    for vocab in vocabs:
+        cut = f" v{vocab}" if vocab else ""
+        for graft in grafts:
+            tag = "+graft" if graft == "ngram" else ""
+            for d in draft_steps:
+                out[f"swiftspec d{d}{tag}{cut}"] = ("swiftspec", replace(base, draft_steps=d, graft=graft), vocab)
+            out[f"tree{tag}{cut}"] = ("tree", replace(base, graft=graft), vocab)
     return out
+
+
+class draft_vocabulary:
+    """Inside it, the draft engine's lm_head is the first `rows` rows of its head weight (a view;
+    None: unchanged)."""
+
+    def __init__(self, engine, rows: int | None):
+        self.engine, self.rows = engine, rows
+
+    def __enter__(self):
+        self.saved = self.engine.lm_head
+        if self.rows:
+            head = self.engine.embed if self.saved is None else self.saved
+            self.engine.lm_head = torch.nn.Parameter(head[: self.rows], requires_grad=False)
+
+    def __exit__(self, *exc):
+        self.engine.lm_head = self.saved
 
 
 def main() -> None:
@@ -65,6 +90,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=2, help="questions per dataset")
     ap.add_argument("--tokens", type=int, default=64, help="new tokens per turn")
     ap.add_argument("--draft-steps", default="2,3", help="swiftspec's d values, comma list")
+    ap.add_argument("--grafts", default="off,ngram", help="grafting settings, comma list")
+    ap.add_argument("--draft-vocabs", default="full", help="the draft's vocabulary sizes, comma list (full: all)")
     ap.add_argument("--tree-bs", type=int, default=8)
     ap.add_argument("--tree-w", type=int, default=8)
     ap.add_argument("--graft-len", type=int, default=6)
@@ -83,7 +110,8 @@ def main() -> None:
     tokenizer, eos = target.tokenizer, (set() if target.weights == "random" else eos_ids(target))
     base = SpecSettings(tree_bs=a.tree_bs, tree_w=a.tree_w, graft_len=a.graft_len,
                         graft_ngram=tuple(int(n) for n in a.graft_ngram.split(",")))
-    runs = configs([int(d) for d in a.draft_steps.split(",")], base)
+    vocabs = [None if v == "full" else int(v) for v in a.draft_vocabs.split(",")]
+    runs = configs([int(d) for d in a.draft_steps.split(",")], base, a.grafts.split(","), vocabs)
 
     # ar's answers: the reference every configuration must equal, and the earlier turns' answers.
     # Engines sized as the CLI sizes them: the longest prompt (later turns carry answers of at most
@@ -105,24 +133,25 @@ def main() -> None:
     _, draft_engine = pair.models_for(SYSTEMS["tree"])
     accepted: dict[str, dict[str, list[int]]] = {}
     lines, lossless = [], True
-    for name, (system, settings) in runs.items():
-        run_query(system, pair, prompts[0][1][:16], max_new_tokens=4, eos_ids=eos, settings=settings)  # warm-up
-        drafter = reuse(draft_engine, Drafter, *drafter_args(settings, settings.tree_w, graft=True))
-        timer = StepTimer(drafter)
-        fired = steps = proposed = kept = 0
-        for i, (label, prompt) in enumerate(prompts):
-            res, _ = run_query(system, pair, prompt, max_new_tokens=a.tokens, eos_ids=eos, settings=settings)
-            lossless &= res.tokens == reference[i]
-            accepted.setdefault(label, {}).setdefault(name, []).extend(res.accepted)
-            if drafter.grafter:
-                g = drafter.grafter
-                fired, steps, proposed, kept = fired + g.fired, steps + g.steps, proposed + g.proposed, kept + g.kept
-        drafter.step = timer.step
-        lines.append({"config": name, "steps": timer.calls,
-                      "ms_per_step": 1e3 * timer.seconds / max(timer.calls, 1),
-                      "fired": fired / steps if steps else float("nan"),
-                      "survived": kept / proposed if proposed else float("nan")})
-        print(f"{name}: done ({timer.calls} draft steps)", flush=True)
+    for name, (system, settings, vocab) in runs.items():
+        with draft_vocabulary(draft_engine, vocab):
+            run_query(system, pair, prompts[0][1][:16], max_new_tokens=4, eos_ids=eos, settings=settings)  # warm-up
+            drafter = reuse(draft_engine, Drafter, *drafter_args(settings, settings.tree_w, graft=True))
+            timer = StepTimer(drafter)
+            fired = steps = proposed = kept = 0
+            for i, (label, prompt) in enumerate(prompts):
+                res, _ = run_query(system, pair, prompt, max_new_tokens=a.tokens, eos_ids=eos, settings=settings)
+                lossless &= res.tokens == reference[i]
+                accepted.setdefault(label, {}).setdefault(name, []).extend(res.accepted)
+                if drafter.grafter:
+                    g = drafter.grafter
+                    fired, steps, proposed, kept = fired + g.fired, steps + g.steps, proposed + g.proposed, kept + g.kept
+            drafter.step = timer.step
+            lines.append({"config": name, "steps": timer.calls,
+                          "ms_per_step": 1e3 * timer.seconds / max(timer.calls, 1),
+                          "fired": fired / steps if steps else float("nan"),
+                          "survived": kept / proposed if proposed else float("nan")})
+            print(f"{name}: done ({timer.calls} draft steps)", flush=True)
 
     import pandas as pd
 
