@@ -21,12 +21,6 @@ __device__ __forceinline__ unsigned load_shared4(unsigned address) {
   return v;
 }
 
-// 16 bytes of shared memory at a shared-window address, as four words (as load_shared4).
-__device__ __forceinline__ void load_shared16_words(unsigned (&w)[4], unsigned address) {
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-               : "r"(address) : "memory");
-}
-
 // Nibble j of each half of `pair` (and what sits above it, masked off), as bf16x2 128 + nibble:
 // (pair >> 4j) & 0x000F000F | 0x43004300, the last two as one lop3 (immLut 0xEA). The three
 // shifts run on the integer pipe: j = 1 and 3 a SHF, j = 2 a byte permute (PRMT: pair >> 8). All

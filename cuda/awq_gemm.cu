@@ -339,11 +339,9 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     // M <= 8 the 8 words in two 16-byte loads (6 shared loads fewer a group; NOTES v99); at M > 8 a
     // word at a time (4 words live, not 8: r16_g32_c1 spilled at 80 registers with 16-byte reads).
     const unsigned scales = slot + 16 * (lane >> 3);
-    unsigned scale_words[4] = {0u, 0u, 0u, 0u}, scale_words8[4] = {0u, 0u, 0u, 0u};
-    if (!kTwo) {
-      load_shared16_words(scale_words, scales);
-      load_shared16_words(scale_words8, scales + 64);
-    }
+    uint4 sw = make_uint4(0u, 0u, 0u, 0u), sw8 = sw;
+    if (!kTwo) sw = load_shared16_at(scales), sw8 = load_shared16_at(scales + 64);
+    const unsigned scale_words[4] = {sw.x, sw.y, sw.z, sw.w}, scale_words8[4] = {sw8.x, sw8.y, sw8.z, sw8.w};
     const unsigned zeros_lo = load_shared4(slot + 128 + 4 * (lane >> 3));
     const unsigned zeros_hi = load_shared4(slot + 144 + 4 * (lane >> 3));
     const unsigned half_shift = 16u * ((lane >> 2) & 1);  // half g % 2 of a word

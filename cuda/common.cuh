@@ -50,6 +50,15 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return a;
 }
 
+// 16 bytes of shared memory at a shared-window address (shared_address), as four words; volatile
+// and a memory clobber, so that it stays after the waits for the copies that wrote it.
+__device__ __forceinline__ uint4 load_shared16_at(unsigned address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(address) : "memory");
+  return v;
+}
+
 // Asynchronous global -> shared copy of 16 bytes, bypassing L1 (the AWQ GEMM's codes, each read
 // once by one warp: caching them would only evict x; the GEMM's norm weights). (The L2::256B
 // prefetch hint changed nothing: NOTES v35.)

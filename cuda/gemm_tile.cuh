@@ -72,14 +72,9 @@ __device__ __forceinline__ float add_squares(const uint4& v, float s) {
   return s;
 }
 
-// 16 bytes of shared memory, volatile: it stays after the wait for the copies that wrote it, and
-// where it stands among the (volatile) mma's.
-__device__ __forceinline__ uint4 load_shared16(const bf16* p) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(shared_address(p)));
-  return v;
-}
+// 16 bytes of shared memory (common.cuh's load_shared16_at): it stays after the wait for the copies
+// that wrote it, and where it stands among the (volatile) mma's.
+__device__ __forceinline__ uint4 load_shared16(const bf16* p) { return load_shared16_at(shared_address(p)); }
 
 // x * g elementwise, each product rounded once to bf16 (exact in fp32 first: bf16(x * g) as torch).
 __device__ __forceinline__ uint4 times_weights(const uint4& x, const uint4& g) {
