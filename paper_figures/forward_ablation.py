@@ -57,9 +57,7 @@ def ops_of(engine) -> dict[str, tuple]:
 
 def _bytes(w) -> int:
     w = weight_of(w)
-    if hasattr(w, "qweight"):
-        return sum(t.numel() * t.element_size() for t in (w.qweight, w.qzeros, w.scales))
-    return w.numel() * w.element_size()
+    return w.nbytes() if hasattr(w, "qweight") else w.nbytes  # AWQ tensors, or the bf16 tensor
 
 
 class skipping:

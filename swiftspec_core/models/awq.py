@@ -74,6 +74,10 @@ class TiledAWQWeight(NamedTuple):
     def group(self) -> int:
         return self.qweight.shape[1] // self.qzeros.shape[1]
 
+    def nbytes(self) -> int:
+        """The bytes of its three tensors (columns past N included), as AWQWeight.nbytes."""
+        return sum(t.numel() * t.element_size() for t in self[:3])
+
 
 def _by_block(t: torch.Tensor, width: int) -> torch.Tensor:
     """[R, C] -> [ceil(C / width), R, width]: out[b, r, i] = t[r, width b + i], zeros past column C."""
