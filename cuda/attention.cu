@@ -23,14 +23,10 @@
 // shared memory by ldmatrix as the prefix is; the merge (attention_merge.cuh) reads each chunk's
 // partials once, all 16 chunks of a context of 1024 in one round trip. (Slower when tried: an
 // item a warp pair, a column group of two queries a warp quad; NOTES v49, v50.)
-// The append inside (NOTES v98): append_kv as a kernel of its own cost ~2.4 us a layer of the 8B
-// forward with PDL on (v97: the attention waited for it), so every block computes the forward's
-// T new keys (RoPE, append_kv.cu's arithmetic) and values of its kv head from qkv into shared
-// memory beside its prefetched tile, puts those whose cache rows it staged into the tile, and
-// reads the others from there; one block a row writes them to the cache. The tile then holds
-// what the cache holds after append_kv, bit for bit, so the output is append_kv then attention's.
+// The append inside: attention_append.cuh.
 #include "common.cuh"
 #include "mma.cuh"
+#include "attention_append.cuh"
 #include "attention_merge.cuh"
 #include "rope.cuh"
 
@@ -41,13 +37,6 @@
 #define KPAD 8        // bf16 padding a tile row (16 bytes): 8 rows' 16-byte reads hit distinct banks
 #define HN 8          // q heads of one kv head a warp item computes (the mma's n = 8 columns)
 #define PPAD 8        // bf16 padding a row of a warp's weight tile
-#define APPEND_MAX 32 // the most tokens whose keys and values a block appends (kernels/attention.py)
-
-// Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
-#define COL_POSITION 1
-#define COL_ROW 2
-#define COL_PREFIX 3
-#define COL_VISIBLE 4
 
 static_assert(CHUNK == 64, "four 16-position tiles a chunk");
 
@@ -106,7 +95,11 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __shared__ int new_rows[APPEND_MAX];             // with the append: token t's cache row (-1: none)
   __shared__ int is_last;
 
-  pdl_start();  // before the staging: the kernels before write qkv (and append_kv, run apart, cache rows)
+  // PDL: the kernel before this one writes qkv (the forward's qkv GEMM) and, with the append run
+  // apart (append_kv, launched just before), cache rows. With the append inside, nothing it writes
+  // is staged below, so the tile's loads and the block's positions go out before the wait, in
+  // flight while it finishes (NOTES v105); qkv is read only after the wait.
+  if (!append) pdl_wait();
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
   if (TQ > TQMAX || (append && T > APPEND_MAX)) return;  // the Python side never launches it so
@@ -141,28 +134,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     }
   };
 
-  // The append (before the first barrier, its loads in flight with the staging's): token t's new
-  // key and value of this kv head (rope.cuh's new_kv4, as append_kv.cu) into row t of new_k and
-  // new_v; the block of z = 0 whose chunk holds the token's cache row (rows past the last chunk:
-  // the last chunk's) also writes them to the cache.
   bf16 *new_k = reinterpret_cast<bf16 *>(smem + S::BYTES), *new_v = new_k + T * S::ROW;
-  if (append) {
-    constexpr int IG = HALF / 4;  // groups of 4 pairs a token
-    for (int e = threadIdx.x; e < T * IG; e += blockDim.x) {
-      const int t = e / IG, i0 = (e % IG) * 4;
-      const long long *b = blk + (long long)t * cols, row = b[COL_ROW], p = b[COL_POSITION];
-      const bf16 *k = qkv + t * stride + (long long)(H + kh) * HD;
-      const NewKV4 kv = new_kv4(k, k + (long long)KV * HD, cos_t + p * HD, sin_t + p * HD, i0, HALF);
-      store_kv4(kv, new_k + t * S::ROW, new_v + t * S::ROW, i0, HALF);
-      if (row >= 0 && row < R && blockIdx.z == 0 && min(row / CHUNK, (long long)nchunks - 1) == c)
-        store_kv4(kv, k_cache + (row * KV + kh) * HD, v_cache + (row * KV + kh) * HD, i0, HALF);
-    }
-    if (threadIdx.x < T) {
-      const long long row = blk[(long long)threadIdx.x * cols + COL_ROW];
-      new_rows[threadIdx.x] = row >= 0 && row < R ? (int)row : -1;
-    }
-  }
-
   // Before the block's one barrier, with their loads in flight together (each of these waited on
   // the one before it, ~1 us a block and ~1.5 in the chunk holding tree rows; NOTES v55): the
   // chunk's cache rows below the span into registers (rows past a query's prefix are staged too
@@ -190,10 +162,15 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     const int j = c0 + e % CHUNK, n = (int)b[COL_PREFIX];
     if (j >= n && j <= (int)b[COL_POSITION]) tree_rows[e] = (int)key_row(b + COL_VISIBLE, V, n, j, R);
   }
+  if (append) pdl_wait();
+  pdl_trigger();
   if (warp < (t1 - t0) * passes) {  // the warp's first item (the loop below ropes the others)
     const int t = t0 + warp / passes, p = (int)blk[(long long)t * cols + COL_POSITION];
     if (p >= c0) rope_q(t, warp % passes, p);
   }
+  if (append)  // after the wait, before the first barrier, with the staging's loads in flight
+    append_new_rows<HD, S::ROW, CHUNK>(qkv + (long long)(H + kh) * HD, stride, KV, blk, cols, cos_t, sin_t, T, R,
+                                       new_k, new_v, new_rows, blockIdx.z == 0, c, nchunks, kh, k_cache, v_cache);
 #pragma unroll
   for (int s = 0; s < STAGE; ++s) {
     const int e = threadIdx.x + s * NWARPS * 32, r = e / D8, d = (e % D8) * 8;
@@ -208,21 +185,8 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   }
   __syncthreads();
   if (append) {
-    // The new rows the tile staged (their old contents, read before the append) take the new keys
-    // and values; tree rows outside the tile that are new read them from new_k / new_v (-1 - t).
-    for (int e = threadIdx.x; e < T * D8; e += blockDim.x) {
-      const int t = e / D8, d = (e % D8) * 8, r = new_rows[t] - c0;
-      if (new_rows[t] >= 0 && r >= 0 && r < tile_rows) {
-        *reinterpret_cast<uint4 *>(k_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(new_k + t * S::ROW + d);
-        *reinterpret_cast<uint4 *>(v_tile + r * S::ROW + d) = *reinterpret_cast<const uint4 *>(new_v + t * S::ROW + d);
-      }
-    }
-    for (int e = threadIdx.x; e < (t1 - t0) * CHUNK; e += blockDim.x) {
-      const int q = e / CHUNK, j = c0 + e % CHUNK, row = tree_rows[e];
-      if (j >= q_prefix[q] && j <= q_pos[q] && (row < c0 || row >= c0 + tile_rows))  // a tree row outside the tile
-        for (int t = 0; t < T; ++t)
-          if (new_rows[t] == row) tree_rows[e] = -1 - t;
-    }
+    append_place<HD, S::ROW, CHUNK>(new_k, new_v, new_rows, T, k_tile, v_tile, c0, tile_rows, tree_rows, t1 - t0,
+                                    q_pos, q_prefix);
     __syncthreads();
   }
 

@@ -50,7 +50,7 @@ def instrumented_source() -> str:
               f"{BLOCK_ID}attn_trace[b_ * {SLOTS} + {SLOTS - 2}] = is_last; attn_trace[b_ * {SLOTS} + {SLOTS - 1}] = smid_; }}\n")
     P = PHASES.index
     anchors = [  # (text, what goes before it, what after it)
-        ("  pdl_start();  // before the staging", stamp(0), ""),
+        ("  // PDL: the kernel before this one writes qkv", stamp(0), ""),
         ("  for (int item = warp; item < (t1 - t0) * passes; item += NWARPS) {\n", stamp(P("staged")), ""),  # after the barrier
         ("    auto value_of = [&](int r) { return row_of(v_tile, v_cache, new_v, r); };\n    __syncwarp();\n", "",
          stamp(P("q roped"))),

@@ -24,9 +24,10 @@ from .build import CUDA_DIR, launch, ptr
 from .gemm import _sm_count  # the cached SM count the GEMM plans with
 
 
-def _define(name: str) -> int:
-    """A #define of cuda/attention.cu: the launch shape follows the source, written once there."""
-    return int(re.search(rf"^#define {name} (\d+)", (CUDA_DIR / "attention.cu").read_text(), re.MULTILINE)[1])
+def _define(name: str, source: str = "attention.cu") -> int:
+    """A #define of cuda/attention.cu (or another source): the launch shape follows the source,
+    written once there."""
+    return int(re.search(rf"^#define {name} (\d+)", (CUDA_DIR / source).read_text(), re.MULTILINE)[1])
 
 
 CHUNK = _define("CHUNK")  # positions one block reduces
@@ -36,7 +37,7 @@ MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __laun
 KPAD = _define("KPAD")
 HN = _define("HN")  # q heads a warp item computes together
 PPAD = _define("PPAD")
-APPEND_MAX = _define("APPEND_MAX")  # the most tokens the attention appends itself (more: append_kv first)
+APPEND_MAX = _define("APPEND_MAX", "attention_append.cuh")  # the most tokens the attention appends itself (more: append_kv first)
 THREADS = NWARPS * 32
 HEAD_DIMS = (64, 128)
 COUNTERS = 1024  # merge counters per (device, stream): one a (kv head, query group)
@@ -165,7 +166,9 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
     -> out [T, H * hd] bf16: softmax(q.k * hd**-0.5) @ v, fp32 softmax.
     append: first append_kv(qkv, block's positions, block's rows, ...), inside the kernel where T <=
     APPEND_MAX (the attention sees the appended keys and values from shared memory; one block a
-    row writes them to the cache), bitwise the same cache and output as the two calls."""
+    row writes them to the cache), bitwise the same cache and output as the two calls. With it
+    inside, the kernel reads the caches and the block before it waits for the kernel launched just
+    before it (PDL), so that kernel must not write them (the forward's qkv GEMM writes only qkv)."""
     hd = _check(qkv, k_cache, v_cache, cos, sin, n_heads, n_kv)
     T, R = qkv.shape[0], k_cache.shape[0]
     if block.dtype != torch.int64 or block.dim() != 2 or block.shape[0] != T or block.shape[1] <= VISIBLE:
