@@ -57,6 +57,14 @@ SHARED_PER_SM = 228 * 1024  # H100/H200, of which 1 KB a block is the system's
 # shape on those 12 layers (3% on average); with 16 and 0 it was up to 1.76x (8B qkv).
 SATURATING_WARPS = 18
 CLUSTER_COST_GROUPS = 2
+# Clusters launch without PDL (launch_shape), so their first copies wait for the kernel before them
+# to end, an overlap the isolated timings above cannot see. In the 70B AWQ forward its qkv at (11,
+# 1) under PDL ran 120-140 us faster (80 layers) than plan()'s (4, 4) clusters without, though 0.6 us
+# slower alone (NOTES v108): plan() takes the best C = 1 shape where its score is within
+# PDL_PREFERENCE of the best. Of the Llama 1B / 3B / 8B / 70B and Qwen2-72B layers at TP 1..8 that
+# moves only the 70B and 72B TP 1 qkv (1.10 of the best); the next (the TP 8 qkv, the 8B and 1B
+# down, 1.20-1.22) keep their clusters.
+PDL_PREFERENCE = 1.15
 
 
 def warp_shared_bytes(m: int) -> int:
@@ -101,10 +109,19 @@ def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
     """(S, C) for an [n, k] weight in groups of `group` on a GPU of `sms` SMs: clusters of C blocks of S
     warps on each 64 output columns, the C S warps splitting K's groups (warp s: groups s, s + C S, ..).
     Decided by (n, k, group) and the GPU, never by M: that keeps a row's reduction order, so its
-    bits, the same at every M. The best-scored of one_wave_shapes, or (1, 1) where no shape fits
-    one wave (N over 64 * 32 * sms): many small blocks."""
+    bits, the same at every M. The best-scored of one_wave_shapes (a C = 1 shape within
+    PDL_PREFERENCE of it before clusters), or (1, 1) where no shape fits one wave (N over 64 * 32 *
+    sms): many small blocks."""
     shapes = one_wave_shapes(n, k, group, sms)
-    return min(shapes, key=lambda shape: shape[1])[0] if shapes else (1, 1)
+    if not shapes:
+        return (1, 1)
+    best = min(shapes, key=lambda shape: shape[1])
+    plain = [shape for shape in shapes if shape[0][1] == 1]
+    if plain:
+        best_plain = min(plain, key=lambda shape: shape[1])
+        if best_plain[1][0] <= PDL_PREFERENCE * best[1][0]:
+            return best_plain[0]
+    return best[0]
 
 
 def kernel_name(m: int, group: int, cluster: int, op: str = "awq_gemm") -> str:
