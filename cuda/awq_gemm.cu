@@ -71,6 +71,7 @@
 #include "common.cuh"
 #include "mma.cuh"
 #include "awq_common.cuh"
+#include "awq_lanes.cuh"
 
 // A warp's ring: AWQ_STAGES stages of one chunk's codes (1 KB each; awq_gemm.py's STAGES), and as
 // many meta slots of a group's scales (64 fp16) and zeros (8 int32): slot i % AWQ_STAGES holds the
@@ -80,76 +81,6 @@
 #define AWQ_STAGE_BYTES 1024
 #define AWQ_META_BYTES 160
 #define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))
-
-// Where chunk row r (k within the chunk) sits in a stage: r = 8t + 2m + e goes to stage row
-// 8m + 2t + e, so that an 8 x 8 ldmatrix of stage rows 8m .. 8m + 7, transposed, gives lane (g, t)
-// the 16-bit column g of chunk rows 8t + 2m (low half) and 8t + 2m + 1 (high half).
-__device__ __forceinline__ int stage_row(int r) { return 8 * ((r >> 1) & 3) + 2 * (r >> 3) + (r & 1); }
-
-// A stage row's 16-byte half q (int32 columns 4q .. 4q + 3) at byte 32 row + 16 (q ^ bit 2 of row):
-// the 8 rows one ldmatrix reads (32 bytes apart) then fall in 8 different 4-bank groups.
-__device__ __forceinline__ unsigned stage_offset(int row, int q) { return 32 * row + 16 * (q ^ ((row >> 2) & 1)); }
-
-// stage_offset(stage_row(r + 16), q) from stage_offset(stage_row(r), q), r < 16: stage_row(r + 16) =
-// stage_row(r) + 4, which flips the row's bit 2 and so the half (bit 4 of the offset, clear in 32
-// (row + 4)). One register fewer than a second lane constant (r16_g32_c1 spilled 16 bytes at 80).
-__device__ __forceinline__ unsigned copy_dst16(unsigned copy_dst) { return (copy_dst + 128) ^ 16; }
-
-// Four transposed 8 x 8 matrices of 16-bit elements: lanes 8i .. 8i + 7 give the row addresses of
-// matrix i, and lane (g, t) receives its rows 2t (low half) and 2t + 1 (high half) of column g, in
-// register i. Volatile with a memory clobber: it must stay after the wait for the copies it reads.
-__device__ __forceinline__ void ldmatrix_trans(unsigned (&r)[4], unsigned address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
-}
-
-// A lane's loop-invariant offsets, in bytes. They go through shared memory once before the loop (as
-// in version 2: values ptxas can derive from the thread index it recomputes inside the loop).
-struct LaneConstants {
-  unsigned copy_src;    // 16 lane: this lane's two 16-byte copies are bytes copy_src and copy_src + 512
-  unsigned copy_dst;    // their stage offsets: chunk row lane / 2 here, row lane / 2 + 16 at copy_dst16()
-  unsigned read;        // ldmatrix row address of this lane in a stage (k pairs m = 0, 1; m = 2, 3: + 512)
-  unsigned x_row;       // from x to row g at k 8t (row 0 where g >= M)
-  unsigned x_row8;      // the same for row g + 8
-};
-
-__device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) {
-  LaneConstants c;
-  const int row = lane >> 1, half = lane & 1;
-  c.copy_src = 16u * lane;
-  c.copy_dst = stage_offset(stage_row(row), half);
-  const int matrix = lane >> 3;  // ldmatrix: k pair m = matrix / 2 (+ 2 in the second), half q = matrix % 2
-  c.read = stage_offset(8 * (matrix >> 1) + (lane & 7), matrix & 1);
-  const int g = lane >> 2, t = lane & 3;
-  c.x_row = 2u * ((g < M ? g : 0) * (unsigned)K + 8 * t);
-  c.x_row8 = 2u * ((g + 8 < M ? g + 8 : 0) * (unsigned)K + 8 * t);
-  return c;
-}
-
-// fp16 scale in half g % 2 (half_shift = 16 (g % 2)) of a word of scales, as fp32.
-__device__ __forceinline__ float scale_of(unsigned word, unsigned half_shift) {
-  return __half2float(__ushort_as_half((unsigned short)(word >> half_shift)));
-}
-
-// Element e of a block's [32 accumulators][32 lanes] sums (see the combine), rounded once into out
-// where its row and column exist. e = (8 j + 4 b + r) 32 + lane: tile j, x rows 8b .. 8b + 7, d
-// fragment register r (A row g (r < 2) or g + 8, B column 2t + r % 2). v: the element's sum (plus
-// the bias); kSwiglu: its gate column's sum and its up column's, out [M, N / 2].
-template <bool kSwiglu>
-__device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], int e, int col_block,
-                                             const bf16* __restrict__ bias, bf16* __restrict__ out, int M, int N) {
-  const int l = e & 31, j = e >> 8, b = (e >> 7) & 1, r = (e >> 5) & 3;
-  const int g = l >> 2;
-  const int col = col_block * 64 + 32 * (r >> 1) + 8 * (g >> 1) + 2 * j + (g & 1);
-  const int row = b * 8 + (l & 3) * 2 + (r & 1);
-  const int cols = kSwiglu ? N / 2 : N;
-  if (row >= M || col >= cols) return;
-  if (kSwiglu) {  // each factor rounded as awq_gemm writes it (round to nearest even, as torch)
-    out[(size_t)row * cols + col] = silu_times(__float2bfloat16(v[0]), __float2bfloat16(v[1]));
-  } else {
-    out[(size_t)row * cols + col] = __float2bfloat16(bias != nullptr ? v[0] + __bfloat162float(bias[col]) : v[0]);
-  }
-}
 
 // A warp's accumulators in shared memory, [32 lanes][kPieces float4's] a warp: piece (j, b) holds d
 // fragment registers r = 0..3 of tile j, x rows 8b .. 8b + 7. With rows 8..15 (kTwo) 8 pieces a lane,
@@ -164,16 +95,6 @@ struct Accumulators {
     return kPieces == 8 ? (2 * j + b) ^ (lane & 7) : j ^ ((lane >> 1) & 3);
   }
 };
-
-// bf16 (1, 1): the A operand of the mma's that sum x alone.
-constexpr unsigned kOnes = 0x3F803F80u;
-
-// d = A B (+ nothing): the first mma of a group's sums, its accumulators zero (RZ in the SASS).
-__device__ __forceinline__ void mma_16816_zero(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
-                                               unsigned a3, unsigned b0, unsigned b1) {
-  d[0] = d[1] = d[2] = d[3] = 0.f;
-  mma_16816(d, a0, a1, a2, a3, b0, b1);
-}
 
 // One block of a cluster of kCluster; kTwo: x rows 8..15 exist (M > 8); kChunks = G / 32 chunks a
 // group (1, 2 or 4: the group loop's chunks unrolled, so where each copy goes is known at compile
