@@ -96,3 +96,17 @@ def test_plan_picks_a_fast_measured_shape(csv):
         assert chosen.us.iloc[0] <= 1.10 * timed.us.min(), (model, tp, op, (splits, cluster), chosen.us.iloc[0],
                                                              timed.us.min())
     assert plan(57344, 8192, 128, H200_SMS) == (3, 1)
+
+
+def test_plain_blocks_within_pdl_preference_come_before_clusters():
+    """Clusters launch without PDL: a C = 1 shape within PDL_PREFERENCE of the best score wins (the
+    70B TP 1 qkv: (11, 1) over (4, 4), 1.10 of its score; NOTES v108), one further off does not (the
+    70B TP 8 qkv keeps (8, 8), 1.22)."""
+    from swiftspec_core.kernels.awq_gemm import PDL_PREFERENCE, one_wave_shapes
+
+    for (n, k), want, ratio in (((10240, 8192), (11, 1), 1.10), ((1280, 8192), (8, 8), 1.22)):
+        shapes = one_wave_shapes(n, k, 128, H200_SMS)
+        best = min(shapes, key=lambda shape: shape[1])
+        plain = min((shape for shape in shapes if shape[0][1] == 1), key=lambda shape: shape[1])
+        assert round(plain[1][0] / best[1][0], 2) == ratio and best[0][1] > 1
+        assert plan(n, k, 128, H200_SMS) == want and (want[1] == 1) == (ratio <= PDL_PREFERENCE)
