@@ -107,6 +107,20 @@ def test_append_kv_reference_writes_rope_in_fp32(hd):
     assert torch.allclose(k_cache[rows].double(), naive, atol=1e-6, rtol=2 ** -8)
 
 
+def test_append_kv_reference_skips_rows_outside_the_cache():
+    """As the kernel (and tree_attention_reference's append, which calls it): a row outside [0, R)
+    writes nothing, and the others are written as ever."""
+    torch.manual_seed(1)
+    H, KV, hd, R = 2, 1, 64, 8
+    cos, sin = tables(hd, 16)
+    qkv = torch.randn(3, (H + 2 * KV) * hd)
+    k_cache, v_cache = torch.zeros(R, KV, hd), torch.zeros(R, KV, hd)
+    attn.append_kv_reference(qkv, torch.tensor([1, 2, 3]), torch.tensor([-1, 5, R]), cos, sin, k_cache, v_cache,
+                             H, KV)
+    written = (k_cache.abs().sum((1, 2)) > 0).nonzero().flatten().tolist()
+    assert written == [5] and torch.equal(v_cache[5, 0], qkv[1, (H + KV) * hd:])
+
+
 @pytest.mark.parametrize("H,KV,hd", [(6, 2, 64), (8, 8, 128), (7, 1, 64)])
 def test_tree_attention_reference_against_float64_tree_mask(H, KV, hd):
     """Tree rows scattered in the cache, GQA, RoPE on q at each position, padding tokens."""

@@ -57,8 +57,10 @@ def _rope_fp32(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions:
 
 
 def append_kv_reference(qkv, positions, rows, cos, sin, k_cache, v_cache, n_heads: int, n_kv: int) -> None:
-    """As append_kv, in torch on any device."""
+    """As append_kv, in torch on any device (rows outside [0, R) skipped, as the kernel does)."""
     hd = k_cache.shape[-1]
+    valid = (rows >= 0) & (rows < k_cache.shape[0])
+    qkv, positions, rows = qkv[valid], positions[valid], rows[valid]
     _, k, v = _split(qkv, n_heads, n_kv, hd)
     k_cache.index_copy_(0, rows, _rope_fp32(k, cos, sin, positions).to(k_cache.dtype))
     v_cache.index_copy_(0, rows, v)
@@ -71,9 +73,7 @@ def tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span: int, 
     weight to bf16 for the value product and each chunk's unnormalized output to bf16 before its
     merge (relative 2^-9 each); this reference does not."""
     if append:
-        valid = (block[:, ROW] >= 0) & (block[:, ROW] < k_cache.shape[0])  # append_kv skips other rows
-        append_kv_reference(qkv[valid], block[valid, POSITION], block[valid, ROW], cos, sin, k_cache, v_cache,
-                            n_heads, n_kv)
+        append_kv_reference(qkv, block[:, POSITION], block[:, ROW], cos, sin, k_cache, v_cache, n_heads, n_kv)
     T, hd = qkv.shape[0], k_cache.shape[-1]
     G, V = n_heads // n_kv, block.shape[1] - VISIBLE
     q, _, _ = _split(qkv, n_heads, n_kv, hd)
