@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from swiftspec_core.kernels.build import OPTIONS, cuda_include, source
+from swiftspec_core.kernels.build import nvcc_command, source
 
 PIPES = (  # (pipe, opcode prefixes), first match wins
     ("fma-heavy", ("IMAD",)),
@@ -53,7 +53,7 @@ def disassemble(name: str) -> str:
         cu, cubin = os.path.join(folder, f"{name}.cu"), os.path.join(folder, f"{name}.cubin")
         with open(cu, "w") as f:
             f.write(source(name))
-        subprocess.run(["nvcc", *OPTIONS, *cuda_include(), "-arch=sm_90a", "-cubin", cu, "-o", cubin], check=True)
+        subprocess.run(nvcc_command(cu, cubin), check=True)
         return subprocess.run([tool, "-sass", cubin], check=True, capture_output=True, text=True).stdout
 
 

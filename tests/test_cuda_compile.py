@@ -44,8 +44,7 @@ ptxas info    : Function properties for b_c4
 def test_kernel_source_compiles_without_spills(name, tmp_path):
     src = tmp_path / f"{name}.cu"
     src.write_text(build.source(name))
-    cmd = [NVCC, *build.OPTIONS, *build.cuda_include(), "-arch=sm_90", "-cubin", "-Xptxas", "-v",
-           "-o", str(tmp_path / f"{name}.cubin"), str(src)]
+    cmd = build.nvcc_command(str(src), str(tmp_path / f"{name}.cubin"), "sm_90", "-Xptxas", "-v")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     report = done.stdout + done.stderr
     assert done.returncode == 0, f"nvcc failed on cuda/{name}.cu (inlined source: {src}):\n{report}"
@@ -99,7 +98,6 @@ def test_attention_trace_instruments_the_current_kernel(tmp_path):
     src.write_text(instrumented_source())
     if NVCC is None:
         pytest.skip("nvcc is not on PATH: the anchors were checked, the compile is not")
-    cmd = [NVCC, *build.OPTIONS, *build.cuda_include(), "-arch=sm_90", "-cubin", "-o", str(tmp_path / "t.cubin"),
-           str(src)]
+    cmd = build.nvcc_command(str(src), str(tmp_path / "t.cubin"), "sm_90")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

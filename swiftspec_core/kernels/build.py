@@ -50,6 +50,12 @@ def cuda_include() -> tuple[str, ...]:
     return ()
 
 
+def nvcc_command(source_file: str, cubin: str, arch: str = "sm_90a", *extra: str) -> list[str]:
+    """nvcc's command line for a cubin of a source as the runtime builds it (OPTIONS and the CUDA
+    headers), on a machine without a GPU: the compile checks and paper_figures/sass_mix.py."""
+    return ["nvcc", *OPTIONS, *cuda_include(), f"-arch={arch}", "-cubin", *extra, "-o", cubin, source_file]
+
+
 @functools.cache
 def module(name: str, device: int):
     """cuda/NAME.cu built for `device`."""
