@@ -96,24 +96,6 @@ struct Accumulators {
   }
 };
 
-// The RMSNorms folded into the epilogue (awq_norms.py; all null: a plain GEMM): row_sums [K / 64][16] with eps, the norm before (x is bf16(h * g)); residual [M, N]
-// (out may be it); next_norm [N] with next_x [M, N] and next_sums [N / 64][16], the norm after
-// (kCluster = 1 only).
-__device__ __forceinline__ unsigned thread_index() {
-  unsigned t;
-  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
-  return t;
-}
-
-struct Norms {
-  const float* row_sums;
-  const bf16* residual;
-  const bf16* next_norm;
-  bf16* next_x;
-  float* next_sums;
-  float eps;
-};
-
 // One block of a cluster of kCluster; kTwo: x rows 8..15 exist (M > 8); kChunks = G / 32 chunks a
 // group (1, 2 or 4: the group loop's chunks unrolled, so where each copy goes is known at compile
 // time); kSwiglu: two halves of warps, on a gate tile and its up tile (awq_swiglu_*, above).
@@ -317,8 +299,6 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // .., then the butterfly), so a row's r depends on its own h alone.
   __shared__ float row_scale[16];
   if (norms.row_sums != nullptr) {
-    // The thread's index read again (asm volatile: not kept in a register through the loop, where
-    // the r16 kernels sit at their 80-register cap and spilled for it).
     const unsigned tid = thread_index();
 #pragma unroll 1
     for (int m = tid >> 5; m < M; m += blockDim.x >> 5) {

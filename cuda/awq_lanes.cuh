@@ -1,6 +1,7 @@
 // The AWQ GEMM's lanes (awq_gemm.cu): where a chunk's code rows sit in a warp's stage and what each
 // lane copies, reads by ldmatrix and loads of x; the scales' fp16 halves; the output's place of
-// each accumulator; the mma's with all-ones or zero operands.
+// each accumulator and what the epilogue folds in (the RMSNorms of awq_norms.py); the mma's with
+// all-ones or zero operands.
 #pragma once
 #include <cuda_fp16.h>
 #include "common.cuh"
@@ -55,6 +56,26 @@ __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) 
 __device__ __forceinline__ float scale_of(unsigned word, unsigned half_shift) {
   return __half2float(__ushort_as_half((unsigned short)(word >> half_shift)));
 }
+
+// The thread's index, read again where asm volatile keeps it out of registers before (the r16
+// kernels sit at their 80-register cap through the loop and spilled for a kept one).
+__device__ __forceinline__ unsigned thread_index() {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+  return t;
+}
+
+// The RMSNorms folded into a GEMM's epilogue (awq_norms.py; all null: a plain GEMM): row_sums
+// [K / 64][16] with eps, the norm before (x is bf16(h * g)); residual [M, N] (out may be it);
+// next_norm [N] with next_x [M, N] and next_sums [N / 64][16], the norm after (kCluster = 1 only).
+struct Norms {
+  const float* row_sums;
+  const bf16* residual;
+  const bf16* next_norm;
+  bf16* next_x;
+  float* next_sums;
+  float eps;
+};
 
 // What a GEMM's epilogue does besides out = sum + bias (awq_norms.py: the RMSNorms of a one-GPU
 // forward folded into the GEMMs around them, NOTES v110). Null pointers: not that step.

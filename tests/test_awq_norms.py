@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine_fixtures import VOCAB, prompt
-from swiftspec_core.graphs import ExactForward, PaddedForward
+from engine_fixtures import VOCAB
+from test_fused_forward import fused_equals_exact
 from swiftspec_core.kernels import attention, awq_gemm, awq_norms, forward, gemm, norm
 from swiftspec_core.models import awq
 from swiftspec_core.models.args import ModelArgs
@@ -74,17 +74,7 @@ def test_awq_body_with_references_equals_the_model(references, qkv_bias):
     model = awq_model(qkv_bias)
     model.kernels = "fused"  # use_kernels refuses the CPU: the references stand in for the kernels
     assert forward.awq_norms_in_epilogues(model)
-    n, gen = 20, torch.Generator().manual_seed(1)
-    caches = [model.new_cache(128), model.new_cache(128)]
-    for cache in caches:
-        model.prefill(prompt(n), cache)
-    fused, exact = PaddedForward(model, caches[0], 8, 8, graph=False), ExactForward(model, caches[1])
-    for size in (1, 5, 8):
-        visible = [[n + j for j in range(i + 1)] for i in range(size)]  # a chain
-        tokens = torch.randint(0, model.args.vocab_size, (size,), generator=gen).tolist()
-        positions, rows = [n + i for i in range(size)], list(range(n, n + size))
-        got, ref = fused(tokens, positions, rows, n, visible), exact(tokens, positions, rows, n, visible)
-        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+    fused_equals_exact(model, seed=1)
 
 
 @pytest.mark.parametrize("quant,tp,dim,want", [("awq", 1, 8192, True), ("awq", 2, 8192, False),
