@@ -102,8 +102,8 @@ struct Accumulators {
 template <int kCluster, bool kTwo, int kChunks, bool kSwiglu>
 __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const int* __restrict__ qweight,
                                                const int* __restrict__ qzeros, const __half* __restrict__ scales,
-                                               const bf16* __restrict__ bias, bf16* __restrict__ out,
-                                               int M, int N, int K) {
+                                               const bf16* __restrict__ bias, bf16* out, int M, int N, int K,
+                                               const Norms& norms) {
   // [warps] rings of [STAGES][1 KB] stages then [STAGES][160 B] meta slots, then [warps][32 lanes]
   // [16 or 32 floats] accumulators; after the loop, a cluster's [halves][32][32] block sums in the
   // first rings.
@@ -185,6 +185,10 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // Only now wait for the kernel before this one (it writes x): the copies above read weights, which
   // no kernel writes, so under PDL their DRAM latency overlaps that kernel's last blocks (v5).
   pdl_start();
+  // The sums of squares the GEMM before wrote (norms.row_sums: K / 64 tiles of 16 floats, read in the
+  // epilogue) into L1 now, while the loop runs.
+  if (norms.row_sums != nullptr && threadIdx.x < K / 128)
+    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(norms.row_sums + 32 * threadIdx.x));
 
   uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
   xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
@@ -290,6 +294,28 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   copies_wait<0>();  // only empty groups are left; the rings become the cluster's block sums
   __syncthreads();
 
+  // The RMSNorm before this GEMM (x is bf16(h * g)): row m's r = 1 / sqrt(mean(h^2) + eps) from the
+  // K / 64 tiles' sums of h^2 the GEMM before wrote, added in a fixed order (lane l: tiles l, l + 32,
+  // .., then the butterfly), so a row's r depends on its own h alone.
+  __shared__ float row_scale[16];
+  if (norms.row_sums != nullptr) {
+    const unsigned tid = thread_index();
+#pragma unroll 1
+    for (int m = tid >> 5; m < M; m += blockDim.x >> 5) {
+      float total = 0.f;
+#pragma unroll 1
+      for (int t = tid & 31; t < K / 64; t += 32) total += norms.row_sums[t * 16 + m];
+      total = warp_sum(total);
+      if ((tid & 31) == 0) row_scale[m] = 1.f / sqrtf(total / (float)K + norms.eps);  // IEEE, as norm.cu
+    }
+    __syncthreads();
+  }
+  // The next RMSNorm's sums (kCluster = 1: a block stores its whole tile): out^2 by row and column in
+  // the rings, summed a row at a time in column order after the combine.
+  float* squares = reinterpret_cast<float*>(smem);
+  const Epilogue ep{norms.row_sums != nullptr ? row_scale : nullptr, kSwiglu ? nullptr : norms.residual,
+                    kCluster == 1 && !kSwiglu ? norms.next_norm : nullptr, norms.next_x, squares};
+
   // Warp w's accumulator (j, b, r) of lane l: float r of its piece (j, b) of [w][l].
   const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);
   auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
@@ -312,7 +338,16 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       for (int s = 1; s < splits; ++s) v[h] += accumulator(h * splits + s, e);
       if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
     }
-    if (kCluster == 1) store_output<kSwiglu>(v, e, col_block, bias, out, M, N);
+    if (kCluster == 1) store_output<kSwiglu>(v, e, col_block, bias, out, M, N, ep);
+  }
+  if (ep.next_norm != nullptr) {
+    __syncthreads();
+    const unsigned tid = thread_index();
+    if (tid < M) {
+      float total = 0.f;
+      for (int c = 0; c < min(64, N - col_block * 64); ++c) total += squares[tid * 64 + c];
+      norms.next_sums[col_block * 16 + tid] = total;
+    }
   }
   if (kCluster > 1) {
     cluster_barrier();  // every block's sums written and visible to the cluster
@@ -325,7 +360,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         v[h] = cluster_load(sum_s + 4 * (h * 1024 + e), 0);
         for (int q = 1; q < kCluster; ++q) v[h] += cluster_load(sum_s + 4 * (h * 1024 + e), q);
       }
-      store_output<kSwiglu>(v, e, col_block, bias, out, M, N);
+      store_output<kSwiglu>(v, e, col_block, bias, out, M, N, ep);
     }
     cluster_barrier();  // no block leaves (its shared memory) while another still reads it
   }
@@ -340,9 +375,11 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
 #define AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, C, ATTRIBUTES)                                        \
   extern "C" __global__ void __launch_bounds__(AWQ_THREADS) ATTRIBUTES NAME##_r##ROWS##_g##G##_c##C(       \
       const bf16* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
-      const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* __restrict__ out, int M,   \
-      int N, int K) {                                                                                    \
-    awq_gemm_block<C, TWO, G / 32, SWIGLU>(x, qweight, qzeros, scales, bias, out, M, N, K);              \
+      const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* out, int M, int N, int K,  \
+      const float* row_sums, const bf16* residual, const bf16* next_norm, bf16* next_x, float* next_sums, \
+      float eps) {                                                                                       \
+    const Norms norms{row_sums, residual, next_norm, next_x, next_sums, eps};                            \
+    awq_gemm_block<C, TWO, G / 32, SWIGLU>(x, qweight, qzeros, scales, bias, out, M, N, K, norms);       \
   }
 #define AWQ_GEMM_CLUSTERS(NAME, SWIGLU, ROWS, TWO, G)                                 \
   AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 1, )                                    \

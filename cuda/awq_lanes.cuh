@@ -1,6 +1,7 @@
 // The AWQ GEMM's lanes (awq_gemm.cu): where a chunk's code rows sit in a warp's stage and what each
 // lane copies, reads by ldmatrix and loads of x; the scales' fp16 halves; the output's place of
-// each accumulator; the mma's with all-ones or zero operands.
+// each accumulator and what the epilogue folds in (the RMSNorms of awq_norms.py); the mma's with
+// all-ones or zero operands.
 #pragma once
 #include <cuda_fp16.h>
 #include "common.cuh"
@@ -56,23 +57,65 @@ __device__ __forceinline__ float scale_of(unsigned word, unsigned half_shift) {
   return __half2float(__ushort_as_half((unsigned short)(word >> half_shift)));
 }
 
+// The thread's index, read again where asm volatile keeps it out of registers before (the r16
+// kernels sit at their 80-register cap through the loop and spilled for a kept one).
+__device__ __forceinline__ unsigned thread_index() {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+  return t;
+}
+
+// The RMSNorms folded into a GEMM's epilogue (awq_norms.py; all null: a plain GEMM): row_sums
+// [K / 64][16] with eps, the norm before (x is bf16(h * g)); residual [M, N] (out may be it);
+// next_norm [N] with next_x [M, N] and next_sums [N / 64][16], the norm after (kCluster = 1 only).
+struct Norms {
+  const float* row_sums;
+  const bf16* residual;
+  const bf16* next_norm;
+  bf16* next_x;
+  float* next_sums;
+  float eps;
+};
+
+// What a GEMM's epilogue does besides out = sum + bias (awq_norms.py: the RMSNorms of a one-GPU
+// forward folded into the GEMMs around them, NOTES v110). Null pointers: not that step.
+struct Epilogue {
+  const float* row_scale;  // shared [16]: r of each row, the RMSNorm before this GEMM (x = bf16(h * g))
+  const bf16* residual;    // [M, N]: out = residual + bf16(r sum + bias), torch's bf16 add (out may be it)
+  const bf16* next_norm;   // [N]: the next RMSNorm's weight g: next_x = bf16(out * g), and out^2 into
+  bf16* next_x;            //   [M, N]
+  float* squares;          //   shared [16][64], by row and column within the tile
+};
+
 // Element e of a block's [32 accumulators][32 lanes] sums (see the combine), rounded once into out
 // where its row and column exist. e = (8 j + 4 b + r) 32 + lane: tile j, x rows 8b .. 8b + 7, d
-// fragment register r (A row g (r < 2) or g + 8, B column 2t + r % 2). v: the element's sum (plus
-// the bias); kSwiglu: its gate column's sum and its up column's, out [M, N / 2].
+// fragment register r (A row g (r < 2) or g + 8, B column 2t + r % 2). v: the element's sum;
+// kSwiglu: its gate column's sum and its up column's, out [M, N / 2]. The sum times the row's
+// scale (ep.row_scale) plus the bias, rounded once; then ep's residual and next norm.
 template <bool kSwiglu>
 __device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], int e, int col_block,
-                                             const bf16* __restrict__ bias, bf16* __restrict__ out, int M, int N) {
+                                             const bf16* __restrict__ bias, bf16* out, int M, int N,
+                                             const Epilogue& ep) {
   const int l = e & 31, j = e >> 8, b = (e >> 7) & 1, r = (e >> 5) & 3;
   const int g = l >> 2;
   const int col = col_block * 64 + 32 * (r >> 1) + 8 * (g >> 1) + 2 * j + (g & 1);
   const int row = b * 8 + (l & 3) * 2 + (r & 1);
   const int cols = kSwiglu ? N / 2 : N;
   if (row >= M || col >= cols) return;
+  const float scale = ep.row_scale != nullptr ? ep.row_scale[row] : 1.f;
   if (kSwiglu) {  // each factor rounded as awq_gemm writes it (round to nearest even, as torch)
-    out[(size_t)row * cols + col] = silu_times(__float2bfloat16(v[0]), __float2bfloat16(v[1]));
-  } else {
-    out[(size_t)row * cols + col] = __float2bfloat16(bias != nullptr ? v[0] + __bfloat162float(bias[col]) : v[0]);
+    out[(size_t)row * cols + col] = silu_times(__float2bfloat16(v[0] * scale), __float2bfloat16(v[1] * scale));
+    return;
+  }
+  const float sum = ep.row_scale != nullptr ? v[0] * scale : v[0];
+  bf16 y = __float2bfloat16(bias != nullptr ? sum + __bfloat162float(bias[col]) : sum);
+  const size_t at = (size_t)row * cols + col;
+  if (ep.residual != nullptr) y = __float2bfloat16(__bfloat162float(ep.residual[at]) + __bfloat162float(y));
+  out[at] = y;
+  if (ep.next_norm != nullptr) {
+    const float f = __bfloat162float(y);
+    ep.next_x[at] = __float2bfloat16(f * __bfloat162float(ep.next_norm[col]));
+    ep.squares[row * 64 + (col - col_block * 64)] = f * f;
   }
 }
 

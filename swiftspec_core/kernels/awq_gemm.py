@@ -105,14 +105,14 @@ def one_wave_shapes(n: int, k: int, group: int, sms: int) -> list[tuple[tuple[in
 
 
 @functools.cache
-def plan(n: int, k: int, group: int, sms: int) -> tuple[int, int]:
+def plan(n: int, k: int, group: int, sms: int, clusters: bool = True) -> tuple[int, int]:
     """(S, C) for an [n, k] weight in groups of `group` on a GPU of `sms` SMs: clusters of C blocks of S
     warps on each 64 output columns, the C S warps splitting K's groups (warp s: groups s, s + C S, ..).
     Decided by (n, k, group) and the GPU, never by M: that keeps a row's reduction order, so its
     bits, the same at every M. The best-scored of one_wave_shapes (a C = 1 shape within
-    PDL_PREFERENCE of it before clusters), or (1, 1) where no shape fits one wave (N over 64 * 32 *
-    sms): many small blocks."""
-    shapes = one_wave_shapes(n, k, group, sms)
+    PDL_PREFERENCE of it before clusters; C = 1 only without `clusters`), or (1, 1) where no shape
+    fits one wave (N over 64 * 32 * sms): many small blocks."""
+    shapes = [shape for shape in one_wave_shapes(n, k, group, sms) if clusters or shape[0][1] == 1]
     if not shapes:
         return (1, 1)
     best = min(shapes, key=lambda shape: shape[1])
@@ -197,17 +197,20 @@ def awq_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = No
 
 
 def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
-                 cluster: int, op: str = "awq_gemm") -> None:
+                 cluster: int, op: str = "awq_gemm", norms: tuple = ()) -> None:
     """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps a tile (awq_gemm
     takes them from plan(); the GPU tests run every shape). awq_swiglu: a block holds a gate tile's
-    and its up tile's warps, so half the blocks of twice the warps."""
+    and its up tile's warps, so half the blocks of twice the warps. norms: awq_norms.py's epilogue
+    operands (row_sums, residual, next_norm, next_x, next_sums: tensors or None; eps), () for none."""
     (m, k), n = x.shape, w.n
+    *tensors, eps = norms or (None,) * 5 + (0.0,)
     tiles_a_block = 2 if op == "awq_swiglu" else 1
     with torch.cuda.device(x.device):
         launch("awq_gemm", kernel_name(m, w.group, cluster, op), (w.qweight.shape[0] // tiles_a_block * cluster,),
                (32 * splits * tiles_a_block,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
-                ptr(out), np.int32(m), np.int32(n), np.int32(k)),
+                ptr(out), np.int32(m), np.int32(n), np.int32(k),
+                *(np.uint64(0) if t is None else ptr(t) for t in tensors), np.float32(eps)),
                shared_mem=tiles_a_block * splits * warp_shared_bytes(m),
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the

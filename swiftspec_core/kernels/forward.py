@@ -1,5 +1,6 @@
-"""A fixed-width forward made of our kernels (`--kernels fused`): two layer bodies (the norms inside
-the GEMMs, or as kernels between them: norms_in_gemms says which), each top to bottom.
+"""A fixed-width forward made of our kernels (`--kernels fused`): three layer bodies (the norms inside
+the GEMMs, or as kernels between them: norms_in_gemms says which; one GPU's AWQ layers with the
+norms in the GEMMs' epilogues), each top to bottom.
 
 It takes what graphs.PaddedForward stages for every forward, the block [T, 4 + V] of (token,
 position, cache row, prefix length, visible rows), instead of a [T, L] mask: tree_attention reads
@@ -16,6 +17,7 @@ from ..cache import KVCache
 from ..models.transformer import weight_of
 from .attention import tree_attention
 from .awq_gemm import awq_gemm, awq_swiglu
+from .awq_norms import NextNorm, awq_gemm_norms, awq_swiglu_norms, norm_sums
 from .gemm import gemm
 from .gemm_epilogue import fused_gemm_allreduce, gemm_swiglu
 from ..staged import TOKEN
@@ -37,11 +39,21 @@ def norms_in_gemms(model) -> bool:
     return a.quant != "awq" and model.group.size == 1 and a.dim <= NORMS_IN_GEMMS_MAX_DIM
 
 
+def awq_norms_in_epilogues(model) -> bool:
+    """Whether the fused forward runs AWQ layers with their norms in the GEMMs' epilogues (awq_norms.py:
+    one GPU, a width of whole 64-column tiles)."""
+    a = model.args
+    return a.quant == "awq" and model.group.size == 1 and a.dim % 64 == 0
+
+
 @torch.inference_mode()
 def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
     """block: [T, 4 + V] int64 on the device; span: the cache rows attention may read.
     -> [T, vocab] fp32 logits."""
-    body = _norms_in_gemms_forward if norms_in_gemms(model) else _norm_kernels_forward
+    if awq_norms_in_epilogues(model):
+        body = _awq_norms_in_epilogues_forward
+    else:
+        body = _norms_in_gemms_forward if norms_in_gemms(model) else _norm_kernels_forward
     return body(model, block, span, cache)
 
 
@@ -80,6 +92,29 @@ def _norm_kernels_forward(model, block: torch.Tensor, span: int, cache: KVCache)
     _, y = add_rmsnorm(h, m, model.norm, a.norm_eps)
     logits = group.all_gather(gemm(y, _head(model)))
     return logits[:, : model.full_vocab].float()
+
+
+def _awq_norms_in_epilogues_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
+    """One GPU, AWQ layers: a layer is four kernels: qkv (times each row's attention-norm scale),
+    the attention, o_proj (+ the residual; the MLP norm's x and sums), gate_up with SwiGLU (times
+    the MLP norm's scale), down_proj (+ the residual; the next attention norm's x and sums). The
+    first layer's attention norm and the final norm stay kernels (no GEMM before them)."""
+    a = model.args
+    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place
+    nxt = NextNorm(None, torch.empty_like(h), norm_sums(a.dim, h.device))  # x = bf16(h * g), sums of h^2
+    for i, layer in enumerate(model.layers):
+        if i == 0:
+            qkv = awq_gemm(rmsnorm(h, layer.attn_norm, a.norm_eps), weight_of(layer.wqkv), layer.bqkv)
+        else:
+            qkv = awq_gemm_norms(nxt.x, weight_of(layer.wqkv), layer.bqkv, row_sums=nxt.sums, eps=a.norm_eps)
+        attn = _attention(model, i, qkv, block, span, cache)
+        nxt.weight = layer.mlp_norm
+        awq_gemm_norms(attn, weight_of(layer.wo), out=h, residual=h, next_norm=nxt)
+        act = awq_swiglu_norms(nxt.x, weight_of(layer.w_gate_up), row_sums=nxt.sums, eps=a.norm_eps)
+        last = i == len(model.layers) - 1
+        nxt.weight = None if last else model.layers[i + 1].attn_norm
+        awq_gemm_norms(act, weight_of(layer.w_down), out=h, residual=h, next_norm=None if last else nxt)
+    return gemm(rmsnorm(h, model.norm, a.norm_eps), _head(model))[:, : model.full_vocab].float()
 
 
 def _attention(model, i: int, qkv, block, span: int, cache: KVCache) -> torch.Tensor:

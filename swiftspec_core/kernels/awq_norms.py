@@ -1,0 +1,129 @@
+"""The RMSNorms of a one-GPU AWQ forward folded into the GEMMs around them (NOTES v109, v110).
+
+In the 70B AWQ forward the two add + RMSNorm kernels a layer cost 7.5 us (forward_ablation.py): an
+AWQ GEMM's block takes most of an SM's shared memory, so a small kernel between two of them is one
+more hand-over. Here the GEMM before a norm (o_proj, down_proj) adds the residual in its epilogue
+(h += x @ W.T in place, torch's bf16 add), and writes the next GEMM's x as bf16(h * g) and, for
+each 64-column tile of h, each row's sum of h^2 (sums [N / 64, 16] fp32); the GEMM after it (qkv;
+gate_up with SwiGLU) scales each row's sums by r = 1 / sqrt(mean(h^2) + eps), adding the tiles'
+sums in a fixed order, before the bias and the one rounding. That is gemm's norm= (r * (bf16(x * g)
+@ W.T) + bias) with r from the GEMM before instead of from the x loaded: the AWQ GEMM's loop is the
+same (a norm inside it cost 22% more instructions a group: v110). A row's r depends on its own h
+alone, so rows stay invariant.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .awq_gemm import (COLUMNS_PER_BLOCK, TiledAWQWeight, _sm_count, check_operands, dequantize, fuses_swiglu,
+                       launch_shape, plan)
+from .gemm import _no_tf32
+from .norm import swiglu, swiglu_reference
+
+SUM_ROWS = 16  # the rows a tile's sums hold (MAX_ROWS)
+
+
+@dataclass
+class NextNorm:
+    """The RMSNorm after a GEMM: its weight g [N], the next GEMM's x = bf16(out * g) [M, N] and the
+    sums of out^2 [N / 64, SUM_ROWS] (norm_sums) that GEMM scales by."""
+    weight: torch.Tensor
+    x: torch.Tensor
+    sums: torch.Tensor
+
+
+def norm_sums(n: int, device) -> torch.Tensor:
+    """The sums buffer of an N-wide norm: [N / 64, SUM_ROWS] fp32."""
+    return torch.zeros(-(-n // COLUMNS_PER_BLOCK), SUM_ROWS, dtype=torch.float32, device=device)
+
+
+def row_scale_reference(sums: torch.Tensor, m: int, k: int, eps: float) -> torch.Tensor:
+    """r [M] = 1 / sqrt(mean(h^2) + eps) from a K-wide norm's sums."""
+    return torch.rsqrt(sums[: k // COLUMNS_PER_BLOCK, :m].double().sum(0) / k + eps).float()
+
+
+def awq_gemm_norms_reference(x, w, bias=None, out=None, row_sums=None, eps: float = 0.0, residual=None,
+                             next_norm: NextNorm | None = None) -> torch.Tensor:
+    """As awq_gemm_norms, in torch on any device: x @ dequantize(w).T in fp32 (weights rounded to x's
+    dtype first, as awq_gemm_reference), times r (row_sums), plus the bias, rounded once; plus the
+    residual (rounded once); then next_norm's x and sums."""
+    (m, k), a = x.shape, x.float()
+    with _no_tf32():
+        y = a @ dequantize(w, x.dtype).float().T
+    if row_sums is not None:
+        y = y * row_scale_reference(row_sums, m, k, eps)[:, None]
+    if bias is not None:
+        y = y + bias.float()
+    y = y.to(x.dtype)
+    if residual is not None:
+        y = residual + y
+    if next_norm is not None:
+        n = y.shape[1]
+        next_norm.x.copy_((y.float() * next_norm.weight.float()).to(y.dtype))
+        tiles = y.float().square().view(m, n // COLUMNS_PER_BLOCK, COLUMNS_PER_BLOCK).sum(-1)  # [M, N / 64]
+        next_norm.sums[: n // COLUMNS_PER_BLOCK, :m] = tiles.T
+    return y if out is None else out.copy_(y)
+
+
+def awq_swiglu_norms_reference(x, w, out=None, row_sums=None, eps: float = 0.0) -> torch.Tensor:
+    return swiglu_reference(awq_gemm_norms_reference(x, w, row_sums=row_sums, eps=eps), out)
+
+
+def _check(op: str, x: torch.Tensor, n: int, row_sums, residual, next_norm: NextNorm | None) -> None:
+    m, k = x.shape
+    if row_sums is not None and (row_sums.dtype != torch.float32 or not row_sums.is_contiguous()
+                                 or row_sums.device != x.device or row_sums.shape != (k // COLUMNS_PER_BLOCK, SUM_ROWS)
+                                 or k % COLUMNS_PER_BLOCK):
+        raise ValueError(f"{op}: row_sums must be contiguous fp32 [{k // COLUMNS_PER_BLOCK}, {SUM_ROWS}] on x's "
+                         f"device (K = {k} a multiple of {COLUMNS_PER_BLOCK})")
+    if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16
+                                 or not residual.is_contiguous() or residual.device != x.device):
+        raise ValueError(f"{op}: residual must be contiguous bf16 [{m}, {n}] on x's device")
+    if next_norm is not None:
+        g, nx, sums = next_norm.weight, next_norm.x, next_norm.sums
+        if n % COLUMNS_PER_BLOCK or g.shape != (n,) or nx.shape != (m, n) or sums.shape != (n // COLUMNS_PER_BLOCK,
+                                                                                         SUM_ROWS):
+            raise ValueError(f"{op}: next norm: weight [{n}], x [{m}, {n}], sums [{n // COLUMNS_PER_BLOCK}, "
+                             f"{SUM_ROWS}] (N a multiple of {COLUMNS_PER_BLOCK}), got {tuple(g.shape)}, "
+                             f"{tuple(nx.shape)}, {tuple(sums.shape)}")
+        for name, t, dtype in (("weight", g, torch.bfloat16), ("x", nx, torch.bfloat16), ("sums", sums, torch.float32)):
+            if t.dtype != dtype or not t.is_contiguous() or t.device != x.device:
+                raise ValueError(f"{op}: next norm {name} must be contiguous {dtype} on x's device")
+
+
+def awq_gemm_norms(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = None,
+                   out: torch.Tensor | None = None, row_sums: torch.Tensor | None = None, eps: float = 0.0,
+                   residual: torch.Tensor | None = None, next_norm: NextNorm | None = None) -> torch.Tensor:
+    """awq_gemm (x, w, bias, out as there) with the norms folded in: row_sums (with eps), the sums a
+    GEMM before wrote for the RMSNorm of x's rows (x = bf16(h * g)); residual [M, N] added to the
+    output (out may be it); next_norm, the RMSNorm after. With next_norm the GEMM runs in blocks that
+    each hold a whole tile (plan without clusters)."""
+    check_operands(x, w, bias, out)
+    _check("awq_gemm_norms", x, w.n, row_sums, residual, next_norm)
+    if out is None:
+        out = torch.empty(x.shape[0], w.n, dtype=x.dtype, device=x.device)
+    splits, cluster = plan(w.n, x.shape[1], w.group, _sm_count(x.device.index), clusters=next_norm is None)
+    launch_shape(x, w, bias, out, splits, cluster, norms=_operands(row_sums, residual, next_norm, eps))
+    return out
+
+
+def awq_swiglu_norms(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = None,
+                     row_sums: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:
+    """awq_swiglu (x, w, out as there) of the RMSNorm whose sums row_sums holds (x = bf16(h * g))."""
+    check_operands(x, w, None, out, out_cols=w.n // 2)
+    _check("awq_swiglu_norms", x, w.n, row_sums, None, None)
+    sms = _sm_count(x.device.index)
+    if not fuses_swiglu(w.n, x.shape[1], w.group, sms):
+        return swiglu(awq_gemm_norms(x, w, row_sums=row_sums, eps=eps), out=out)
+    if out is None:
+        out = torch.empty(x.shape[0], w.n // 2, dtype=x.dtype, device=x.device)
+    splits, cluster = plan(w.n, x.shape[1], w.group, sms)
+    launch_shape(x, w, None, out, splits, cluster, op="awq_swiglu", norms=_operands(row_sums, None, None, eps))
+    return out
+
+
+def _operands(row_sums, residual, next_norm: NextNorm | None, eps: float) -> tuple:
+    nxt = (None, None, None) if next_norm is None else (next_norm.weight, next_norm.x, next_norm.sums)
+    return (row_sums, residual, *nxt, float(eps))
