@@ -40,7 +40,8 @@ def label_kernels(names: list[str]) -> list[str]:
     qkv comes before append_kv or the attention, o after the attention, gate_up is the SwiGLU GEMM (or the GEMM and
     the swiglu kernel after it), down follows gate_up, lm_head is the last projection; kernels before
     the first layer are the embedding's, after lm_head the rest (one GPU's forward has no norm
-    kernels: its norms are inside qkv, gate_up and lm_head)."""
+    kernels: its norms are inside qkv, gate_up and lm_head; an AWQ forward on one GPU keeps the first
+    and the final, the others being in its GEMMs' epilogues)."""
     n_norms = sum("rmsnorm" in n for n in names)
     projections = [i for i, n in enumerate(names) if "gemm" in n]
     labels, seen_norms, prev = [], 0, "embed"
@@ -54,11 +55,13 @@ def label_kernels(names: list[str]) -> list[str]:
             label = "append_kv"
         elif "tree_attention" in n:
             label = "attention"
+        elif "gemm" in n and prev == "attention":
+            label = "o"  # before the SwiGLU rule: with the AWQ norms in the epilogues o comes just before it
         elif "swiglu" in n or ("gemm" in n and "swiglu" in nxt and "gemm" not in nxt):
             label = "gate_up"
         elif "gemm" in n:
             label = ("lm_head" if i == projections[-1] else "qkv" if "append_kv" in nxt or "tree_attention" in nxt else
-                     "o" if prev == "attention" else "down" if prev == "gate_up" else prev)
+                     "down" if prev == "gate_up" else prev)
         else:
             label = "after lm_head" if prev == "lm_head" or prev == "after lm_head" else prev
         labels.append(label)

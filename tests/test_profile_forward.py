@@ -1,0 +1,26 @@
+"""paper_figures/profile_forward.py's labelling of a forward's kernels by place (no GPU needed)."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from paper_figures.profile_forward import label_kernels  # noqa: E402
+
+EMBED = "vectorized_elementwise_kernel"
+
+
+def test_sharded_bf16_layer():
+    names = [EMBED, "add_rmsnorm_c1", "gemm_nt4", "append_kv", "tree_attention_hd128", "gemm_nt4",
+             "add_rmsnorm_c1", "gemm_nt4", "swiglu", "gemm_nt4", "add_rmsnorm_c1", "gemm_nt4", "argmax"]
+    assert label_kernels(names) == ["embed", "norm (attention)", "qkv", "append_kv", "attention", "o",
+                                    "norm (mlp)", "gate_up", "gate_up", "down", "norm (final)", "lm_head",
+                                    "after lm_head"]
+
+
+def test_awq_layers_with_norms_in_epilogues():
+    # one GPU, AWQ: o hands its output straight to the SwiGLU GEMM (no norm kernel between them)
+    layer = ["awq_gemm_r8_g128_c1", "tree_attention_hd128", "awq_gemm_r8_g128_c1", "awq_swiglu_r8_g128_c1",
+             "awq_gemm_r8_g128_c1"]
+    names = [EMBED, "rmsnorm_c1", *layer, *layer, "rmsnorm_c1", "gemm_nt4"]
+    one = ["qkv", "attention", "o", "gate_up", "down"]
+    assert label_kernels(names) == ["embed", "norm (attention)", *one, *one, "norm (final)", "lm_head"]
