@@ -19,7 +19,7 @@ DATA_DIR = Path(__file__).with_name("fixtures")
 def base_args(out: Path, **over) -> list[str]:
     opts = {"--target": "tiny-llama", "--draft": "tiny-llama", "--systems": "hf-ar,hf-assisted",
             "--datasets": "gsm8k", "--limit": "1", "--max-new-tokens": "4", "--data-dir": str(DATA_DIR),
-            "--out": str(out)} | over
+            "--out": str(out), "--device": "cpu"} | over  # the CPU path, on a GPU machine too
     return ["run"] + [x for kv in opts.items() for x in kv]
 
 

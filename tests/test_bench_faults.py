@@ -46,7 +46,8 @@ class Run:
             write_prompts(data)
         self.args = [sys.executable, "-m", "swiftspec_bench.cli", "run", "--target", "tiny-llama",
                      "--draft", "tiny-llama", "--datasets", "gsm8k", "--limit", str(QUESTIONS),
-                     "--max-new-tokens", "32", "--data-dir", str(data), "--out", str(self.out), *placement]
+                     "--max-new-tokens", "32", "--data-dir", str(data), "--out", str(self.out), "--device", "cpu",
+                     *placement]  # gloo on CPU, on a GPU machine too
         self.proc = subprocess.Popen(self.args, cwd=ROOT, env=dict(os.environ, TMPDIR=str(self.tmp)),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      start_new_session=True)

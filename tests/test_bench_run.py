@@ -30,7 +30,7 @@ REQUIRED = ["system", "target", "draft", "dataset", "question_id", "turn", "prom
 def run_args(out: Path, systems_list: str = "hf-ar,hf-assisted", datasets: str = "gsm8k,mt_bench") -> list[str]:
     return ["run", "--target", "tiny-llama", "--draft", "tiny-llama", "--systems", systems_list,
             "--datasets", datasets, "--limit", "1", "--max-new-tokens", "8", "--data-dir", str(DATA_DIR),
-            "--out", str(out)]
+            "--out", str(out), "--device", "cpu"]  # the CPU path (float32, the peers' tokens), on a GPU machine too
 
 
 def invoke(args):
@@ -269,7 +269,8 @@ tmp, names = Path(sys.argv[1]), sys.argv[2].split(",")
 slowdown = {name: [] for name in names}
 for i in range(3):
     sys.argv = ["swiftspec-bench", "run", "--target", "tiny-llama", "--draft", "tiny-llama", "--systems", ",".join(names),
-                "--datasets", str(tmp / "same.jsonl"), "--limit", "2", "--max-new-tokens", "32", "--out", str(tmp / f"run{i}")]
+                "--datasets", str(tmp / "same.jsonl"), "--limit", "2", "--max-new-tokens", "32", "--out", str(tmp / f"run{i}"),
+                "--device", "cpu"]
     try:
         cli.main()
     except SystemExit as exc:
