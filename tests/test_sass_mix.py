@@ -45,7 +45,8 @@ def test_a_listing_is_split_into_kernels_and_loops():
                     reason="needs nvcc and a cuobjdump")
 def test_the_awq_gemm_group_loop_has_its_mma_count():
     # A 4 KB group at M <= 8: 4 chunks x (8 mma's on codes + 2 on x alone); a fixed count whatever
-    # ptxas schedules, in the kernel's largest loop.
+    # ptxas schedules, in the one loop with mma's (not the largest: since the RMSNorms moved into the
+    # epilogue, its loop has more instructions than the group loop).
     code = sass_mix.kernels(sass_mix.disassemble("awq_gemm"))["awq_gemm_r8_g128_c1"]
-    first, last = max(sass_mix.loops(code), key=lambda fl: fl[1] - fl[0])
-    assert sum(op.startswith("HMMA") for _, op, _ in code[first:last + 1]) == 40
+    mma = [sum(op.startswith("HMMA") for _, op, _ in code[first:last + 1]) for first, last in sass_mix.loops(code)]
+    assert sorted(mma)[-2:] == [0, 40]
