@@ -3,7 +3,7 @@
 # attention's merge shared by the last two blocks of a (kv head, query group) where a block holds
 # >= 32 query rows (mergers.patch = branch two-mergers): its GPU tests, the attention rows (70B M =
 # 8, 8B M = 8 and 16, 1B M = 8: the rule moves the 70B M = 8 and the 8B M = 16 only), and the 70B AWQ
-# forward base / mergers / mergers / base. ~4.5 min.
+# forward base / mergers / mergers / base; then forward_timeline.py on the base tree. ~6 min.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
@@ -33,4 +33,12 @@ profile() {  # profile TREE RUN
   echo "profile $1 ($2) exit $? ($(( $(date +%s) - START )) s): $(grep -oE "replay [0-9.]+ us" $O/profile-$1-$2.md)"
 }
 profile base a; profile mergers a; profile mergers b; profile base b
+# Then the first run of paper_figures/forward_timeline.py (NOTES v115; base tree): each kernel's
+# adds, lead and tail in one replay of the 8B and 1B forwards and the 70B AWQ one.
+for mq in "llama-3-8b,llama-3.2-1b none" "llama-3-70b awq"; do
+  set -- $mq
+  PYTHONPATH=. timeout -k 5 90 python3 paper_figures/forward_timeline.py --models $1 --quant $2 \
+      --csv $O/timeline-$2.csv > $O/timeline-$2.md 2> $O/timeline-$2.log
+  echo "timeline $1 exit $? ($(( $(date +%s) - START )) s)"; grep -E "^\| (qkv|attention|o|gate_up|down) " $O/timeline-$2.md
+done
 cd $OUT && tar czf all.tgz mergers

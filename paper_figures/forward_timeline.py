@@ -1,0 +1,220 @@
+"""When each block of each of our kernels starts and ends inside one replay of a forward's graph, by
+place in a layer: how much each kernel adds to the forward (its last block's end after the kernel
+before it), and how that splits into its blocks' spread of ends (the tail) and the rest.
+
+    PYTHONPATH=. python3 paper_figures/forward_timeline.py [--models llama-3-8b] [--quant none|awq] [--width 8]
+
+The runtime's kernels are not touched: this script hands build.py instrumented sources (every
+`extern "C" __global__` body opens with a scope whose thread 0 reads %globaltimer on entry and, on
+leaving, writes the grid's id (%gridid, one a launch), its SM, and both times to a record of its
+module), in a fresh process before any kernel is built. One replay's records are grouped by launch,
+launches ordered by their first start, and matched one to one with our kernels in the order
+torch.profiler lists them for the same graph (its names also give each launch its place:
+profile_forward.label_kernels). A block's times are its thread 0's (entry to exit), so a block
+waiting under PDL counts from when it became resident: `adds` is what the forward's critical path
+sees. Timing only: it adds a few instructions and 8 bytes of shared memory to every kernel.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+from collections import defaultdict
+
+import numpy as np
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
+
+from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
+from swiftspec_bench.kernel_shapes import BF16
+from swiftspec_core.kernels import build
+from swiftspec_core.runtime.floor import copy_bandwidth
+
+from paper_figures.profile_forward import ORDER, label_kernels
+
+CAPACITY = 1 << 18  # records a module holds (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
+FIELDS = 5  # a record: gridid, start ns, end ns, site << 32 | smid, block
+PRELUDE = """
+__device__ unsigned long long swiftspec_tl[%d * %d];
+__device__ unsigned int swiftspec_tl_n;
+struct SwiftspecTimeline {  // forward_timeline.py: thread 0's entry and exit of every block
+  unsigned long long *t0;
+  unsigned site;
+  __device__ __forceinline__ SwiftspecTimeline(unsigned s, unsigned long long *slot) : t0(slot), site(s) {
+    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(*t0));
+  }
+  __device__ __forceinline__ ~SwiftspecTimeline() {
+    if (threadIdx.x + threadIdx.y + threadIdx.z != 0) return;
+    unsigned long long t1, grid;
+    unsigned sm;
+    asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(t1));
+    asm volatile("mov.u64 %%0, %%%%gridid;" : "=l"(grid));
+    asm volatile("mov.u32 %%0, %%%%smid;" : "=r"(sm));
+    const unsigned i = atomicAdd(&swiftspec_tl_n, 1u);
+    if (i >= %d) return;
+    unsigned long long *r = swiftspec_tl + (unsigned long long)%d * i;
+    r[0] = grid, r[1] = *t0, r[2] = t1, r[3] = ((unsigned long long)site << 32) | sm;
+    r[4] = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+  }
+};
+""" % (CAPACITY, FIELDS, CAPACITY, FIELDS)
+_KERNEL = re.compile(r'extern "C" __global__')
+
+
+def instrument(text: str) -> tuple[str, int]:
+    """A source (includes inlined) with the scope at the top of every kernel body -> (source, kernels).
+    A body's `{` is the first at parenthesis depth 0 after `extern "C" __global__` (launch bounds and
+    parameters are balanced); the scope goes on the same line, so a kernel written in a macro stays
+    one (its lines end in a backslash)."""
+    out, last, sites = [], 0, 0
+    for match in _KERNEL.finditer(text):
+        depth, i = 0, match.end()
+        while not (text[i] == "{" and depth == 0):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        out.append(text[last:i + 1])
+        out.append(f" __shared__ unsigned long long swiftspec_tl_t0; SwiftspecTimeline swiftspec_tl_scope({sites}, "
+                   f"&swiftspec_tl_t0);")
+        last, sites = i + 1, sites + 1
+    return PRELUDE + "".join(out) + text[last:], sites
+
+
+_plain_source = build.source
+_built: set[str] = set()
+
+
+def _instrumented_source(name: str) -> str:
+    _built.add(name)
+    return instrument(_plain_source(name))[0]
+
+
+def _ours(name: str) -> bool:
+    """A kernel of cuda/ by its profiler name (torch's are C++ signatures, copies and sets are named so)."""
+    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
+
+
+def records(device: int) -> np.ndarray:
+    """Every built module's records since the last reset -> [n, FIELDS] uint64; resets them."""
+    import cupy
+
+    rows = []
+    for name in sorted(_built):
+        m = build.module(name, device)
+        count = cupy.ndarray((1,), dtype=cupy.uint32, memptr=m.get_global("swiftspec_tl_n"))
+        n = min(int(count.get()[0]), CAPACITY)
+        if n == CAPACITY:
+            raise RuntimeError(f"{name}: the timeline's {CAPACITY} records overflowed")
+        table = cupy.ndarray((CAPACITY * FIELDS,), dtype=cupy.uint64, memptr=m.get_global("swiftspec_tl"))
+        rows.append(cupy.asnumpy(table[: n * FIELDS]).reshape(n, FIELDS))
+        count[...] = 0
+    return np.concatenate(rows) if rows else np.zeros((0, FIELDS), dtype=np.uint64)
+
+
+def place_bytes(engine) -> dict[str, int]:
+    """A layer's weight bytes by place (the 4-bit codes and their scales where AWQ)."""
+    from swiftspec_core.models.transformer import weight_of
+
+    def nbytes(p) -> int:
+        w = weight_of(p)
+        return w.numel() * w.element_size() if isinstance(w, torch.Tensor) else w.nbytes
+
+    layer = engine.layers[0]
+    return dict(qkv=nbytes(layer.wqkv), o=nbytes(layer.wo), gate_up=nbytes(layer.w_gate_up), down=nbytes(layer.w_down))
+
+
+def launches(rec: np.ndarray) -> list[np.ndarray]:
+    """Records -> one array of records a launch (by %gridid), launches in the order of their first start."""
+    grids = defaultdict(list)
+    for r in rec:
+        grids[int(r[0])].append(r)
+    return sorted((np.array(v) for v in grids.values()), key=lambda a: int(a[:, 1].min()))
+
+
+def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, int], bandwidth: float) -> list[dict]:
+    """Each launch's times against the launch before it, medians by place (in ORDER); floors from a
+    layer's weight bytes over the copy bandwidth (B/s)."""
+    by_place, prev_end = defaultdict(list), None
+    for place, a in zip(places, ordered):
+        start, end = a[:, 1].astype(np.int64), a[:, 2].astype(np.int64)
+        last = int(end.max())
+        by_place[place].append(dict(
+            adds=(last - prev_end) / 1e3 if prev_end is not None else float("nan"),
+            lead=(int(start.min()) - prev_end) / 1e3 if prev_end is not None else float("nan"),
+            tail=(last - float(np.median(end))) / 1e3, ends=(last - int(end.min())) / 1e3,
+            block=float(np.median(end - start)) / 1e3, blocks=len(a), sms=len(set((a[:, 3] & 0xFFFFFFFF).tolist()))))
+        prev_end = last
+    rows = []
+    for place in sorted(by_place, key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER)):
+        runs = by_place[place]
+        # Medians over the launches that have the value (the forward's first has no adds or lead).
+        known = {k: [r[k] for r in runs if r[k] == r[k]] for k in ("adds", "lead", "tail", "ends", "block")}
+        med = {k: statistics.median(v) if v else float("nan") for k, v in known.items()}
+        floor = weights[place] / bandwidth * 1e6 if place in weights else float("nan")
+        rows.append(dict(place=place, launches=len(runs), blocks=runs[0]["blocks"], sms=runs[0]["sms"], floor_us=floor,
+                         **{f"{k}_us": v for k, v in med.items()}))
+    return rows
+
+
+def timeline(model: str, width: int, context: int, quant: str) -> tuple[list[dict], dict]:
+    engine = build_shard(model, 1, context + width + 1, quant=quant)
+    use_kernels(engine, "ours")
+    graph, keep = forward_graph(engine, width, context)
+    graph.replay()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        graph.replay()
+        torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and e.time_range.elapsed_us() > 0),
+                    key=lambda e: e.time_range.start)
+    names = [e.name for e in events]
+    places = [p for n, p in zip(names, label_kernels(names)) if _ours(n)]
+    device = torch.cuda.current_device()
+    records(device)  # drop the warm-up's and the profiled replay's
+    torch.cuda.synchronize()  # the counters' reset (CuPy's stream) before the replay (torch's)
+    graph.replay()
+    torch.cuda.synchronize()
+    ordered = launches(records(device))
+    if len(ordered) != len(places):
+        raise RuntimeError(f"{len(ordered)} launches recorded, {len(places)} of our kernels profiled")
+    rows = summarize(places, ordered, place_bytes(engine), copy_bandwidth())
+    for r in rows:
+        r.update(model=model, quant=quant)
+    span = (max(int(a[:, 2].max()) for a in ordered) - min(int(a[:, 1].min()) for a in ordered)) / 1e3
+    del keep, engine, graph
+    torch.cuda.empty_cache()
+    return rows, dict(model=model, quant=quant, width=width, context=context, launches=len(ordered), span_us=span)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="llama-3-8b")
+    parser.add_argument("--width", type=int, default=8)
+    parser.add_argument("--context", type=int, default=1000)
+    parser.add_argument("--quant", choices=("none", "awq"), default="none")
+    parser.add_argument("--csv", default=None)
+    args = parser.parse_args()
+    build.source = _instrumented_source  # before any kernel is built (module() reads it)
+    all_rows = []
+    for model in args.models.split(","):
+        rows, s = timeline(model, args.width, args.context, args.quant)
+        all_rows += rows
+        print(f"\n{model} (quant {s['quant']}), width {s['width']}, context {s['context']}: {s['launches']} launches "
+              f"of our kernels, first start to last end {s['span_us']:.1f} us (one replay, instrumented)")
+        print("\n| place | launches | blocks | SMs | adds us (median) | floor us | lead us | tail us | ends spread us "
+              "| a block us |\n|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['place']} | {r['launches']} | {r['blocks']} | {r['sms']} | {r['adds_us']:.2f} | "
+                  f"{r['floor_us']:.2f} | {r['lead_us']:.2f} | {r['tail_us']:.2f} | {r['ends_us']:.2f} | "
+                  f"{r['block_us']:.2f} |")
+    print("\nadds: the launch's last end after the last end of the kernel before it; lead: its first start "
+          "after that end (negative: resident early, under PDL); tail: its last end after its median end; "
+          "ends spread: last end after first end; a block: median entry to exit of thread 0.")
+    if args.csv:
+        import pandas as pd
+
+        pd.DataFrame(all_rows).to_csv(args.csv, index=False)
+
+
+if __name__ == "__main__":
+    main()

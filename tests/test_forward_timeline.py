@@ -1,0 +1,69 @@
+"""paper_figures/forward_timeline.py's instrumentation, without a GPU: every kernel of every cuda/
+source gets its scope at its body's opening brace, and an instrumented source compiles (nvcc, where
+it is on PATH)."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from paper_figures.forward_timeline import PRELUDE, _KERNEL, instrument  # noqa: E402
+from swiftspec_core.kernels import build  # noqa: E402
+
+SCOPE = "SwiftspecTimeline swiftspec_tl_scope("
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in build.CUDA_DIR.glob("*.cu")))
+def test_every_kernel_body_opens_with_the_scope(name):
+    plain = build.source(name)
+    text, sites = instrument(plain)
+    assert text.startswith(PRELUDE) and sites == len(_KERNEL.findall(plain)) >= 1
+    body = text[len(PRELUDE):]
+    assert body.count(SCOPE) == sites
+    for k in range(sites):
+        at = body.index(f"{SCOPE}{k}, ")
+        before = body[:at].rstrip()
+        assert before.endswith("__shared__ unsigned long long swiftspec_tl_t0;"), name
+        assert before[: -len("__shared__ unsigned long long swiftspec_tl_t0;")].rstrip().endswith("{"), name
+
+
+def test_a_toy_kernel_in_a_macro_stays_one_line_a_macro():
+    src = ('#define K(N) \\\n  extern "C" __global__ void __launch_bounds__(32) k##N(int* x) { \\\n'
+           '    x[N] = N; \\\n  }\nK(1)\nK(2)\n')
+    text, sites = instrument(src)
+    assert sites == 1
+    assert all(line.endswith("\\") for line in text[len(PRELUDE):].splitlines()[:3])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_an_instrumented_source_compiles(tmp_path):
+    source, cubin = tmp_path / "norm.cu", tmp_path / "norm.cubin"
+    source.write_text(instrument(build.source("norm"))[0])
+    done = subprocess.run(build.nvcc_command(str(source), str(cubin)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_launches_and_their_times_by_place():
+    from paper_figures.forward_timeline import launches, summarize
+    import numpy as np
+
+    def launch(grid, starts, ends, sm0=0):  # records: gridid, start ns, end ns, site << 32 | smid, block
+        return [[grid, s, e, (3 << 32) | (sm0 + i), i] for i, (s, e) in enumerate(zip(starts, ends))]
+
+    # Two layers of (qkv, attention): qkv ends 10 us after the start; the attention's blocks become
+    # resident 2 us before that (PDL) and end 4, 5 and 9 us after it.
+    rec = []
+    for layer, t in enumerate((0, 100_000)):
+        rec += launch(10 + 2 * layer, [t, t + 500], [t + 9_000, t + 10_000])
+        rec += launch(11 + 2 * layer, [t + 8_000] * 3, [t + 14_000, t + 15_000, t + 19_000], sm0=5)
+    order = launches(np.array(rec, dtype=np.uint64)[::-1])  # record order does not matter
+    assert [len(a) for a in order] == [2, 3, 2, 3]
+    rows = summarize(["qkv", "attention", "qkv", "attention"], order, {"qkv": 4_000_000}, 4e12)
+    assert [r["place"] for r in rows] == ["qkv", "attention"]
+    qkv, attention = rows
+    assert attention["adds_us"] == 9.0 and attention["lead_us"] == -2.0 and attention["tail_us"] == 4.0
+    assert attention["ends_us"] == 5.0 and attention["block_us"] == 7.0 and attention["sms"] == 3
+    assert qkv["launches"] == 2 and qkv["adds_us"] == 100_000 / 1e3 - 19.0 + 10.0 and qkv["floor_us"] == 1.0
