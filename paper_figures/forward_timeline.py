@@ -27,7 +27,6 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
-from swiftspec_bench.kernel_shapes import BF16
 from swiftspec_core.kernels import build
 from swiftspec_core.runtime.floor import copy_bandwidth
 
