@@ -49,13 +49,14 @@ def ops_of(engine) -> dict[str, tuple]:
     for op, attr in PROJECTIONS.items():
         ws = [getattr(layer, attr) for layer in engine.layers]
         addresses = {weight_address(w) for w in ws}
-        ops[op] = (lambda name, kernel, args, a=addresses: int(args[1]) in a, sum(_bytes(w) for w in ws))
+        ops[op] = (lambda name, kernel, args, a=addresses: int(args[1]) in a, sum(weight_bytes(w) for w in ws))
     head = engine.embed if engine.lm_head is None else engine.lm_head
-    ops["lm_head"] = (lambda name, kernel, args, a=head.data_ptr(): int(args[1]) == a, _bytes(head))
+    ops["lm_head"] = (lambda name, kernel, args, a=head.data_ptr(): int(args[1]) == a, weight_bytes(head))
     return ops
 
 
-def _bytes(w) -> int:
+def weight_bytes(w) -> int:
+    """A projection's weight bytes: the bf16 tensor's, or its AWQ tensors' (codes, zeros, scales)."""
     w = weight_of(w)
     return w.nbytes() if hasattr(w, "qweight") else w.nbytes  # AWQ tensors, or the bf16 tensor
 

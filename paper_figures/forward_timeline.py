@@ -30,6 +30,7 @@ from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
 from swiftspec_core.kernels import build
 from swiftspec_core.runtime.floor import copy_bandwidth
 
+from paper_figures.forward_ablation import PROJECTIONS, weight_bytes
 from paper_figures.profile_forward import ORDER, label_kernels
 
 CAPACITY = 1 << 18  # records a module holds (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
@@ -111,15 +112,8 @@ def records(device: int) -> np.ndarray:
 
 
 def place_bytes(engine) -> dict[str, int]:
-    """A layer's weight bytes by place (the 4-bit codes and their scales where AWQ)."""
-    from swiftspec_core.models.transformer import weight_of
-
-    def nbytes(p) -> int:
-        w = weight_of(p)
-        return w.numel() * w.element_size() if isinstance(w, torch.Tensor) else w.nbytes
-
-    layer = engine.layers[0]
-    return dict(qkv=nbytes(layer.wqkv), o=nbytes(layer.wo), gate_up=nbytes(layer.w_gate_up), down=nbytes(layer.w_down))
+    """A layer's weight bytes by place (the 4-bit codes, zeros and scales where AWQ)."""
+    return {place: weight_bytes(getattr(engine.layers[0], attr)) for place, attr in PROJECTIONS.items()}
 
 
 def launches(rec: np.ndarray) -> list[np.ndarray]:

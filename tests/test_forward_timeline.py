@@ -67,3 +67,20 @@ def test_launches_and_their_times_by_place():
     assert attention["adds_us"] == 9.0 and attention["lead_us"] == -2.0 and attention["tail_us"] == 4.0
     assert attention["ends_us"] == 5.0 and attention["block_us"] == 7.0 and attention["sms"] == 3
     assert qkv["launches"] == 2 and qkv["adds_us"] == 100_000 / 1e3 - 19.0 + 10.0 and qkv["floor_us"] == 1.0
+
+
+def test_place_bytes_counts_each_projection_bf16_or_awq():
+    from types import SimpleNamespace
+
+    import torch
+
+    from paper_figures.forward_timeline import place_bytes
+    from swiftspec_core.models import awq
+
+    bf16 = torch.zeros(192, 128, dtype=torch.bfloat16)
+    tiled = awq.tile(awq.quantize(torch.randn(128, 256), 128))  # 4-bit codes, zeros and fp16 scales
+    layer = SimpleNamespace(wqkv=bf16, wo=tiled, w_gate_up=bf16, w_down=tiled)
+    got = place_bytes(SimpleNamespace(layers=[layer]))
+    awq_bytes = sum(t.numel() * t.element_size() for t in tiled[:3])
+    assert got == {"qkv": 192 * 128 * 2, "o": awq_bytes, "gate_up": 192 * 128 * 2, "down": awq_bytes}
+    assert 128 * 256 // 2 < awq_bytes < 128 * 256 // 2 + 128 * 256 // 16  # codes plus a little meta
