@@ -19,7 +19,7 @@ import torch
 
 from .awq_gemm import (COLUMNS_PER_BLOCK, TiledAWQWeight, _sm_count, check_operands, dequantize, fuses_swiglu,
                        launch_shape, plan)
-from .gemm import _no_tf32
+from .gemm import gemm_reference
 from .norm import swiglu, swiglu_reference
 
 SUM_ROWS = 16  # the rows a tile's sums hold (MAX_ROWS)
@@ -49,16 +49,9 @@ def awq_gemm_norms_reference(x, w, bias=None, out=None, row_sums=None, eps: floa
     """As awq_gemm_norms, in torch on any device: x @ dequantize(w).T in fp32 (weights rounded to x's
     dtype first, as awq_gemm_reference), times r (row_sums), plus the bias, rounded once; plus the
     residual (rounded once); then next_norm's x and sums."""
-    (m, k), a = x.shape, x.float()
-    with _no_tf32():
-        y = a @ dequantize(w, x.dtype).float().T
-    if row_sums is not None:
-        y = y * row_scale_reference(row_sums, m, k, eps)[:, None]
-    if bias is not None:
-        y = y + bias.float()
-    y = y.to(x.dtype)
-    if residual is not None:
-        y = residual + y
+    m, k = x.shape
+    r = None if row_sums is None else row_scale_reference(row_sums, m, k, eps)
+    y = gemm_reference(x, dequantize(w, x.dtype), bias, residual=residual, row_scale=r)
     if next_norm is not None:
         n = y.shape[1]
         next_norm.x.copy_((y.float() * next_norm.weight.float()).to(y.dtype))

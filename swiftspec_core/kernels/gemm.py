@@ -31,13 +31,14 @@ WARPS_PER_SM = 16  # the occupancy the split aims at (each lane keeps NT * UNROL
 
 def gemm_reference(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
                    out: torch.Tensor | None = None, norm: tuple[torch.Tensor, float] | None = None,
-                   residual: torch.Tensor | None = None) -> torch.Tensor:
+                   residual: torch.Tensor | None = None, row_scale: torch.Tensor | None = None) -> torch.Tensor:
     """x [M, K] @ w [N, K].T (+ bias [N]) accumulated in fp32 and rounded once to x's dtype; any
     device (fp32 matmul: no TF32, whatever torch's global setting). norm = (g [K], eps): x is
     first rmsnorm(x; g, eps) as the kernel computes it, r * (bf16(x * g) @ w.T) with r = 1 /
-    sqrt(mean(x^2) + eps) in fp32 before the bias. residual [M, N]: that output rounded, plus the
-    residual, rounded once (torch's bf16 add). Written to out when given (it may be residual)."""
-    a, r = x.float(), 1.0
+    sqrt(mean(x^2) + eps) in fp32 before the bias; row_scale [M] fp32: that r given (x is already
+    bf16(h * g): awq_norms.py). residual [M, N]: that output rounded, plus the residual, rounded
+    once (torch's bf16 add). Written to out when given (it may be residual)."""
+    a, r = x.float(), 1.0 if row_scale is None else row_scale.float()[:, None]
     if norm is not None:
         g, eps = norm
         r = torch.rsqrt(a.square().mean(-1, keepdim=True) + eps)  # [M, 1]
