@@ -170,12 +170,18 @@ def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
     return frame
 
 
+# pandas 3 parses floats round-trip by default and deprecates asking for it.
+_EXACT_FLOATS = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
 def read_csv(path: Path) -> pd.DataFrame:
     """A results.csv as written by ResultsTable: list columns decoded from their JSON text, text
-    columns as text (an empty field reads back as "", as CSV cannot tell it from a missing one)."""
+    columns as text (an empty field reads back as "", as CSV cannot tell it from a missing one),
+    floats exactly as written (before pandas 3 the default parser can be an ulp off:
+    0.11108158300001492 read back as 0.1110815830000149 on the GPU machine)."""
     text = [f.name for f in ROW_SCHEMA if pa.types.is_string(f.type)]
     frame = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in COLUMNS if c not in text},
-                        dtype={c: str for c in text})
+                        dtype={c: str for c in text}, **_EXACT_FLOATS)
     for col in LIST_COLUMNS:
         if col in frame:
             frame[col] = [None if pd.isna(v) else json.loads(v) for v in frame[col]]
