@@ -9,11 +9,13 @@
 
 // Query rows [t0 * G, t1 * G) of kv head kh into out [T, H * HD]: the partials part_ml [KV, nchunks,
 // Q, 2] (a chunk's max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks,
-// Q, HD] (bf16, its unnormalized output) of chunks 0 .. q_pos[t - t0] / CH; a block's threads.
+// Q, HD] (bf16, its unnormalized output) of chunks 0 .. q_pos[t - t0] / CH; a block's threads, part
+// `part` of `parts` (block-sized slices of the outputs in turn: an output's bits do not depend on
+// which part merges it).
 template <int HD, int CH>
 __device__ __forceinline__ void merge_chunks(const float *__restrict__ part_ml, const bf16 *__restrict__ part_acc,
                                              bf16 *__restrict__ out, const int *q_pos, int t0, int t1, int G,
-                                             int kh, int nchunks, int Q, int H) {
+                                             int kh, int nchunks, int Q, int H, int part, int parts) {
   constexpr int D8 = HD / 8;
   // The output: a thread a (query row, 8 dims); chunks 0..last in batches of MB (a batch's loads
   // issued together: one round trip a batch, and at context <= MB * CH the whole merge; two
@@ -23,7 +25,7 @@ __device__ __forceinline__ void merge_chunks(const float *__restrict__ part_ml, 
   // batch one chain of exp2 and fma's; NOTES v51).
   constexpr int MB = 16;
   const int rows = (t1 - t0) * G;
-  for (int item = threadIdx.x; item < rows * D8; item += blockDim.x) {
+  for (int item = threadIdx.x + part * blockDim.x; item < rows * D8; item += parts * blockDim.x) {
     const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
     const int last = min(max(q_pos[t - t0], 0) / CH, nchunks - 1);
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0

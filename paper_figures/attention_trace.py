@@ -57,7 +57,7 @@ def instrumented_source() -> str:
         ("    // Softmax a head over the chunk", stamp(P("scores")), ""),
         ("      l2[h] = l;\n    }\n    __syncwarp();\n", "", stamp(P("softmax"))),
         ("    // Partials of the item's heads below G", stamp(P("values")), ""),
-        ("  // The last block of this (kv head, group) to finish merges", stamp(P("items done")), ""),
+        ("  // The last `mergers` blocks of this (kv head, group) to finish merge", stamp(P("items done")), ""),
         ("  if (!is_last) return;", stamp(TICKET) + merged, ""),
         ("    float m = NEG_INF, l = 0.f;\n", stamp(P("merge start")), ""),
         ("    uint4 packed;\n", stamp(P("merge summed")), ""),
@@ -100,7 +100,7 @@ def trace(model: str, m: int, context: int) -> None:
     raw = cupy.asnumpy(timers).reshape(n_blocks, SLOTS)
     n = len(PHASES)
     g, c = raw[:, 0:2 * n:2].astype(np.int64), raw[:, 1:2 * n:2].astype(np.int64)
-    merger, sm = raw[:, SLOTS - 2] == 1, raw[:, SLOTS - 1]
+    merger, sm = raw[:, SLOTS - 2] >= 1, raw[:, SLOTS - 1]  # is_last: the merging part + 1
     t0 = g[:, 0].min()
     total_g, total_c = (g[:, TICKET] - g[:, 0]).astype(float), (c[:, TICKET] - c[:, 0]).astype(float)
     ns_per_cycle = float(np.median(total_g[total_c > 0] / total_c[total_c > 0]))

@@ -304,10 +304,40 @@ def test_query_split_does_not_change_bits(H, KV, hd, monkeypatch):
     assert report(f"one group vs one query a group H{H} KV{KV} hd{hd}", outs[0], outs[1], 0, 0)
 
 
+def test_two_blocks_merge_only_large_merges_in_one_wave():
+    assert attn.mergers(attn.MERGE_SPLIT_ROWS, 16, 256, 264) == 2  # the 70B's M = 8 (TQ 4 x G 8)
+    assert attn.mergers(16, 16, 256, 264) == 1  # the 8B's M = 8 (TQ 4 x G 4): v65 lost there
+    assert attn.mergers(64, 1, 8, 264) == 1  # one chunk: no second block
+    assert attn.mergers(64, 63, 504, 264) == 1  # two waves: the first merger would wait on a later one
+
+
 @gpu
-def test_graph_replays_with_changed_blocks():
+@pytest.mark.parametrize("H,KV,hd,T,context", [(64, 8, 128, 8, 1000), (32, 8, 128, 16, 1000), (14, 2, 64, 16, 700),
+                                               (64, 8, 128, 3, 130)])
+def test_merge_parts_do_not_change_bits(H, KV, hd, T, context):
+    """The merge by the last block alone and shared by the last two: bitwise equal, as the reference,
+    and again (the counters reset by either protocol)."""
+    qkv, block, cos, sin, k_cache, v_cache, span = tree_case(H, KV, hd, T, context, seed=T + context)
+    want = attn.tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
+    outs = {}
+    for parts in (1, 2, 2, 1):
+        out = torch.full_like(want, float("nan"))
+        kernel, grid, args, partials = attn.tree_attention_launch(qkv, block.contiguous(), cos, sin, k_cache,
+                                                                  v_cache, span, H, KV, out, merge_parts=parts)
+        attn.launch("attention", kernel, grid, (attn.THREADS,), args, attn.shared_bytes(hd))
+        torch.cuda.synchronize()
+        del partials
+        assert report(f"{parts} merging H{H} KV{KV} hd{hd} T{T}", out, want, ATOL, RTOL)
+        if parts in outs:
+            assert report(f"{parts} merging, again", out, outs[parts], 0, 0)
+        outs[parts] = out
+    assert report(f"2 merging vs 1 H{H} KV{KV} hd{hd} T{T}", outs[2], outs[1], 0, 0)
+
+
+@gpu
+@pytest.mark.parametrize("H,KV,hd,T", [(32, 8, 128, 8), (64, 8, 128, 8)])  # one merging block; two (the rule)
+def test_graph_replays_with_changed_blocks(H, KV, hd, T):
     """Captured once, replayed with new trees and queries: the combine counters reset."""
-    H, KV, hd, T = 32, 8, 128, 8
     qkv, block, cos, sin, k_cache, v_cache, span = tree_case(H, KV, hd, T, 900, seed=3)
     out = torch.empty(T, H * hd, dtype=torch.bfloat16, device="cuda")
     run = lambda: attn.tree_attention(qkv, block, cos, sin, k_cache, v_cache, span, H, KV, out=out)  # noqa: E731
