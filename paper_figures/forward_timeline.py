@@ -33,7 +33,7 @@ from swiftspec_core.runtime.floor import copy_bandwidth
 from paper_figures.forward_ablation import PROJECTIONS, weight_bytes
 from paper_figures.profile_forward import ORDER, label_kernels
 
-CAPACITY = 1 << 18  # records a module holds (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
+CAPACITY = 1 << 20  # records a module holds, one replay's (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
 FIELDS = 5  # a record: gridid, start ns, end ns, site << 32 | smid, block
 PRELUDE = """
 __device__ unsigned long long swiftspec_tl[%d * %d];
@@ -94,8 +94,9 @@ def _ours(name: str) -> bool:
     return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
 
 
-def records(device: int) -> np.ndarray:
-    """Every built module's records since the last reset -> [n, FIELDS] uint64; resets them."""
+def records(device: int, check: bool = True) -> np.ndarray:
+    """Every built module's records since the last reset -> [n, FIELDS] uint64; resets them. check:
+    fail where a module's records overflowed (not when dropping the warm-up's, which may)."""
     import cupy
 
     rows = []
@@ -103,7 +104,7 @@ def records(device: int) -> np.ndarray:
         m = build.module(name, device)
         count = cupy.ndarray((1,), dtype=cupy.uint32, memptr=m.get_global("swiftspec_tl_n"))
         n = min(int(count.get()[0]), CAPACITY)
-        if n == CAPACITY:
+        if check and n == CAPACITY:
             raise RuntimeError(f"{name}: the timeline's {CAPACITY} records overflowed")
         table = cupy.ndarray((CAPACITY * FIELDS,), dtype=cupy.uint64, memptr=m.get_global("swiftspec_tl"))
         rows.append(cupy.asnumpy(table[: n * FIELDS]).reshape(n, FIELDS))
@@ -149,7 +150,23 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
     return rows
 
 
-def timeline(model: str, width: int, context: int, quant: str) -> tuple[list[dict], dict]:
+def layer_blocks(places: list[str], ordered: list[np.ndarray], layer: int) -> list[dict]:
+    """Every block of a layer's launches (each place's layer-th; the forward's first launch has no
+    kernel before it and is left out), by start (then block), times in us after the last end of the
+    launch before it."""
+    seen, prev_end, rows = defaultdict(int), None, []
+    for place, a in zip(places, ordered):
+        if seen[place] == layer and prev_end is not None:
+            for r in sorted(a.tolist(), key=lambda r: (r[1], r[4])):
+                rows.append(dict(place=place, block=int(r[4]), sm=int(r[3]) & 0xFFFFFFFF,
+                                 start_us=(int(r[1]) - prev_end) / 1e3, end_us=(int(r[2]) - prev_end) / 1e3))
+        seen[place] += 1
+        prev_end = int(a[:, 2].max())
+    return rows
+
+
+def timeline(model: str, width: int, context: int, quant: str,
+             layer: int = 2) -> tuple[list[dict], dict, list[dict]]:
     engine = build_shard(model, 1, context + width + 1, quant=quant)
     use_kernels(engine, "ours")
     graph, keep = forward_graph(engine, width, context)
@@ -163,7 +180,7 @@ def timeline(model: str, width: int, context: int, quant: str) -> tuple[list[dic
     names = [e.name for e in events]
     places = [p for n, p in zip(names, label_kernels(names)) if _ours(n)]
     device = torch.cuda.current_device()
-    records(device)  # drop the warm-up's and the profiled replay's
+    records(device, check=False)  # drop the capture's, the warm-up's and the profiled replay's
     torch.cuda.synchronize()  # the counters' reset (CuPy's stream) before the replay (torch's)
     graph.replay()
     torch.cuda.synchronize()
@@ -174,9 +191,11 @@ def timeline(model: str, width: int, context: int, quant: str) -> tuple[list[dic
     for r in rows:
         r.update(model=model, quant=quant)
     span = (max(int(a[:, 2].max()) for a in ordered) - min(int(a[:, 1].min()) for a in ordered)) / 1e3
+    blocks = [dict(model=model, **b) for b in layer_blocks(places, ordered, layer)]
     del keep, engine, graph
     torch.cuda.empty_cache()
-    return rows, dict(model=model, quant=quant, width=width, context=context, launches=len(ordered), span_us=span)
+    summary = dict(model=model, quant=quant, width=width, context=context, launches=len(ordered), span_us=span)
+    return rows, summary, blocks
 
 
 def main() -> None:
@@ -186,12 +205,14 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--quant", choices=("none", "awq"), default="none")
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--blocks", default=None, help="CSV of every block of one layer's launches (--layer)")
+    parser.add_argument("--layer", type=int, default=2)
     args = parser.parse_args()
     build.source = _instrumented_source  # before any kernel is built (module() reads it)
-    all_rows = []
+    all_rows, all_blocks = [], []
     for model in args.models.split(","):
-        rows, s = timeline(model, args.width, args.context, args.quant)
-        all_rows += rows
+        rows, s, blocks = timeline(model, args.width, args.context, args.quant, args.layer)
+        all_rows, all_blocks = all_rows + rows, all_blocks + blocks
         print(f"\n{model} (quant {s['quant']}), width {s['width']}, context {s['context']}: {s['launches']} launches "
               f"of our kernels, first start to last end {s['span_us']:.1f} us (one replay, instrumented)")
         print("\n| place | launches | blocks | SMs | adds us (median) | floor us | lead us | tail us | ends spread us "
@@ -203,10 +224,11 @@ def main() -> None:
     print("\nadds: the launch's last end after the last end of the kernel before it; lead: its first start "
           "after that end (negative: resident early, under PDL); tail: its last end after its median end; "
           "ends spread: last end after first end; a block: median entry to exit of thread 0.")
-    if args.csv:
-        import pandas as pd
+    import pandas as pd
 
-        pd.DataFrame(all_rows).to_csv(args.csv, index=False)
+    for path, table in ((args.csv, all_rows), (args.blocks, all_blocks)):
+        if path:
+            pd.DataFrame(table).to_csv(path, index=False)
 
 
 if __name__ == "__main__":
