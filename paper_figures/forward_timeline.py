@@ -125,6 +125,13 @@ def launches(rec: np.ndarray) -> list[np.ndarray]:
     return sorted((np.array(v) for v in grids.values()), key=lambda a: int(a[:, 1].min()))
 
 
+def placement(a: np.ndarray) -> dict:
+    """A launch's records -> the SMs its blocks ran on and the most blocks any one of them ran (a
+    consumer launched under PDL lands where its producer leaves room: NOTES v116)."""
+    counts = np.unique(a[:, 3] & 0xFFFFFFFF, return_counts=True)[1]
+    return dict(sms=len(counts), most_an_sm=int(counts.max()))
+
+
 def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, int], bandwidth: float) -> list[dict]:
     """Each launch's times against the launch before it, medians by place (in ORDER); floors from a
     layer's weight bytes over the copy bandwidth (B/s)."""
@@ -136,7 +143,7 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
             adds=(last - prev_end) / 1e3 if prev_end is not None else float("nan"),
             lead=(int(start.min()) - prev_end) / 1e3 if prev_end is not None else float("nan"),
             tail=(last - float(np.median(end))) / 1e3, ends=(last - int(end.min())) / 1e3,
-            block=float(np.median(end - start)) / 1e3, blocks=len(a), sms=len(set((a[:, 3] & 0xFFFFFFFF).tolist()))))
+            block=float(np.median(end - start)) / 1e3, blocks=len(a), **placement(a)))
         prev_end = last
     rows = []
     for place in sorted(by_place, key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER)):
@@ -145,7 +152,9 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
         known = {k: [r[k] for r in runs if r[k] == r[k]] for k in ("adds", "lead", "tail", "ends", "block")}
         med = {k: statistics.median(v) if v else float("nan") for k, v in known.items()}
         floor = weights[place] / bandwidth * 1e6 if place in weights else float("nan")
-        rows.append(dict(place=place, launches=len(runs), blocks=runs[0]["blocks"], sms=runs[0]["sms"], floor_us=floor,
+        rows.append(dict(place=place, launches=len(runs), blocks=runs[0]["blocks"],
+                         sms=statistics.median(r["sms"] for r in runs),
+                         most_an_sm=statistics.median(r["most_an_sm"] for r in runs), floor_us=floor,
                          **{f"{k}_us": v for k, v in med.items()}))
     return rows
 
@@ -215,15 +224,16 @@ def main() -> None:
         all_rows, all_blocks = all_rows + rows, all_blocks + blocks
         print(f"\n{model} (quant {s['quant']}), width {s['width']}, context {s['context']}: {s['launches']} launches "
               f"of our kernels, first start to last end {s['span_us']:.1f} us (one replay, instrumented)")
-        print("\n| place | launches | blocks | SMs | adds us (median) | floor us | lead us | tail us | ends spread us "
-              "| a block us |\n|---|---|---|---|---|---|---|---|---|---|")
+        print("\n| place | launches | blocks | SMs | most an SM | adds us (median) | floor us | lead us | tail us "
+              "| ends spread us | a block us |\n|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['place']} | {r['launches']} | {r['blocks']} | {r['sms']} | {r['adds_us']:.2f} | "
-                  f"{r['floor_us']:.2f} | {r['lead_us']:.2f} | {r['tail_us']:.2f} | {r['ends_us']:.2f} | "
-                  f"{r['block_us']:.2f} |")
+            cells = [r["place"], r["launches"], r["blocks"], f"{r['sms']:g}", f"{r['most_an_sm']:g}"]
+            cells += [f"{r[k]:.2f}" for k in ("adds_us", "floor_us", "lead_us", "tail_us", "ends_us", "block_us")]
+            print("| " + " | ".join(map(str, cells)) + " |")
     print("\nadds: the launch's last end after the last end of the kernel before it; lead: its first start "
           "after that end (negative: resident early, under PDL); tail: its last end after its median end; "
-          "ends spread: last end after first end; a block: median entry to exit of thread 0.")
+          "ends spread: last end after first end; a block: median entry to exit of thread 0; SMs, most an "
+          "SM: the SMs a launch's blocks ran on and the most any one ran (medians over launches).")
     import pandas as pd
 
     for path, table in ((args.csv, all_rows), (args.blocks, all_blocks)):
