@@ -62,12 +62,13 @@ def test_pdl_launch_config_is_cudas_layout():
     the config's stream at 32, attribute pointer at 40, count at 48."""
     import ctypes
 
-    config = build.pdl_config((3, 2), (256,), 1024, 0x1234)
+    config = build.launch_config((3, 2), (256,), 1024, 0x1234)
     raw = bytes(config.attrs.contents)
     assert len(raw) == 72 and raw[:4] == (6).to_bytes(4, "little") and raw[8:12] == (1).to_bytes(4, "little")
     assert list(config.grid) == [3, 2, 1] and list(config.block) == [256, 1, 1] and config.shared_mem == 1024
     assert (type(config).stream.offset, type(config).attrs.offset, type(config).num_attrs.offset) == (32, 40, 48)
     assert config.stream == 0x1234 and config.num_attrs == 1 and ctypes.sizeof(config) == 56
+    assert build.launch_config((3,), (64,), 0, 0x1234, pdl=False).num_attrs == 0  # a plain launch: no attribute
 
 
 def test_every_new_dynamic_shared_memory_high_is_set(monkeypatch):

@@ -105,12 +105,8 @@ def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...]
     device = torch.cuda.current_device()
     fn = function(name, kernel, device, shared_mem)
     stream = torch.cuda.current_stream().cuda_stream
-    if pdl and PDL:
-        with cupy.cuda.Device(device):
-            _launch_pdl(getattr(fn, "kernel", fn).ptr, grid, block, args, shared_mem, stream)
-        return
-    with cupy.cuda.Device(device), cupy.cuda.ExternalStream(stream):
-        fn(grid, block, args, shared_mem=shared_mem)
+    with cupy.cuda.Device(device):
+        _launch_ex(getattr(fn, "kernel", fn).ptr, grid, block, args, shared_mem, stream, pdl and PDL)
 
 
 PDL = os.environ.get("SWIFTSPEC_PDL", "1") != "0"
@@ -133,15 +129,15 @@ class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
                 ("num_attrs", ctypes.c_uint)]
 
 
-def pdl_config(grid, block, shared_mem: int, stream: int) -> _LaunchConfig:
-    """The launch configuration with the programmatic-stream-serialization attribute (its
+def launch_config(grid, block, shared_mem: int, stream: int, pdl: bool = True) -> _LaunchConfig:
+    """The launch configuration, with pdl the programmatic-stream-serialization attribute (its
     attribute array is kept alive on the returned object)."""
     attr = _LaunchAttribute()
     attr.id = _PROGRAMMATIC_STREAM_SERIALIZATION
     attr.value.programmatic_stream_serialization = 1
     g, b = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
     config = _LaunchConfig((ctypes.c_uint * 3)(*g), (ctypes.c_uint * 3)(*b), shared_mem, stream,
-                           ctypes.pointer(attr), 1)
+                           ctypes.pointer(attr), 1 if pdl else 0)
     config.keep = attr
     return config
 
@@ -154,10 +150,11 @@ def _driver():
     return lib
 
 
-def _launch_pdl(function_ptr: int, grid, block, args, shared_mem: int, stream: int) -> None:
-    """cuLaunchKernelEx with the programmatic-stream-serialization attribute (CUDA 12+): the
-    kernel may launch before the previous kernel on the stream ends (captured graphs keep it)."""
-    config = pdl_config(grid, block, shared_mem, stream)
+def _launch_ex(function_ptr: int, grid, block, args, shared_mem: int, stream: int, pdl: bool) -> None:
+    """cuLaunchKernelEx (CUDA 12+; every launch, so no CuPy stream wrapper is needed), with pdl the
+    programmatic-stream-serialization attribute: the kernel may launch before the previous kernel
+    on the stream ends (captured graphs keep it). A kernel built with cluster dimensions keeps them."""
+    config = launch_config(grid, block, shared_mem, stream, pdl)
     values = [_CTYPES[type(a)](a.item()) for a in args]
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     err = _driver().cuLaunchKernelEx(ctypes.byref(config), ctypes.c_void_p(function_ptr), params, None)
