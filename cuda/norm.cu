@@ -29,11 +29,21 @@ template <int CHUNKS, bool ADD>
 __device__ __forceinline__ void norm_row(const bf16* h, const bf16* m, const bf16* w, bf16* x_out,
                                          bf16* y_out, int n_chunks, float eps) {
   __shared__ float warp_sums[32];
-  pdl_start();
   const long long base = (long long)blockIdx.x * n_chunks;  // the row's first chunk
   const bf16x8* h8 = reinterpret_cast<const bf16x8*>(h) + base;
   bf16x8* y8 = reinterpret_cast<bf16x8*>(y_out) + base;
   const bf16x8* w8 = reinterpret_cast<const bf16x8*>(w);
+  // The weights first: no kernel writes them, so their trip to DRAM runs under the kernel before
+  // (after the reduction it was one more round trip on the forward's path). Not at 4 chunks a
+  // thread (D > 16384), where holding them spills under the 1024-thread bound's 64 registers.
+  constexpr bool kEarly = CHUNKS <= 2;
+  bf16x8 wc[CHUNKS];
+#pragma unroll
+  for (int j = 0; j < CHUNKS; ++j) {
+    const int c = threadIdx.x + j * blockDim.x;
+    if (kEarly && c < n_chunks) wc[j] = w8[c];
+  }
+  pdl_start();
 
   float2 x[CHUNKS][4];
   float sum_sq = 0.f;
@@ -65,11 +75,11 @@ __device__ __forceinline__ void norm_row(const bf16* h, const bf16* m, const bf1
   for (int j = 0; j < CHUNKS; ++j) {
     const int c = threadIdx.x + j * blockDim.x;
     if (c < n_chunks) {
-      const bf16x8 wc = w8[c];
+      if (!kEarly) wc[j] = w8[c];
       bf16x8 yc;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const float2 wf = __bfloat1622float2(wc.h[k]);
+        const float2 wf = __bfloat1622float2(wc[j].h[k]);
         yc.h[k] = __floats2bfloat162_rn(x[j][k].x * r * wf.x, x[j][k].y * r * wf.y);
       }
       y8[c] = yc;
