@@ -23,15 +23,13 @@ from collections import defaultdict
 
 import numpy as np
 import torch
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
 
 from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
 from swiftspec_core.kernels import build
 from swiftspec_core.runtime.floor import copy_bandwidth
 
 from paper_figures.forward_ablation import PROJECTIONS, weight_bytes
-from paper_figures.profile_forward import ORDER, label_kernels
+from paper_figures.profile_forward import ORDER, kernel_events, label_kernels
 
 CAPACITY = 1 << 20  # records a module holds, one replay's (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
 FIELDS = 5  # a record: gridid, start ns, end ns, site << 32 | smid, block
@@ -181,12 +179,7 @@ def timeline(model: str, width: int, context: int, quant: str,
     graph, keep = forward_graph(engine, width, context)
     graph.replay()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        graph.replay()
-        torch.cuda.synchronize()
-    events = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and e.time_range.elapsed_us() > 0),
-                    key=lambda e: e.time_range.start)
-    names = [e.name for e in events]
+    names = [e.name for e in kernel_events(graph)]
     places = [p for n, p in zip(names, label_kernels(names)) if _ours(n)]
     device = torch.cuda.current_device()
     records(device, check=False)  # drop the capture's, the warm-up's and the profiled replay's

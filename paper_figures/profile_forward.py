@@ -70,17 +70,22 @@ def label_kernels(names: list[str]) -> list[str]:
     return labels
 
 
+def kernel_events(graph, replays: int = 1) -> list:
+    """The kernel events (torch.profiler, CUDA) of `replays` replays of a captured graph, by start."""
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    return sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and e.time_range.elapsed_us() > 0),
+                  key=lambda e: e.time_range.start)
+
+
 def profile_model(model: str, width: int, context: int, replays: int, quant: str = "none") -> tuple[list[dict], dict]:
     engine = build_shard(model, 1, context + width + 1, quant=quant)
     use_kernels(engine, "ours")
     graph, keep = forward_graph(engine, width, context)
     replay_us = median_us(graph, 1)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(replays):
-            graph.replay()
-        torch.cuda.synchronize()
-    kernels = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and e.time_range.elapsed_us() > 0),
-                     key=lambda e: e.time_range.start)
+    kernels = kernel_events(graph, replays)
     floor_us = engine.args.weight_bytes(BF16) / copy_bandwidth() * 1e6  # 4-bit codes where AWQ
     summary = dict(model=model, quant=quant, width=width, context=context, replay_us=replay_us, floor_us=floor_us,
                    kernels=len(kernels), pdl=os.environ.get("SWIFTSPEC_PDL", "1"))
