@@ -168,10 +168,17 @@ def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = Non
     group 32, 64 or 128); bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated).
     -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
     check_operands(x, w, bias, out)
+    return run_planned(x, w, bias, out)
+
+
+def run_planned(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None,
+                clusters: bool = True, norms: tuple = ()) -> torch.Tensor:
+    """awq_gemm on checked operands (awq_norms.awq_gemm_norms: with its epilogue operands, and
+    without clusters where it writes the next norm's sums)."""
     if out is None:
         out = torch.empty(x.shape[0], w.n, dtype=x.dtype, device=x.device)
-    splits, cluster = plan(w.n, x.shape[1], w.group, _sm_count(x.device.index))
-    launch_shape(x, w, bias, out, splits, cluster)
+    splits, cluster = plan(w.n, x.shape[1], w.group, _sm_count(x.device.index), clusters=clusters)
+    launch_shape(x, w, bias, out, splits, cluster, norms=norms)
     return out
 
 
@@ -186,13 +193,18 @@ def awq_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = No
     bf16 or None. -> silu(gate) * up, bitwise norm.swiglu(awq_gemm(x, w)): in one kernel where
     fuses_swiglu (its S warps on a gate tile and S more on the up tile in one block), else those two."""
     check_operands(x, w, None, out, out_cols=w.n // 2)
+    return run_swiglu(x, w, out)
+
+
+def run_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None, norms: tuple = ()) -> torch.Tensor:
+    """awq_swiglu on checked operands (awq_norms.awq_swiglu_norms: with its epilogue operands)."""
     sms = _sm_count(x.device.index)
     if not fuses_swiglu(w.n, x.shape[1], w.group, sms):
-        return swiglu(awq_gemm(x, w), out=out)
+        return swiglu(run_planned(x, w, None, None, norms=norms), out=out)
     if out is None:
         out = torch.empty(x.shape[0], w.n // 2, dtype=x.dtype, device=x.device)
     splits, cluster = plan(w.n, x.shape[1], w.group, sms)
-    launch_shape(x, w, None, out, splits, cluster, op="awq_swiglu")
+    launch_shape(x, w, None, out, splits, cluster, op="awq_swiglu", norms=norms)
     return out
 
 

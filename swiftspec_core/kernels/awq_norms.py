@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .awq_gemm import (COLUMNS_PER_BLOCK, TiledAWQWeight, _sm_count, check_operands, dequantize, fuses_swiglu,
-                       launch_shape, plan)
+from .awq_gemm import COLUMNS_PER_BLOCK, TiledAWQWeight, check_operands, dequantize, run_planned, run_swiglu
 from .gemm import gemm_reference
-from .norm import swiglu, swiglu_reference
+from .norm import swiglu_reference
 
 SUM_ROWS = 16  # the rows a tile's sums hold (MAX_ROWS)
 
@@ -95,11 +94,7 @@ def awq_gemm_norms(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None
     each hold a whole tile (plan without clusters)."""
     check_operands(x, w, bias, out)
     _check("awq_gemm_norms", x, w.n, row_sums, residual, next_norm)
-    if out is None:
-        out = torch.empty(x.shape[0], w.n, dtype=x.dtype, device=x.device)
-    splits, cluster = plan(w.n, x.shape[1], w.group, _sm_count(x.device.index), clusters=next_norm is None)
-    launch_shape(x, w, bias, out, splits, cluster, norms=_operands(row_sums, residual, next_norm, eps))
-    return out
+    return run_planned(x, w, bias, out, clusters=next_norm is None, norms=_operands(row_sums, residual, next_norm, eps))
 
 
 def awq_swiglu_norms(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = None,
@@ -107,14 +102,7 @@ def awq_swiglu_norms(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | Non
     """awq_swiglu (x, w, out as there) of the RMSNorm whose sums row_sums holds (x = bf16(h * g))."""
     check_operands(x, w, None, out, out_cols=w.n // 2)
     _check("awq_swiglu_norms", x, w.n, row_sums, None, None)
-    sms = _sm_count(x.device.index)
-    if not fuses_swiglu(w.n, x.shape[1], w.group, sms):
-        return swiglu(awq_gemm_norms(x, w, row_sums=row_sums, eps=eps), out=out)
-    if out is None:
-        out = torch.empty(x.shape[0], w.n // 2, dtype=x.dtype, device=x.device)
-    splits, cluster = plan(w.n, x.shape[1], w.group, sms)
-    launch_shape(x, w, None, out, splits, cluster, op="awq_swiglu", norms=_operands(row_sums, None, None, eps))
-    return out
+    return run_swiglu(x, w, out, norms=_operands(row_sums, None, None, eps))
 
 
 def _operands(row_sums, residual, next_norm: NextNorm | None, eps: float) -> tuple:
