@@ -304,11 +304,13 @@ def test_query_split_does_not_change_bits(H, KV, hd, monkeypatch):
     assert report(f"one group vs one query a group H{H} KV{KV} hd{hd}", outs[0], outs[1], 0, 0)
 
 
-def test_two_blocks_merge_only_large_merges_in_one_wave():
-    assert attn.mergers(attn.MERGE_SPLIT_ROWS, 16, 256, 264) == 2  # the 70B's M = 8 (TQ 4 x G 8)
-    assert attn.mergers(16, 16, 256, 264) == 1  # the 8B's M = 8 (TQ 4 x G 4): v65 lost there
-    assert attn.mergers(64, 1, 8, 264) == 1  # one chunk: no second block
-    assert attn.mergers(64, 63, 504, 264) == 1  # two waves: the first merger would wait on a later one
+def test_two_blocks_merge_only_merges_of_two_rounds_in_one_wave():
+    assert attn.mergers(32, 128, 16, 256, 264) == 2  # the 70B's M = 8 (TQ 4 x G 8): 512 items
+    assert attn.mergers(24, 128, 16, 256, 264) == 2  # the 8B's M = 12 (TQ 6 x G 4): 384
+    assert attn.mergers(16, 128, 16, 256, 264) == 1  # the 8B's M = 8 (TQ 4 x G 4): 256, one round (v65)
+    assert attn.mergers(32, 64, 16, 256, 264) == 1  # the 1B's M = 16 (TQ 8 x G 4, hd 64): 256
+    assert attn.mergers(64, 128, 1, 8, 264) == 1  # one chunk: no second block
+    assert attn.mergers(64, 128, 63, 504, 264) == 1  # two waves: the first merger would wait on a later one
 
 
 @gpu

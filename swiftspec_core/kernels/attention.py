@@ -147,16 +147,14 @@ def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int
     return TQ, -(-T // TQ)
 
 
-MERGE_SPLIT_ROWS = 32  # a block's query rows (TQ x G) from which two blocks share the merge
-
-
-def mergers(rows: int, nchunks: int, blocks: int, resident: int) -> int:
-    """How many of a (kv head, query group)'s last blocks merge its outputs: two where a block holds
-    MERGE_SPLIT_ROWS query rows or more (its merge then takes two or more round trips a thread; at
-    the 8B's M = 16, 32 rows, two mergers took the attention 14.4 -> 13.0 us, and cost 0.5 us at 16
-    rows: NOTES v65) and the grid runs in one wave (the first merger waits for the last block of its
-    group, which must be running); else one."""
-    return 2 if rows >= MERGE_SPLIT_ROWS and nchunks >= 2 and blocks <= resident else 1
+def mergers(rows: int, hd: int, nchunks: int, blocks: int, resident: int) -> int:
+    """How many of a (kv head, query group)'s last blocks merge its outputs: two where one merger's
+    items (a block's query rows x hd / 8 outputs of 8) outnumber its THREADS, so that each thread's
+    merge would take a second round trip (the 8B at M = 9..16, 20-32 rows of 16 items; the 70B at
+    M = 8: two mergers took the 8B's M = 16 attention 14.4 -> 13.0 us, and cost 0.5 us where one
+    round was enough: NOTES v65, v124), and the grid runs in one wave (the first merger waits for
+    the last block of its group, which must be running); else one."""
+    return 2 if rows * (hd // 8) > THREADS and nchunks >= 2 and blocks <= resident else 1
 
 
 def shared_bytes(hd: int, appended: int = 0) -> int:
@@ -218,7 +216,7 @@ def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_h
     resident = MIN_BLOCKS * _sm_count(qkv.device.index)
     TQ, groups = query_groups(T, nchunks * n_kv, resident)
     if merge_parts is None:  # the rule; tests force 1 or 2 (the same bits)
-        merge_parts = mergers(TQ * G, nchunks, nchunks * n_kv * groups, resident)
+        merge_parts = mergers(TQ * G, hd, nchunks, nchunks * n_kv * groups, resident)
     if n_kv * groups > COUNTERS:
         raise ValueError(f"{n_kv} kv heads x {groups} query groups: the merge counters hold {COUNTERS}")
     # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output (bf16).
