@@ -25,6 +25,7 @@ import statistics
 import numpy as np
 import torch
 
+from swiftspec_bench.kernel_bench import median_us
 from swiftspec_core.kernels import build
 
 PAIRS = 64
@@ -110,23 +111,14 @@ def run(blocks: int, late: bool, counter: bool, work_ns: int) -> dict:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         pairs()
-    graph.replay()
-    torch.cuda.synchronize()
     errors.zero_()
-    times = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / PAIRS)
+    pair_us = median_us(graph, PAIRS, replays=5)  # the stamps are the last replay's; errors over all
     last_end = t_end.max(dim=1, keepdim=True).values  # [PAIRS, 1] ns
     rel = (t_rel - last_end).double().sort(dim=1).values / 1e3  # [PAIRS, blocks] us
     lead = (t_in.min(dim=1, keepdim=True).values - last_end).double() / 1e3
     med = lambda x: statistics.median(x.flatten().tolist())  # noqa: E731
     return {"blocks": blocks, "trigger": "late" if late else "early", "release": "counter" if counter else "pdl wait",
-            "pair us": statistics.median(times), "first us": med(rel[:, 0]), "median us": med(rel[:, blocks // 2]),
+            "pair us": pair_us, "first us": med(rel[:, 0]), "median us": med(rel[:, blocks // 2]),
             "last us": med(rel[:, -1]), "lead us": med(lead), "errors": int(errors.item())}
 
 
