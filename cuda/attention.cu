@@ -158,10 +158,19 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   const bool has_query = threadIdx.x < t1 - t0;  // t1 - t0 <= TQMAX < blockDim.x
   const long long *my_blk = blk + (long long)(t0 + threadIdx.x) * cols;
   const int my_pos = has_query ? (int)my_blk[COL_POSITION] : 0, my_prefix = has_query ? (int)my_blk[COL_PREFIX] : 0;
-  for (int e = threadIdx.x; e < (t1 - t0) * CHUNK; e += blockDim.x) {
-    const long long *b = blk + (long long)(t0 + e / CHUNK) * cols;
-    const int j = c0 + e % CHUNK, n = (int)b[COL_PREFIX];
-    if (j >= n && j <= (int)b[COL_POSITION]) tree_rows[e] = (int)key_row(b + COL_VISIBLE, V, n, j, R);
+  // Two elements a step, each one's loads issued beside the other's: from 5 queries a block (M >= 9)
+  // a thread has two, and one after the other they were a second chain of round trips (NOTES v125).
+  const int tree_elems = (t1 - t0) * CHUNK;
+  for (int ea = threadIdx.x; ea < tree_elems; ea += 2 * blockDim.x) {
+    const int eb = ea + blockDim.x, eb_in = eb < tree_elems ? eb : ea;  // past the end: ea's loads, not stored
+    const long long *ba = blk + (long long)(t0 + ea / CHUNK) * cols, *bb = blk + (long long)(t0 + eb_in / CHUNK) * cols;
+    const int ja = c0 + ea % CHUNK, na = (int)ba[COL_PREFIX], pa = (int)ba[COL_POSITION];
+    const int jb = c0 + eb_in % CHUNK, nb = (int)bb[COL_PREFIX], pb = (int)bb[COL_POSITION];
+    const bool tree_a = ja >= na && ja <= pa, tree_b = eb < tree_elems && jb >= nb && jb <= pb;
+    const long long ra = tree_a ? key_row(ba + COL_VISIBLE, V, na, ja, R) : 0;
+    const long long rb = tree_b ? key_row(bb + COL_VISIBLE, V, nb, jb, R) : 0;
+    if (tree_a) tree_rows[ea] = (int)ra;
+    if (tree_b) tree_rows[eb] = (int)rb;
   }
   if (append) pdl_wait();
   pdl_trigger();
