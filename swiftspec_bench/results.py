@@ -170,22 +170,33 @@ def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
     return frame
 
 
-# pandas 3 parses floats round-trip by default and deprecates asking for it.
-_EXACT_FLOATS = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-
-
 def read_csv(path: Path) -> pd.DataFrame:
-    """A results.csv as written by ResultsTable: list columns decoded from their JSON text, text
-    columns as text (an empty field reads back as "", as CSV cannot tell it from a missing one),
-    floats exactly as written (before pandas 3 the default parser can be an ulp off:
-    0.11108158300001492 read back as 0.1110815830000149 on the GPU machine)."""
-    text = [f.name for f in ROW_SCHEMA if pa.types.is_string(f.type)]
-    frame = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in COLUMNS if c not in text},
-                        dtype={c: str for c in text}, **_EXACT_FLOATS)
-    for col in LIST_COLUMNS:
-        if col in frame:
-            frame[col] = [None if pd.isna(v) else json.loads(v) for v in frame[col]]
-    return frame
+    """A results.csv as written by ResultsTable, read by the standard library's csv module and typed
+    by ROW_SCHEMA: text as text (an empty field reads back as "", as CSV cannot tell it from a
+    missing one), list columns decoded from their JSON text, numbers parsed by Python, so exactly
+    as written, an empty one as missing (a whole-number column with a gap as floats, as pandas
+    reads it). Not pandas' parser: before pandas 3.1 it read floats up to ~10 ulps off
+    (0.031434756999999536 as 0.0314347569999995 on the GPU machine) and 3.0 cut text at a NUL
+    (NOTES v126). Columns the schema does not know stay text."""
+    with open(path, newline="", encoding="utf-8") as f:
+        header, *records = csv.reader(f)
+    types = {field.name: field.type for field in ROW_SCHEMA}
+    return pd.DataFrame({name: _typed([r[i] for r in records], types.get(name)) for i, name in enumerate(header)},
+                        columns=header)
+
+
+def _typed(cells: list[str], kind: pa.DataType | None):
+    """One column's CSV fields as its schema type (see read_csv)."""
+    if kind is None or pa.types.is_string(kind):
+        return cells
+    if pa.types.is_list(kind):
+        return [None if c == "" else json.loads(c) for c in cells]
+    if pa.types.is_integer(kind) and "" not in cells:
+        try:
+            return pd.array([int(c) for c in cells], dtype="int64")
+        except ValueError:  # written as floats ("12.0"): the column had gaps in the frame written
+            pass
+    return pd.array([float(c) if c != "" else float("nan") for c in cells], dtype="float64")
 
 
 class ResultsTable:
