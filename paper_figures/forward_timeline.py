@@ -13,6 +13,13 @@ torch.profiler lists them for the same graph (its names also give each launch it
 profile_forward.label_kernels). A block's times are its thread 0's (entry to exit), so a block
 waiting under PDL counts from when it became resident: `adds` is what the forward's critical path
 sees. Timing only: it adds a few instructions and 8 bytes of shared memory to every kernel.
+
+The bf16 GEMMs (sources that inline gemm_tile.cuh) also stamp MARKS inside, from thread 0 (warp 0):
+when its PDL wait returns, when its first x has arrived (thread 0 waits for it before its loop,
+where it would wait at its first mma), when its main loop ends and when the block's combine
+barrier passes (32 bytes more of shared memory there; no stamp inside the loop, which moved
+ptxas's registers by up to +16 / -48); the phases table splits their time at those stamps (NOTES
+v127).
 """
 from __future__ import annotations
 
@@ -32,15 +39,39 @@ from paper_figures.forward_ablation import PROJECTIONS, weight_bytes
 from paper_figures.profile_forward import ORDER, kernel_events, label_kernels
 
 CAPACITY = 1 << 20  # records a module holds, one replay's (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
-FIELDS = 5  # a record: gridid, start ns, end ns, site << 32 | smid, block
+MARKS = ("waited", "x arrived", "loop done", "combined")  # the GEMMs' stamps, in the order a block passes them
+FIELDS = 5 + len(MARKS)  # a record: gridid, start ns, end ns, site << 32 | smid, block, the marks (0: none)
+# Where gemm_tile.cuh's blocks stamp: (its text, that text with the mark), each asserted to occur once.
+MARK_AT = (
+    ("  pdl_wait();\n  load_x(cur, warp);", "  pdl_wait();\n  SWIFTSPEC_MARK(0);\n  load_x(cur, warp);"),
+    ("    __syncthreads();\n  }\n  // c0 is warp-uniform",  # thread 0 waits here for its first x, not in the loop
+     "    __syncthreads();\n  }\n  SWIFTSPEC_MARK_AFTER(1, cur.lo[0].x);\n  // c0 is warp-uniform"),
+    ("    cur = next;\n  }\n  pdl_trigger();", "    cur = next;\n  }\n  SWIFTSPEC_MARK(2);\n  pdl_trigger();"),
+    ("squares.hi;\n  }\n  __syncthreads();\n}", "squares.hi;\n  }\n  __syncthreads();\n  SWIFTSPEC_MARK(3);\n}"),
+)
+MARKED = "#define SWIFTSPEC_TL_MARKS\n"  # before PRELUDE in a source with the marks
 PRELUDE = """
+#ifdef SWIFTSPEC_TL_MARKS
+__shared__ unsigned long long swiftspec_tl_marks[%d];
+#define SWIFTSPEC_MARK(i) \\
+  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(swiftspec_tl_marks[i]))
+#define SWIFTSPEC_MARK_AFTER(i, v) \\
+  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) { asm volatile("" :: "r"(v)); SWIFTSPEC_MARK(i); }
+#define SWIFTSPEC_TL_MARK(i) swiftspec_tl_marks[i]
+#else
+#define SWIFTSPEC_TL_MARK(i) 0ull
+#endif
 __device__ unsigned long long swiftspec_tl[%d * %d];
 __device__ unsigned int swiftspec_tl_n;
 struct SwiftspecTimeline {  // forward_timeline.py: thread 0's entry and exit of every block
   unsigned long long *t0;
   unsigned site;
   __device__ __forceinline__ SwiftspecTimeline(unsigned s, unsigned long long *slot) : t0(slot), site(s) {
-    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(*t0));
+    if (threadIdx.x + threadIdx.y + threadIdx.z != 0) return;
+#ifdef SWIFTSPEC_TL_MARKS
+    for (int k = 0; k < %d; ++k) swiftspec_tl_marks[k] = 0;
+#endif
+    asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(*t0));
   }
   __device__ __forceinline__ ~SwiftspecTimeline() {
     if (threadIdx.x + threadIdx.y + threadIdx.z != 0) return;
@@ -54,9 +85,10 @@ struct SwiftspecTimeline {  // forward_timeline.py: thread 0's entry and exit of
     unsigned long long *r = swiftspec_tl + (unsigned long long)%d * i;
     r[0] = grid, r[1] = *t0, r[2] = t1, r[3] = ((unsigned long long)site << 32) | sm;
     r[4] = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+    for (int k = 0; k < %d; ++k) r[5 + k] = SWIFTSPEC_TL_MARK(k);
   }
 };
-""" % (CAPACITY, FIELDS, CAPACITY, FIELDS)
+""" % (len(MARKS), CAPACITY, FIELDS, len(MARKS), CAPACITY, FIELDS, len(MARKS))
 _KERNEL = re.compile(r'extern "C" __global__')
 
 
@@ -64,7 +96,13 @@ def instrument(text: str) -> tuple[str, int]:
     """A source (includes inlined) with the scope at the top of every kernel body -> (source, kernels).
     A body's `{` is the first at parenthesis depth 0 after `extern "C" __global__` (launch bounds and
     parameters are balanced); the scope goes on the same line, so a kernel written in a macro stays
-    one (its lines end in a backslash)."""
+    one (its lines end in a backslash). A source that inlines gemm_tile.cuh gets its MARKS too."""
+    marked = MARK_AT[0][0] in text
+    if marked:
+        for plain, stamped in MARK_AT:
+            if text.count(plain) != 1:
+                raise ValueError(f"gemm_tile.cuh no longer has one {plain!r}: update MARK_AT")
+            text = text.replace(plain, stamped)
     out, last, sites = [], 0, 0
     for match in _KERNEL.finditer(text):
         depth, i = 0, match.end()
@@ -75,7 +113,7 @@ def instrument(text: str) -> tuple[str, int]:
         out.append(f" __shared__ unsigned long long swiftspec_tl_t0; SwiftspecTimeline swiftspec_tl_scope({sites}, "
                    f"&swiftspec_tl_t0);")
         last, sites = i + 1, sites + 1
-    return PRELUDE + "".join(out) + text[last:], sites
+    return (MARKED if marked else "") + PRELUDE + "".join(out) + text[last:], sites
 
 
 _plain_source = build.source
@@ -157,6 +195,25 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
     return rows
 
 
+PHASES = ("release", "x", "loop", "combine", "epilogue")  # the spans between a GEMM block's stamps
+
+
+def phases(places: list[str], ordered: list[np.ndarray]) -> dict[str, dict]:
+    """The marked launches' (the GEMMs') blocks split at their stamps, medians (us) over every block of
+    a place: release, its PDL wait's return after the last end of the launch before it; x, its first
+    x's arrival after that; loop, the rest of its main loop; combine, the block's barrier after the
+    loop; epilogue, its exit after the barrier."""
+    spans, prev_end = defaultdict(list), None
+    for place, a in zip(places, ordered):
+        marks = a[:, 5:5 + len(MARKS)].astype(np.int64)  # [blocks, MARKS] ns, 0 where none
+        if prev_end is not None and (marks > 0).all():
+            stamps = np.column_stack([np.full(len(a), prev_end), marks, a[:, 2].astype(np.int64)])
+            spans[place].append(np.diff(stamps, axis=1) / 1e3)  # [blocks, PHASES]
+        prev_end = int(a[:, 2].max())
+    return {place: dict(zip(PHASES, np.median(np.concatenate(runs), axis=0).tolist()))
+            for place, runs in spans.items()}
+
+
 def layer_blocks(places: list[str], ordered: list[np.ndarray], layer: int) -> list[dict]:
     """Every block of a layer's launches (each place's layer-th; the forward's first launch has no
     kernel before it and is left out), by start (then block), times in us after the last end of the
@@ -190,8 +247,9 @@ def timeline(model: str, width: int, context: int, quant: str,
     if len(ordered) != len(places):
         raise RuntimeError(f"{len(ordered)} launches recorded, {len(places)} of our kernels profiled")
     rows = summarize(places, ordered, place_bytes(engine), copy_bandwidth())
+    split = phases(places, ordered)
     for r in rows:
-        r.update(model=model, quant=quant)
+        r.update(model=model, quant=quant, **{f"{k}_us": v for k, v in split.get(r["place"], {}).items()})
     span = (max(int(a[:, 2].max()) for a in ordered) - min(int(a[:, 1].min()) for a in ordered)) / 1e3
     blocks = [dict(model=model, **b) for b in layer_blocks(places, ordered, layer)]
     del keep, engine, graph
@@ -223,10 +281,18 @@ def main() -> None:
             cells = [r["place"], r["launches"], r["blocks"], f"{r['sms']:g}", f"{r['most_an_sm']:g}"]
             cells += [f"{r[k]:.2f}" for k in ("adds_us", "floor_us", "lead_us", "tail_us", "ends_us", "block_us")]
             print("| " + " | ".join(map(str, cells)) + " |")
+        marked = [r for r in rows if "release_us" in r]
+        if marked:
+            print("\n| place | " + " | ".join(f"{k} us" for k in PHASES) + " |\n|---|" + "---|" * len(PHASES))
+            for r in marked:
+                print(f"| {r['place']} | " + " | ".join(f"{r[k + '_us']:.2f}" for k in PHASES) + " |")
     print("\nadds: the launch's last end after the last end of the kernel before it; lead: its first start "
           "after that end (negative: resident early, under PDL); tail: its last end after its median end; "
           "ends spread: last end after first end; a block: median entry to exit of thread 0; SMs, most an "
-          "SM: the SMs a launch's blocks ran on and the most any one ran (medians over launches).")
+          "SM: the SMs a launch's blocks ran on and the most any one ran (medians over launches). The GEMMs' "
+          "phases (medians over their blocks, thread 0's stamps): release, the PDL wait's return after the "
+          "kernel before ends; x, its first x loads' arrival; loop, the rest of the main loop; combine, the "
+          "block's barrier; epilogue, the combine and stores to its exit.")
     import pandas as pd
 
     for path, table in ((args.csv, all_rows), (args.blocks, all_blocks)):

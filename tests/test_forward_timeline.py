@@ -1,6 +1,7 @@
 """paper_figures/forward_timeline.py's instrumentation, without a GPU: every kernel of every cuda/
-source gets its scope at its body's opening brace, and an instrumented source compiles (nvcc, where
-it is on PATH)."""
+source gets its scope at its body's opening brace, the GEMM sources their stamps, and an
+instrumented source compiles (nvcc, where it is on PATH) without moving the GEMMs' registers."""
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from paper_figures.forward_timeline import PRELUDE, _KERNEL, instrument  # noqa: E402
+from paper_figures.forward_timeline import MARKED, MARKS, PRELUDE, _KERNEL, instrument  # noqa: E402
 from swiftspec_core.kernels import build  # noqa: E402
 
 SCOPE = "SwiftspecTimeline swiftspec_tl_scope("
@@ -20,8 +21,12 @@ SCOPE = "SwiftspecTimeline swiftspec_tl_scope("
 def test_every_kernel_body_opens_with_the_scope(name):
     plain = build.source(name)
     text, sites = instrument(plain)
-    assert text.startswith(PRELUDE) and sites == len(_KERNEL.findall(plain)) >= 1
-    body = text[len(PRELUDE):]
+    marked = '#include "gemm_tile.cuh"' in (build.CUDA_DIR / f"{name}.cu").read_text()
+    head = (MARKED if marked else "") + PRELUDE
+    assert text.startswith(head) and sites == len(_KERNEL.findall(plain)) >= 1
+    body = text[len(head):]
+    stamps = [body.count(f"SWIFTSPEC_MARK({k});") + body.count(f"SWIFTSPEC_MARK_AFTER({k},") for k in range(len(MARKS))]
+    assert stamps == [1 if marked else 0] * len(MARKS), name
     assert body.count(SCOPE) == sites
     for k in range(sites):
         at = body.index(f"{SCOPE}{k}, ")
@@ -44,6 +49,42 @@ def test_an_instrumented_source_compiles(tmp_path):
     source.write_text(instrument(build.source("norm"))[0])
     done = subprocess.run(build.nvcc_command(str(source), str(cubin)), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _registers(source: str, tmp_path: Path, tag: str) -> dict[str, int]:
+    cu, cubin = tmp_path / f"{tag}.cu", tmp_path / f"{tag}.cubin"
+    cu.write_text(source)
+    done = subprocess.run(build.nvcc_command(str(cu), str(cubin), "sm_90a", "-Xptxas", "-v"), capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = re.findall(r"Compiling entry function '(\w+)'", done.stderr)
+    return dict(zip(names, map(int, re.findall(r"Used (\d+) registers", done.stderr))))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("name", ["gemm", "gemm_swiglu", "gemm_allreduce"])
+def test_the_stamps_leave_the_gemms_registers_nearly_as_they_were(name, tmp_path):
+    # A stamp inside the main loop moved them by +16 / -48 (another schedule, other occupancy).
+    plain, marked = (_registers(src, tmp_path, tag) for src, tag in
+                     ((build.source(name), "plain"), (instrument(build.source(name))[0], "marked")))
+    assert plain.keys() == marked.keys() and plain
+    for kernel in plain:
+        assert abs(marked[kernel] - plain[kernel]) <= 8 and marked[kernel] <= 128, (kernel, plain[kernel], marked[kernel])
+
+
+def test_phases_split_a_gemm_block_at_its_stamps():
+    from paper_figures.forward_timeline import PHASES, launches, phases
+    import numpy as np
+
+    # An attention launch ends at 10 us; a GEMM's two blocks (resident from 8 us) return from their
+    # wait at 10.5 / 10.7, get x at 11.5 / 11.9, end their loops at 20 / 21, pass the barrier at
+    # 20.5 / 21.2 and exit at 21 / 22. The attention has no stamps (zeros): no phases for it.
+    rec = [[1, 0, 9_000, 0, 0, 0, 0, 0, 0], [1, 0, 10_000, 1, 1, 0, 0, 0, 0]]
+    rec += [[2, 8_000, 21_000, 0, 0, 10_500, 11_500, 20_000, 20_500],
+            [2, 8_000, 22_000, 1, 1, 10_700, 11_900, 21_000, 21_200]]
+    got = phases(["attention", "o"], launches(np.array(rec, dtype=np.uint64)))
+    assert list(got) == ["o"] and list(got["o"]) == list(PHASES)
+    assert got["o"] == pytest.approx(dict(release=0.6, x=1.1, loop=8.8, combine=0.35, epilogue=0.65))
 
 
 def test_launches_and_their_times_by_place():
