@@ -177,12 +177,18 @@ def read_csv(path: Path) -> pd.DataFrame:
     as written, an empty one as missing (a whole-number column with a gap as floats, as pandas
     reads it). Not pandas' parser: before pandas 3.1 it read floats up to ~10 ulps off
     (0.031434756999999536 as 0.0314347569999995 on the GPU machine) and 3.0 cut text at a NUL
-    (NOTES v126). Columns the schema does not know stay text."""
-    with open(path, newline="", encoding="utf-8") as f:
-        header, *records = csv.reader(f)
+    (NOTES v126). Columns the schema does not know stay text. A file that is not such a table (a
+    row of another length, a number or list that does not parse) is a UserError."""
     types = {field.name: field.type for field in ROW_SCHEMA}
-    return pd.DataFrame({name: _typed([r[i] for r in records], types.get(name)) for i, name in enumerate(header)},
-                        columns=header)
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            header, *records = csv.reader(f)
+        if any(len(r) != len(header) for r in records):
+            raise ValueError("rows of another length than the header's")
+        return pd.DataFrame({name: _typed([r[i] for r in records], types.get(name)) for i, name in enumerate(header)},
+                            columns=header)
+    except (ValueError, csv.Error) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise UserError(f"{path} is not a results.csv as swiftspec-bench writes it ({exc})") from None
 
 
 def _typed(cells: list[str], kind: pa.DataType | None):

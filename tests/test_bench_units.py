@@ -137,6 +137,22 @@ def test_results_table_appends_and_reloads(tmp_path):
     again.check_settings({"max_new_tokens": 8, "seed": 0, "dtype": "float32"})
 
 
+def test_a_csv_that_is_not_a_results_table_is_a_user_error(tmp_path):
+    path = tmp_path / "results.csv"
+    for text in ("", '"system","latency_s"\n"ar",0.5,7\n', '"system","latency_s"\n"ar",fast\n',
+                 '"system","accepted_lengths"\n"ar","[1, 2"\n', b"\xff\xfe".decode("latin-1")):
+        path.write_text(text, encoding="latin-1" if text.startswith("\xff") else "utf-8")
+        with pytest.raises(UserError, match="is not a results.csv"):
+            results.read_csv(path)
+    path.write_text('"system","turn","latency_s","accepted_lengths","mine"\n"ar",12.0,0.031434756999999536,"[1, 2]","x"\n'
+                    '"b\x00c",,,"",""\n')
+    got = results.read_csv(path)  # a gap in a whole-number column reads as floats, as pandas would
+    assert list(got.columns) == ["system", "turn", "latency_s", "accepted_lengths", "mine"]
+    assert list(got["system"]) == ["ar", "b\x00c"] and got["latency_s"][0] == 0.031434756999999536
+    assert got["turn"][0] == 12.0 and math.isnan(got["turn"][1]) and math.isnan(got["latency_s"][1])
+    assert list(got["accepted_lengths"]) == [[1, 2], None] and list(got["mine"]) == ["x", ""]
+
+
 def test_rows_from_before_the_quant_column_ran_unquantized(tmp_path):
     results.ResultsTable(tmp_path).append(make_row("ar", quant=None))  # written before `quant` existed
     again = results.ResultsTable(tmp_path)
