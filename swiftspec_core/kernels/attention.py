@@ -149,11 +149,11 @@ def query_groups(T: int, blocks_per_group: int, resident: int) -> tuple[int, int
 
 def mergers(rows: int, hd: int, nchunks: int, blocks: int, resident: int) -> int:
     """How many of a (kv head, query group)'s last blocks merge its outputs: two where one merger's
-    items (a block's query rows x hd / 8 outputs of 8) outnumber its THREADS, so that each thread's
-    merge would take a second round trip (the 8B at M = 9..16, 20-32 rows of 16 items; the 70B at
-    M = 8: two mergers took the 8B's M = 16 attention 14.4 -> 13.0 us, and cost 0.5 us where one
-    round was enough: NOTES v65, v124), and the grid runs in one wave (the first merger waits for
-    the last block of its group, which must be running); else one."""
+    items (a block's query rows x hd / 8 outputs of 8) outnumber its THREADS, so that its threads
+    would merge twice, one round trip after the other (the 8B from M = 9, the 70B at M = 8; a
+    second merger took the 8B's attention at M = 12 13.0 -> 11.5 us and at M = 16 14.4 -> 13.0, and
+    cost 0.5 us where one round was enough: NOTES v65, v124), and where the grid runs in one wave
+    (the first merger waits for the last block of its group, which must be running); else one."""
     return 2 if rows * (hd // 8) > THREADS and nchunks >= 2 and blocks <= resident else 1
 
 
