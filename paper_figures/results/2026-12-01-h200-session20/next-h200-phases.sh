@@ -17,4 +17,4 @@ for spec in llama-3-8b:8 llama-3-8b:12 llama-3.2-1b:8 llama-3.2-1b:9; do
   echo "$m width $w: exit $? ($(( $(date +%s) - START )) s)"
   grep -E "^\| (qkv|o|gate_up|down) \| [-0-9.na]+ \| [-0-9.na]+ \| [-0-9.na]+ \| [-0-9.na]+ \| [-0-9.na]+ \|$" $O/timeline-$m-w$w.md
 done
-cd $OUT && tar czf all.tgz phases
+cd $OUT && tar czf phases.tgz phases
