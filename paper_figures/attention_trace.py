@@ -8,8 +8,9 @@ the chunks, its store), from timers its thread 0 reads.
 The runtime's kernel is not touched: this script inlines cuda/attention.cu as build.py does, adds
 the timer reads at fixed lines of it (asserting each line is there), compiles that copy with
 NVRTC, launches it with kernels/attention.py's own arguments (tree_attention_launch; a chain block
-after `context` cached rows, the kernel bench's case), checks its output bitwise against the
-runtime's, and prints, per phase, the spread over blocks (us after the first block's start, from
+after `context` cached rows, the kernel bench's case; the cache append inside, as the forward runs
+it, unless --no-append), checks its output and appended cache bitwise against the runtime's, and
+prints, per phase, the spread over blocks (us after the first block's start, from
 %globaltimer) and each block's own phase lengths (from clock64, in us at the ratio the two timers
 show).
 """
@@ -25,7 +26,7 @@ from swiftspec_bench.kernel_ops import chain_block, randn
 from swiftspec_bench.kernel_shapes import shard_args
 from swiftspec_core.graphs import spans
 from swiftspec_core.kernels import attention as attn
-from swiftspec_core.kernels.build import compile_source, source
+from swiftspec_core.kernels.build import launch_ex, compile_source, source
 from swiftspec_core.models.rope import rope_tables
 
 # Phases in the order a block passes them; those inside the item and merge loops are stamped by
@@ -70,7 +71,7 @@ def instrumented_source() -> str:
     return "__device__ unsigned long long attn_trace[65536 * %d];\n" % SLOTS + s  # before every use
 
 
-def trace(model: str, m: int, context: int) -> None:
+def trace(model: str, m: int, context: int, append: bool = True) -> None:
     import cupy
 
     a = shard_args(model, 1)
@@ -80,21 +81,23 @@ def trace(model: str, m: int, context: int) -> None:
     k_cache, v_cache = randn(rows, KV, hd), randn(rows, KV, hd)
     qkv, block = randn(m, (H + 2 * KV) * hd), chain_block(context, m)
     cos, sin = rope_tables(a, context + m, device="cuda")
-    want = attn.tree_attention(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
+    want_k, want_v = k_cache.clone(), v_cache.clone()  # the runtime kernel appends into its own copies
+    want = attn.tree_attention(qkv, block, cos, sin, want_k, want_v, span, H, KV, append=append)
 
     module = compile_source(instrumented_source())
     out = torch.full_like(want, float("nan"))
     kernel, grid, args, partials = attn.tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span, H,
-                                                              KV, out)
+                                                              KV, out, append=append)
     fn = module.get_function(kernel)
-    smem = attn.shared_bytes(hd)
+    smem = attn.shared_bytes(hd, m if append else 0)
     fn.max_dynamic_shared_size_bytes = smem
-    with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-        for _ in range(5):  # warm: the last call's timers are read
-            fn(grid, (attn.THREADS,), args, shared_mem=smem)
+    stream = torch.cuda.current_stream().cuda_stream
+    for _ in range(5):  # warm: the last call's timers are read (the append writes the same rows each time)
+        launch_ex(fn.kernel.ptr, grid, (attn.THREADS,), args, smem, stream, pdl=False)
     torch.cuda.synchronize()
     del partials
     assert torch.equal(out, want), "the instrumented copy's output differs from the runtime kernel's"
+    assert torch.equal(k_cache, want_k) and torch.equal(v_cache, want_v), "its cache append differs"
     n_blocks = grid[0] * grid[1] * grid[2]
     timers = cupy.ndarray((n_blocks * SLOTS,), dtype=cupy.uint64, memptr=module.get_global("attn_trace"))
     raw = cupy.asnumpy(timers).reshape(n_blocks, SLOTS)
@@ -105,7 +108,8 @@ def trace(model: str, m: int, context: int) -> None:
     total_g, total_c = (g[:, TICKET] - g[:, 0]).astype(float), (c[:, TICKET] - c[:, 0]).astype(float)
     ns_per_cycle = float(np.median(total_g[total_c > 0] / total_c[total_c > 0]))
     chunk = np.arange(n_blocks) % grid[0]
-    print(f"\n{model}: M = {m}, context {context}, span {span}, grid {grid} ({n_blocks} blocks on {len(set(sm))} SMs), "
+    print(f"\n{model}: M = {m}, context {context}, span {span}, append {'inside' if append else 'apart'}, grid {grid} "
+          f"({n_blocks} blocks on {len(set(sm))} SMs), "
           f"{int(merger.sum())} merging; {ns_per_cycle:.3f} ns a clock64 tick; output bitwise as the runtime's")
     print("\n| phase | first us | median us | last us | last chunk's blocks, median us |\n|---|---|---|---|---|")
     for p, name in enumerate(PHASES):
@@ -131,9 +135,11 @@ def main() -> None:
     parser.add_argument("--models", default="llama-3-8b,llama-3.2-1b")
     parser.add_argument("--m", type=int, default=8)
     parser.add_argument("--context", type=int, default=1000)
+    parser.add_argument("--no-append", action="store_true", help="the kernel without the cache append inside "
+                        "(the forward runs it with: the default)")
     args = parser.parse_args()
     for model in args.models.split(","):
-        trace(model, args.m, args.context)
+        trace(model, args.m, args.context, append=not args.no_append)
 
 
 if __name__ == "__main__":

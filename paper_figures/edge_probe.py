@@ -87,7 +87,7 @@ extern "C" __global__ void consumer(const int* data, unsigned long long* t_in, u
 
 
 def launch(fn, grid: int, args: tuple) -> None:
-    build._launch_ex(fn.kernel.ptr, (grid,), (256,), args, 0, torch.cuda.current_stream().cuda_stream, True)
+    build.launch_ex(fn.kernel.ptr, (grid,), (256,), args, 0, torch.cuda.current_stream().cuda_stream, True)
 
 
 def run(blocks: int, late: bool, counter: bool, work_ns: int) -> dict:

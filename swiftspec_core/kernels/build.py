@@ -106,7 +106,7 @@ def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...]
     fn = function(name, kernel, device, shared_mem)
     stream = torch.cuda.current_stream().cuda_stream
     with cupy.cuda.Device(device):
-        _launch_ex(getattr(fn, "kernel", fn).ptr, grid, block, args, shared_mem, stream, pdl and PDL)
+        launch_ex(getattr(fn, "kernel", fn).ptr, grid, block, args, shared_mem, stream, pdl and PDL)
 
 
 PDL = os.environ.get("SWIFTSPEC_PDL", "1") != "0"
@@ -150,10 +150,11 @@ def _driver():
     return lib
 
 
-def _launch_ex(function_ptr: int, grid, block, args, shared_mem: int, stream: int, pdl: bool) -> None:
+def launch_ex(function_ptr: int, grid, block, args, shared_mem: int, stream: int, pdl: bool) -> None:
     """cuLaunchKernelEx (CUDA 12+; every launch, so no CuPy stream wrapper is needed), with pdl the
     programmatic-stream-serialization attribute: the kernel may launch before the previous kernel
-    on the stream ends (captured graphs keep it). A kernel built with cluster dimensions keeps them."""
+    on the stream ends (captured graphs keep it). A kernel built with cluster dimensions keeps them.
+    launch() goes through it; paper_figures' probes launch their own compiled copies with it."""
     config = launch_config(grid, block, shared_mem, stream, pdl)
     values = [_CTYPES[type(a)](a.item()) for a in args]
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
