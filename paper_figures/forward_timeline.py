@@ -168,11 +168,19 @@ def placement(a: np.ndarray) -> dict:
     return dict(sms=len(counts), most_an_sm=int(counts.max()))
 
 
+def after_previous(places: list[str], ordered: list[np.ndarray]):
+    """(place, a launch's records, the last end of the launch before it: None for the first) in order."""
+    prev_end = None
+    for place, a in zip(places, ordered):
+        yield place, a, prev_end
+        prev_end = int(a[:, 2].max())
+
+
 def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, int], bandwidth: float) -> list[dict]:
     """Each launch's times against the launch before it, medians by place (in ORDER); floors from a
     layer's weight bytes over the copy bandwidth (B/s)."""
-    by_place, prev_end = defaultdict(list), None
-    for place, a in zip(places, ordered):
+    by_place = defaultdict(list)
+    for place, a, prev_end in after_previous(places, ordered):
         start, end = a[:, 1].astype(np.int64), a[:, 2].astype(np.int64)
         last = int(end.max())
         by_place[place].append(dict(
@@ -180,7 +188,6 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
             lead=(int(start.min()) - prev_end) / 1e3 if prev_end is not None else float("nan"),
             tail=(last - float(np.median(end))) / 1e3, ends=(last - int(end.min())) / 1e3,
             block=float(np.median(end - start)) / 1e3, blocks=len(a), **placement(a)))
-        prev_end = last
     rows = []
     for place in sorted(by_place, key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER)):
         runs = by_place[place]
@@ -203,13 +210,12 @@ def phases(places: list[str], ordered: list[np.ndarray]) -> dict[str, dict]:
     a place: release, its PDL wait's return after the last end of the launch before it; x, its first
     x's arrival after that; loop, the rest of its main loop; combine, the block's barrier after the
     loop; epilogue, its exit after the barrier."""
-    spans, prev_end = defaultdict(list), None
-    for place, a in zip(places, ordered):
+    spans = defaultdict(list)
+    for place, a, prev_end in after_previous(places, ordered):
         marks = a[:, 5:5 + len(MARKS)].astype(np.int64)  # [blocks, MARKS] ns, 0 where none
         if prev_end is not None and (marks > 0).all():
             stamps = np.column_stack([np.full(len(a), prev_end), marks, a[:, 2].astype(np.int64)])
             spans[place].append(np.diff(stamps, axis=1) / 1e3)  # [blocks, PHASES]
-        prev_end = int(a[:, 2].max())
     return {place: dict(zip(PHASES, np.median(np.concatenate(runs), axis=0).tolist()))
             for place, runs in spans.items()}
 
@@ -218,14 +224,13 @@ def layer_blocks(places: list[str], ordered: list[np.ndarray], layer: int) -> li
     """Every block of a layer's launches (each place's layer-th; the forward's first launch has no
     kernel before it and is left out), by start (then block), times in us after the last end of the
     launch before it."""
-    seen, prev_end, rows = defaultdict(int), None, []
-    for place, a in zip(places, ordered):
+    seen, rows = defaultdict(int), []
+    for place, a, prev_end in after_previous(places, ordered):
         if seen[place] == layer and prev_end is not None:
             for r in sorted(a.tolist(), key=lambda r: (r[1], r[4])):
                 rows.append(dict(place=place, block=int(r[4]), sm=int(r[3]) & 0xFFFFFFFF,
                                  start_us=(int(r[1]) - prev_end) / 1e3, end_us=(int(r[2]) - prev_end) / 1e3))
         seen[place] += 1
-        prev_end = int(a[:, 2].max())
     return rows
 
 
