@@ -92,14 +92,18 @@ def trace(model: str, m: int, context: int, append: bool = True) -> None:
     smem = attn.shared_bytes(hd, m if append else 0)
     fn.max_dynamic_shared_size_bytes = smem
     stream = torch.cuda.current_stream().cuda_stream
-    for _ in range(5):  # warm: the last call's timers are read (the append writes the same rows each time)
+    n_blocks = grid[0] * grid[1] * grid[2]
+    timers = cupy.ndarray((n_blocks * SLOTS,), dtype=cupy.uint64, memptr=module.get_global("attn_trace"))
+    for i in range(5):  # warm; the last call's timers are read (the append writes the same rows each time)
+        if i == 4:  # which blocks merge changes from call to call: no stamp of an earlier call stays
+            torch.cuda.synchronize()
+            timers.fill(0)
+            cupy.cuda.runtime.deviceSynchronize()
         launch_ex(fn.kernel.ptr, grid, (attn.THREADS,), args, smem, stream, pdl=False)
     torch.cuda.synchronize()
     del partials
     assert torch.equal(out, want), "the instrumented copy's output differs from the runtime kernel's"
     assert torch.equal(k_cache, want_k) and torch.equal(v_cache, want_v), "its cache append differs"
-    n_blocks = grid[0] * grid[1] * grid[2]
-    timers = cupy.ndarray((n_blocks * SLOTS,), dtype=cupy.uint64, memptr=module.get_global("attn_trace"))
     raw = cupy.asnumpy(timers).reshape(n_blocks, SLOTS)
     n = len(PHASES)
     g, c = raw[:, 0:2 * n:2].astype(np.int64), raw[:, 1:2 * n:2].astype(np.int64)
@@ -108,19 +112,24 @@ def trace(model: str, m: int, context: int, append: bool = True) -> None:
     total_g, total_c = (g[:, TICKET] - g[:, 0]).astype(float), (c[:, TICKET] - c[:, 0]).astype(float)
     ns_per_cycle = float(np.median(total_g[total_c > 0] / total_c[total_c > 0]))
     chunk = np.arange(n_blocks) % grid[0]
+
+    def stamped(p: int) -> np.ndarray:
+        """The blocks that stamped phase p: an item phase needs an item, a merge phase a merging block
+        with an output to merge (with two mergers the second may have none: NOTES, call 1 of session 21)."""
+        return (g[:, p] > 0) & (merger if p >= MERGING else True)
     print(f"\n{model}: M = {m}, context {context}, span {span}, append {'inside' if append else 'apart'}, grid {grid} "
           f"({n_blocks} blocks on {len(set(sm))} SMs), "
           f"{int(merger.sum())} merging; {ns_per_cycle:.3f} ns a clock64 tick; output bitwise as the runtime's")
     print("\n| phase | first us | median us | last us | last chunk's blocks, median us |\n|---|---|---|---|---|")
     for p, name in enumerate(PHASES):
-        have = merger if p >= MERGING else g[:, p] > 0  # stamped (an item phase needs an item)
+        have = stamped(p)
         t = (g[have, p] - t0) / 1e3
         lc = (g[have & (chunk == grid[0] - 1), p] - t0) / 1e3
         print(f"| {name} | {t.min():.2f} | {np.median(t):.2f} | {t.max():.2f} | "
               f"{np.median(lc) if lc.size else float('nan'):.2f} |")
     print("\n| a block's phase | median us | max us | last chunk's, median us |\n|---|---|---|---|")
     for p in range(1, n):
-        have = (merger if p >= MERGING else g[:, p] > 0) & (g[:, p - 1] > 0)
+        have = stamped(p) & stamped(p - 1)
         d = (c[have, p] - c[have, p - 1]) * ns_per_cycle / 1e3
         lc = (c[have & (chunk == grid[0] - 1), p] - c[have & (chunk == grid[0] - 1), p - 1]) * ns_per_cycle / 1e3
         if not d.size:
