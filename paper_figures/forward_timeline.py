@@ -168,6 +168,15 @@ def placement(a: np.ndarray) -> dict:
     return dict(sms=len(counts), most_an_sm=int(counts.max()))
 
 
+def sm_gap(a: np.ndarray) -> float:
+    """A launch's records -> its last end after the mean over its SMs of each SM's last end (us): what
+    a perfectly balanced launch would save (SMs given the same work finish ~10% apart, and not the
+    same SMs from one GEMM to the next: NOTES, v129 / v130 outcome)."""
+    sm, end = a[:, 3] & 0xFFFFFFFF, a[:, 2].astype(np.int64)
+    last_by_sm = [int(end[sm == s].max()) for s in np.unique(sm)]
+    return (int(end.max()) - float(np.mean(last_by_sm))) / 1e3
+
+
 def after_previous(places: list[str], ordered: list[np.ndarray]):
     """(place, a launch's records, the last end of the launch before it: None for the first) in order."""
     prev_end = None
@@ -187,12 +196,12 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
             adds=(last - prev_end) / 1e3 if prev_end is not None else float("nan"),
             lead=(int(start.min()) - prev_end) / 1e3 if prev_end is not None else float("nan"),
             tail=(last - float(np.median(end))) / 1e3, ends=(last - int(end.min())) / 1e3,
-            block=float(np.median(end - start)) / 1e3, blocks=len(a), **placement(a)))
+            block=float(np.median(end - start)) / 1e3, sm_gap=sm_gap(a), blocks=len(a), **placement(a)))
     rows = []
     for place in sorted(by_place, key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER)):
         runs = by_place[place]
         # Medians over the launches that have the value (the forward's first has no adds or lead).
-        known = {k: [r[k] for r in runs if r[k] == r[k]] for k in ("adds", "lead", "tail", "ends", "block")}
+        known = {k: [r[k] for r in runs if r[k] == r[k]] for k in ("adds", "lead", "tail", "ends", "block", "sm_gap")}
         med = {k: statistics.median(v) if v else float("nan") for k, v in known.items()}
         floor = weights[place] / bandwidth * 1e6 if place in weights else float("nan")
         rows.append(dict(place=place, launches=len(runs), blocks=runs[0]["blocks"],
@@ -281,10 +290,11 @@ def main() -> None:
         print(f"\n{model} (quant {s['quant']}), width {s['width']}, context {s['context']}: {s['launches']} launches "
               f"of our kernels, first start to last end {s['span_us']:.1f} us (one replay, instrumented)")
         print("\n| place | launches | blocks | SMs | most an SM | adds us (median) | floor us | lead us | tail us "
-              "| ends spread us | a block us |\n|---|---|---|---|---|---|---|---|---|---|---|")
+              "| ends spread us | a block us | SM gap us |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             cells = [r["place"], r["launches"], r["blocks"], f"{r['sms']:g}", f"{r['most_an_sm']:g}"]
-            cells += [f"{r[k]:.2f}" for k in ("adds_us", "floor_us", "lead_us", "tail_us", "ends_us", "block_us")]
+            cells += [f"{r[k]:.2f}" for k in ("adds_us", "floor_us", "lead_us", "tail_us", "ends_us", "block_us",
+                                                 "sm_gap_us")]
             print("| " + " | ".join(map(str, cells)) + " |")
         marked = [r for r in rows if "release_us" in r]
         if marked:
@@ -294,7 +304,8 @@ def main() -> None:
     print("\nadds: the launch's last end after the last end of the kernel before it; lead: its first start "
           "after that end (negative: resident early, under PDL); tail: its last end after its median end; "
           "ends spread: last end after first end; a block: median entry to exit of thread 0; SMs, most an "
-          "SM: the SMs a launch's blocks ran on and the most any one ran (medians over launches). The GEMMs' "
+          "SM: the SMs a launch's blocks ran on and the most any one ran; SM gap: the last end after the mean "
+          "of the SMs' last ends (medians over launches). The GEMMs' "
           "phases (medians over their blocks, thread 0's stamps): release, the PDL wait's return after the "
           "kernel before ends; x, its first x loads' arrival; loop, the rest of the main loop; combine, the "
           "block's barrier; epilogue, the combine and stores to its exit.")

@@ -107,7 +107,7 @@ def test_launches_and_their_times_by_place():
     qkv, attention = rows
     assert attention["adds_us"] == 9.0 and attention["lead_us"] == -2.0 and attention["tail_us"] == 4.0
     assert attention["ends_us"] == 5.0 and attention["block_us"] == 7.0 and attention["sms"] == 3
-    assert attention["most_an_sm"] == 1
+    assert attention["most_an_sm"] == 1 and attention["sm_gap_us"] == pytest.approx(3.0)  # 19 after the mean 16
     assert qkv["launches"] == 2 and qkv["adds_us"] == 100_000 / 1e3 - 19.0 + 10.0 and qkv["floor_us"] == 1.0
     blocks = layer_blocks(["qkv", "attention", "qkv", "attention"], order, 1)  # layer 1, after layer 0's attention
     assert [(b["place"], b["block"], b["start_us"], b["end_us"]) for b in blocks] == [
@@ -123,6 +123,15 @@ def test_placement_counts_sms_and_the_most_blocks_on_one():
     sm = [4, 9, 4, 4, 7]  # three blocks on SM 4; the site in the high bits is not part of the SM
     rec = np.array([[1, 0, 1, (2 << 32) | s, i] for i, s in enumerate(sm)], dtype=np.uint64)
     assert placement(rec) == dict(sms=3, most_an_sm=3)
+
+
+def test_sm_gap_is_the_last_end_after_the_mean_sm():
+    from paper_figures.forward_timeline import sm_gap
+    import numpy as np
+
+    # SM 4 runs three blocks (last end 9 us), SM 9 one (5), SM 7 one (10): the mean SM ends at 8.
+    rec = [[1, 0, e, (2 << 32) | s, i] for i, (s, e) in enumerate(zip([4, 9, 4, 4, 7], [3000, 5000, 9000, 6000, 10000]))]
+    assert sm_gap(np.array(rec, dtype=np.uint64)) == pytest.approx(2.0)
 
 
 def test_place_bytes_counts_each_projection_bf16_or_awq():
