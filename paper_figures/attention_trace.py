@@ -117,6 +117,7 @@ def trace(model: str, m: int, context: int, append: bool = True) -> None:
         """The blocks that stamped phase p: an item phase needs an item, a merge phase a merging block
         with an output to merge (with two mergers the second may have none: NOTES, call 1 of session 21)."""
         return (g[:, p] > 0) & (merger if p >= MERGING else True)
+
     print(f"\n{model}: M = {m}, context {context}, span {span}, append {'inside' if append else 'apart'}, grid {grid} "
           f"({n_blocks} blocks on {len(set(sm))} SMs), "
           f"{int(merger.sum())} merging; {ns_per_cycle:.3f} ns a clock64 tick; output bitwise as the runtime's")

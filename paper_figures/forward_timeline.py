@@ -161,10 +161,15 @@ def launches(rec: np.ndarray) -> list[np.ndarray]:
     return sorted((np.array(v) for v in grids.values()), key=lambda a: int(a[:, 1].min()))
 
 
+def sm_ids(a: np.ndarray) -> np.ndarray:
+    """Records -> each one's SM (field 3's low half; its high half is the kernel's site)."""
+    return a[:, 3] & 0xFFFFFFFF
+
+
 def placement(a: np.ndarray) -> dict:
     """A launch's records -> the SMs its blocks ran on and the most blocks any one of them ran (a
     consumer launched under PDL lands where its producer leaves room: NOTES v116)."""
-    counts = np.unique(a[:, 3] & 0xFFFFFFFF, return_counts=True)[1]
+    counts = np.unique(sm_ids(a), return_counts=True)[1]
     return dict(sms=len(counts), most_an_sm=int(counts.max()))
 
 
@@ -172,7 +177,7 @@ def sm_gap(a: np.ndarray) -> float:
     """A launch's records -> its last end after the mean over its SMs of each SM's last end (us): what
     a perfectly balanced launch would save (SMs given the same work finish ~10% apart, and not the
     same SMs from one GEMM to the next: NOTES, v129 / v130 outcome)."""
-    sm, end = a[:, 3] & 0xFFFFFFFF, a[:, 2].astype(np.int64)
+    sm, end = sm_ids(a), a[:, 2].astype(np.int64)
     last_by_sm = [int(end[sm == s].max()) for s in np.unique(sm)]
     return (int(end.max()) - float(np.mean(last_by_sm))) / 1e3
 
@@ -236,8 +241,8 @@ def layer_blocks(places: list[str], ordered: list[np.ndarray], layer: int) -> li
     seen, rows = defaultdict(int), []
     for place, a, prev_end in after_previous(places, ordered):
         if seen[place] == layer and prev_end is not None:
-            for r in sorted(a.tolist(), key=lambda r: (r[1], r[4])):
-                rows.append(dict(place=place, block=int(r[4]), sm=int(r[3]) & 0xFFFFFFFF,
+            for r, sm in sorted(zip(a.tolist(), sm_ids(a).tolist()), key=lambda rs: (rs[0][1], rs[0][4])):
+                rows.append(dict(place=place, block=int(r[4]), sm=int(sm),
                                  start_us=(int(r[1]) - prev_end) / 1e3, end_us=(int(r[2]) - prev_end) / 1e3))
         seen[place] += 1
     return rows
