@@ -138,8 +138,8 @@ def read_rows(run_dir: Path) -> list[dict]:
     path = Path(run_dir) / PARQUET
     if not path.exists():
         return []
-    try:
-        table = pq.read_table(path)
+    try:  # the bytes of one open: a run replacing the file meanwhile cannot mix two versions
+        table = pq.read_table(pa.BufferReader(path.read_bytes()))
     except Exception as exc:
         raise UserError(f"{path} is not a readable results file ({type(exc).__name__})") from None
     missing = [c for c in KEY if c not in table.column_names]

@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from swiftspec_bench.cli import app
+from swiftspec_bench.results import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = 40  # enough that the run is still decoding when the test strikes
@@ -53,8 +53,7 @@ class Run:
                                      start_new_session=True)
 
     def rows(self) -> int:
-        path = self.out / "results.parquet"
-        return len(pd.read_parquet(path)) if path.exists() else 0
+        return len(read_rows(self.out))  # read while the run replaces the file: one snapshot
 
     def wait_for_rows(self) -> int:
         deadline = time.monotonic() + WAIT_S
