@@ -8,7 +8,7 @@
 // (position, head) come from tensor-core products over the head dimension in a fixed order, one
 // softmax over the chunk a head (max and sum in a fixed order), its values summed by tensor-core
 // products over groups of 16 positions in order; the chunks' partials are merged in chunk order
-// (batches of 16 under a running max) by the last block of the (kv head, group) to finish. An
+// (batches of 16 under a running max) by the blocks attention_merge.cuh names. An
 // mma's output element depends only on its own row of A and column of B, so nothing depends on T,
 // the query's index, the other queries or heads, the cache rows its tree keys sit at (a fragment
 // holds the same values whichever memory it was loaded from), or the span (the grid size).
@@ -76,15 +76,16 @@ struct Flag {
 // prefix rows, or tree rows among the chunk's staged rows), else lane by lane through each
 // position's row pointer (a tree row in the cache): the same registers either way. Partials go
 // to part_ml [KV, nchunks, Q, 2] (the chunk's max score in log2 units, its sum of exp2(score -
-// max)) and part_acc [KV, nchunks, Q, HD] (bf16; Q = T * G query rows, row t * G + g); the last block of
-// the (kv head, group) to finish merges them into out [T, H * HD] and resets its counter.
+// max)) and part_acc [KV, nchunks, Q, HD] (bf16; Q = T * G query rows, row t * G + g); the
+// (kv head, group)'s mergers (attention_merge.cuh) combine them into out [T, H * HD].
 template <int HD>
 __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long long *__restrict__ blk,
                                     const float *__restrict__ cos_t, const float *__restrict__ sin_t,
                                     bf16 *__restrict__ k_cache, bf16 *__restrict__ v_cache,
                                     float *__restrict__ part_ml, bf16 *__restrict__ part_acc,
                                     int *__restrict__ counters, bf16 *__restrict__ out, int T, int H, int KV,
-                                    int V, int span, int R, int TQ, int append, int mergers, float scale_log2) {
+                                    int V, int span, int R, int TQ, int append, int mergers, int by_position,
+                                    float scale_log2) {
   constexpr int HALF = HD / 2, D8 = HD / 8, KS = HD / 16;  // KS: 16-dim steps (and 16-dim tiles)
   static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
   using S = Smem<HD>;
@@ -93,7 +94,6 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   __shared__ int q_pos[TQMAX], q_prefix[TQMAX];  // position, prefix length of query t0 + i
   __shared__ int tree_rows[TQMAX * CHUNK];        // [query][position - c0]: its cache row, from the prefix on
   __shared__ int new_rows[APPEND_MAX];             // with the append: token t's cache row (-1: none)
-  __shared__ int is_last;  // this block merges part is_last - 1 of its group's outputs (0: it does not merge)
 
   // PDL: the kernel before this one writes qkv (the forward's qkv GEMM) and, with the append run
   // apart (append_kv, launched just before), cache rows. With the append inside, nothing it writes
@@ -101,7 +101,7 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   // flight while it finishes (NOTES v105); qkv is read only after the wait.
   if (!append) pdl_wait();
   const int c = blockIdx.x, kh = blockIdx.y, nchunks = gridDim.x, G = H / KV, Q = T * G;
-  mergers = min(mergers, nchunks);  // the launcher's rule keeps it so; a ticket a merger
+  mergers = min(mergers, nchunks);  // the launcher's rule keeps it so
   const int t0 = blockIdx.z * TQ, t1 = min(T, t0 + TQ);  // this block's queries [t0, t1)
   if (TQ > TQMAX || (append && T > APPEND_MAX)) return;  // the Python side never launches it so
   const int c0 = c * CHUNK, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
@@ -357,31 +357,8 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
     __syncwarp();  // qw and pw are rewritten by the next item
   }
 
-  // The last `mergers` blocks of this (kv head, group) to finish merge every chunk's partials, each
-  // a part of the outputs (two where a block's merge is large: NOTES v114). One thread a block
-  // synchronizes: the barrier orders the block's partial stores before thread 0's release fence
-  // and ticket; the block that draws the last ticket acquires (fence after the atomic), one that
-  // draws an earlier merging ticket spins on acquire loads of the counter until every block has
-  // counted; its barrier orders that before every thread's loads of the partials. The counter is
-  // reset by the last merger to read it (the spinning one, or the last block alone). (Every
-  // thread fencing with __threadfence(), a fence.sc, cost ~0.3 us more; NOTES v48.)
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int *counter = counters + kh * gridDim.z + blockIdx.z;
-    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-    const int done = atomicAdd(counter, 1), part = done - (nchunks - mergers);  // 0 .. mergers - 1: merges
-    is_last = part >= 0 ? part + 1 : 0;
-    if (done == nchunks - 1) {
-      if (mergers == 1) *counter = 0;  // every block has counted: ready for the next call / replay
-      asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-    } else if (part >= 0) {  // mergers == 2: the grid is one wave, so the blocks still counting run
-      int seen;
-      do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(counter) : "memory");
-      while (seen != nchunks);
-      *counter = 0;
-    }
-  }
-  __syncthreads();
+  // Who merges (attention_merge.cuh's merge_role).
+  const int is_last = merge_role(counters + kh * gridDim.z + blockIdx.z, c, nchunks, mergers, by_position);
   if (!is_last) return;
 
   merge_chunks<HD, CHUNK>(part_ml, part_acc, out, q_pos, t0, t1, G, kh, nchunks, Q, H, is_last - 1, mergers);
@@ -392,9 +369,9 @@ __device__ void tree_attention_body(const bf16 *__restrict__ qkv, const long lon
   extern "C" __global__ void __launch_bounds__(NWARPS * 32, MIN_BLOCKS) tree_attention_hd##HD(              \
       const bf16 *qkv, const long long *blk, const float *cos_t, const float *sin_t, bf16 *k_cache,         \
       bf16 *v_cache, float *part_ml, bf16 *part_acc, int *counters, bf16 *out, int T, int H, int KV,        \
-      int V, int span, int R, int TQ, int append, int mergers, float scale_log2) {                          \
+      int V, int span, int R, int TQ, int append, int mergers, int by_position, float scale_log2) {         \
     tree_attention_body<HD>(qkv, blk, cos_t, sin_t, k_cache, v_cache, part_ml, part_acc, counters, out, T,  \
-                            H, KV, V, span, R, TQ, append, mergers, scale_log2);                            \
+                            H, KV, V, span, R, TQ, append, mergers, by_position, scale_log2);               \
   }
 TREE_ATTENTION(64)
 TREE_ATTENTION(128)

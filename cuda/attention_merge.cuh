@@ -1,11 +1,60 @@
-// The tree attention's split-KV merge (attention.cu): the last block of a (kv head, query group)
-// to finish combines every chunk's partials into the output, in chunk order, so a query's bits
-// depend on its chunks' partials alone (not on which block merges, or when).
+// The tree attention's split-KV merge (attention.cu): chosen blocks of a (kv head, query group)
+// combine every chunk's partials into the output, in chunk order, so a query's bits depend on its
+// chunks' partials alone (not on which block merges, or when).
 #pragma once
 #include "common.cuh"
 #include "mma.cuh"
 
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
+
+__device__ __forceinline__ void wait_count(const int *counter, int count) {
+  int seen;
+  do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(counter) : "memory");
+  while (seen != count);
+}
+
+// Which part of its group's outputs block c merges: 1 + the part, or 0 (every thread). One thread
+// a block synchronizes on the group's counter: the barrier orders the block's partial stores
+// before thread 0's release, and thread 0's acquire before the barrier after it, which orders it
+// before every thread's loads of the partials. The counter is back at 0 when the call ends.
+// - by_position (one merger, the grid in one wave: the launcher's rule): the last chunk's block
+//   merges, once every other block has counted in with a release reduction (they wait for
+//   nothing and leave); it reads the count with acquire loads and resets it. Its own partials
+//   need no fence (the barrier), so its critical path loses the ticket's fence and atomic round
+//   trips (NOTES v135).
+// - else by ticket: every block fences and draws one; the last `mergers` to draw merge, each a
+//   part of the outputs (two where one block's merge is large: NOTES v114). The last ticket
+//   acquires (fence after the atomic); an earlier merging one spins on acquire loads until every
+//   block has counted (the grid is then one wave, so the blocks still counting run). The last
+//   merger to read the counter resets it (the spinning one, or the last block alone). (Every
+//   thread fencing with __threadfence(), a fence.sc, cost ~0.3 us more; NOTES v48.)
+__device__ __forceinline__ int merge_role(int *counter, int c, int nchunks, int mergers, bool by_position) {
+  __shared__ int role;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (by_position && c < nchunks - 1) {
+      asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" :: "l"(counter) : "memory");
+      role = 0;
+    } else if (by_position) {
+      wait_count(counter, nchunks - 1);
+      *counter = 0;
+      role = 1;
+    } else {
+      asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+      const int done = atomicAdd(counter, 1), part = done - (nchunks - mergers);  // 0 .. mergers - 1: merges
+      role = part >= 0 ? part + 1 : 0;
+      if (done == nchunks - 1) {
+        if (mergers == 1) *counter = 0;
+        asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+      } else if (part >= 0) {
+        wait_count(counter, nchunks);
+        *counter = 0;
+      }
+    }
+  }
+  __syncthreads();
+  return role;
+}
 
 // Query rows [t0 * G, t1 * G) of kv head kh into out [T, H * HD]: the partials part_ml [KV, nchunks,
 // Q, 2] (a chunk's max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks,

@@ -58,7 +58,7 @@ def instrumented_source() -> str:
         ("    // Softmax a head over the chunk", stamp(P("scores")), ""),
         ("      l2[h] = l;\n    }\n    __syncwarp();\n", "", stamp(P("softmax"))),
         ("    // Partials of the item's heads below G", stamp(P("values")), ""),
-        ("  // The last `mergers` blocks of this (kv head, group) to finish merge", stamp(P("items done")), ""),
+        ("  // Who merges (attention_merge.cuh's merge_role).", stamp(P("items done")), ""),
         ("  if (!is_last) return;", stamp(TICKET) + merged, ""),
         ("    float m = NEG_INF, l = 0.f;\n", stamp(P("merge start")), ""),
         ("    uint4 packed;\n", stamp(P("merge summed")), ""),

@@ -313,27 +313,67 @@ def test_two_blocks_merge_only_merges_of_two_rounds_in_one_wave():
     assert attn.mergers(64, 128, 63, 504, 264) == 1  # two waves: the first merger would wait on a later one
 
 
+def launch_merged(qkv, block, cos, sin, k_cache, v_cache, span, H, KV, out, parts, by_position):
+    kernel, grid, args, partials = attn.tree_attention_launch(qkv, block.contiguous(), cos, sin, k_cache, v_cache,
+                                                              span, H, KV, out, merge_parts=parts,
+                                                              by_position=by_position)
+    attn.launch("attention", kernel, grid, (attn.THREADS,), args, attn.shared_bytes(k_cache.shape[-1]))
+    torch.cuda.synchronize()
+    del partials
+
+
 @gpu
-@pytest.mark.parametrize("H,KV,hd,T,context", [(64, 8, 128, 8, 1000), (32, 8, 128, 16, 1000), (14, 2, 64, 16, 700),
-                                               (64, 8, 128, 3, 130)])
-def test_merge_parts_do_not_change_bits(H, KV, hd, T, context):
-    """The merge by the last block alone and shared by the last two: bitwise equal, as the reference,
-    and again (the counters reset by either protocol)."""
-    qkv, block, cos, sin, k_cache, v_cache, span = tree_case(H, KV, hd, T, context, seed=T + context)
+@pytest.mark.parametrize("H,KV,hd,T,context,pad", [(64, 8, 128, 8, 1000, 0), (32, 8, 128, 16, 1000, 0),
+                                                   (14, 2, 64, 16, 700, 0), (64, 8, 128, 3, 130, 0),
+                                                   (32, 8, 128, 8, 1020, 2), (32, 8, 64, 9, 60, 3)])
+def test_mergers_do_not_change_bits(H, KV, hd, T, context, pad):
+    """Who merges does not change a bit: the last block to draw a ticket, the last two, or the last
+    chunk's block (by position), as the reference, again and again (the counter reset by every
+    protocol; queries in the last chunk, across a chunk boundary, padding queries at position 0)."""
+    qkv, block, cos, sin, k_cache, v_cache, span = tree_case(H, KV, hd, T, context, seed=T + context, pad=pad)
     want = attn.tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
-    outs = {}
-    for parts in (1, 2, 2, 1):
+    first = None
+    for parts, by_position in ((1, False), (1, True), (2, False), (2, False), (1, True), (1, False), (1, True)):
         out = torch.full_like(want, float("nan"))
-        kernel, grid, args, partials = attn.tree_attention_launch(qkv, block.contiguous(), cos, sin, k_cache,
-                                                                  v_cache, span, H, KV, out, merge_parts=parts)
-        attn.launch("attention", kernel, grid, (attn.THREADS,), args, attn.shared_bytes(hd))
-        torch.cuda.synchronize()
-        del partials
-        assert report(f"{parts} merging H{H} KV{KV} hd{hd} T{T}", out, want, ATOL, RTOL)
-        if parts in outs:
-            assert report(f"{parts} merging, again", out, outs[parts], 0, 0)
-        outs[parts] = out
-    assert report(f"2 merging vs 1 H{H} KV{KV} hd{hd} T{T}", outs[2], outs[1], 0, 0)
+        launch_merged(qkv, block, cos, sin, k_cache, v_cache, span, H, KV, out, parts, by_position)
+        name = f"{parts} merging{' by position' if by_position else ''} H{H} KV{KV} hd{hd} T{T} context {context}"
+        assert report(name, out, want, ATOL, RTOL)
+        first = out if first is None else first
+        assert report(f"{name}, against the first", out, first, 0, 0)
+
+
+@gpu
+@pytest.mark.parametrize("hd", [64, 128])
+def test_a_merger_by_position_waits_for_later_blocks(hd):
+    """The last chunk's block has no query (a chain at positions 993..1024 in a span of 2048) while
+    chunks 15 and 16 hold them all, so it waits for their counts before it merges."""
+    H, KV, T, context = 32, 8, 32, 993
+    qkv, _, cos, sin, k_cache, v_cache, span = tree_case(H, KV, hd, T, context, seed=5)
+    rows = list(range(context, context + T))
+    block = staged_tree(context, [i - 1 for i in range(T)], rows, V=T, pad_to=T, scratch=span, device="cuda")
+    want = attn.tree_attention_reference(qkv, block, cos, sin, k_cache, v_cache, span, H, KV)
+    ticket = torch.full_like(want, float("nan"))
+    launch_merged(qkv, block, cos, sin, k_cache, v_cache, span, H, KV, ticket, 1, False)
+    for _ in range(3):
+        out = torch.full_like(want, float("nan"))
+        launch_merged(qkv, block, cos, sin, k_cache, v_cache, span, H, KV, out, 1, True)
+        assert report("by position, waiting", out, want, ATOL, RTOL)
+        assert report("by position against the ticket", out, ticket, 0, 0)
+
+
+@pytest.mark.parametrize("sms,parts", [(1, 1), (1000, 2)])
+def test_merging_by_position_needs_one_merger_in_one_wave(monkeypatch, sms, parts):
+    """Forced by position beyond one wave (its merger would wait on blocks that cannot become
+    resident) or with two mergers (their counter's reset needs the ticket): refused before a launch."""
+    monkeypatch.setattr(attn, "_sm_count", lambda device: sms)  # 1: 2 resident blocks for a grid of 16 x 2
+    H, KV, hd, T, span = 4, 2, 64, 2, 1024
+    qkv = torch.zeros(T, (H + 2 * KV) * hd, dtype=torch.bfloat16)
+    block = torch.zeros(T, VISIBLE + 1, dtype=torch.long)
+    cache = torch.zeros(span, KV, hd, dtype=torch.bfloat16)
+    cos = sin = torch.zeros(span, hd)
+    with pytest.raises(ValueError, match="cannot run"):
+        attn.tree_attention_launch(qkv, block, cos, sin, cache, cache, span, H, KV, torch.empty(T, H * hd),
+                                   merge_parts=parts, by_position=True)
 
 
 @gpu

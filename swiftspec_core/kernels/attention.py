@@ -153,7 +153,7 @@ def mergers(rows: int, hd: int, nchunks: int, blocks: int, resident: int) -> int
     would merge twice, one round trip after the other (the 8B from M = 9, the 70B at M = 8; a
     second merger took the 8B's attention at M = 12 13.0 -> 11.5 us and at M = 16 14.4 -> 13.0, and
     cost 0.5 us where one round was enough: NOTES v65, v124), and where the grid runs in one wave
-    (the first merger waits for the last block of its group, which must be running); else one."""
+    (a merger waits for the other blocks of its group, which must be running); else one."""
     return 2 if rows * (hd // 8) > THREADS and nchunks >= 2 and blocks <= resident else 1
 
 
@@ -203,11 +203,13 @@ def tree_attention(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: i
 
 
 def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_heads: int, n_kv: int, out,
-                          append: bool = False, merge_parts: int | None = None):
+                          append: bool = False, merge_parts: int | None = None, by_position: bool | None = None):
     """tree_attention's launch on operands it has checked (block contiguous, T > 0, T <= APPEND_MAX
     with append), its partials allocated: -> (kernel name, grid, args, the partials the args point
     to: keep them until it is launched); the block is THREADS threads with shared_bytes(hd, T if
-    append else 0).
+    append else 0). Who merges (cuda/attention_merge.cuh's merge_role): with one merger in one wave
+    the last chunk's block (by_position), else the last merge_parts blocks to draw a ticket. Tests
+    force merge_parts and by_position (the same bits either way).
     paper_figures/attention_trace.py launches an instrumented copy of the kernel with them."""
     T, R, hd = qkv.shape[0], k_cache.shape[0], k_cache.shape[-1]
     # Grid: chunks x kv heads x query groups of TQ queries.
@@ -215,8 +217,14 @@ def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_h
     nchunks, Q = -(-span // CHUNK), T * G
     resident = MIN_BLOCKS * _sm_count(qkv.device.index)
     TQ, groups = query_groups(T, nchunks * n_kv, resident)
+    blocks = nchunks * n_kv * groups
     if merge_parts is None:  # the rule; tests force 1 or 2 (the same bits)
-        merge_parts = mergers(TQ * G, hd, nchunks, nchunks * n_kv * groups, resident)
+        merge_parts = mergers(TQ * G, hd, nchunks, blocks, resident)
+    one_merger_one_wave = merge_parts == 1 and blocks <= resident
+    if by_position and not one_merger_one_wave:
+        raise ValueError(f"by position: {merge_parts} mergers, {blocks} blocks for {resident} resident; the "
+                         "merger would wait on blocks that cannot run (or count on a second merger's ticket)")
+    by_position = one_merger_one_wave if by_position is None else by_position
     if n_kv * groups > COUNTERS:
         raise ValueError(f"{n_kv} kv heads x {groups} query groups: the merge counters hold {COUNTERS}")
     # Partials of every (kv head, chunk, query row): [running max, sum] and the unnormalized output (bf16).
@@ -225,5 +233,5 @@ def tree_attention_launch(qkv, block, cos, sin, k_cache, v_cache, span: int, n_h
     args = (ptr(qkv), ptr(block), ptr(cos), ptr(sin), ptr(k_cache), ptr(v_cache), ptr(part_ml), ptr(part_acc),
             ptr(_counter_block(qkv.device)), ptr(out), np.int32(T), np.int32(n_heads), np.int32(n_kv),
             np.int32(block.shape[1] - VISIBLE), np.int32(span), np.int32(R), np.int32(TQ), np.int32(append),
-            np.int32(merge_parts), np.float32(hd ** -0.5 * math.log2(math.e)))
+            np.int32(merge_parts), np.int32(by_position), np.float32(hd ** -0.5 * math.log2(math.e)))
     return f"tree_attention_hd{hd}", (nchunks, n_kv, groups), args, (part_ml, part_acc)
