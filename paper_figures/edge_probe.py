@@ -30,25 +30,20 @@ from swiftspec_core.kernels import build
 
 PAIRS = 64
 SOURCE = r"""
-__device__ __forceinline__ unsigned long long now() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ void wait_prior() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-__device__ __forceinline__ void trigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+#include "common.cuh"
+#include "ll_line.cuh"
 
 extern "C" __global__ void producer(int* data, unsigned long long* t_end, unsigned* arrived, int it, int work_ns,
                                     int late, int counter) {
-  wait_prior();  // the consumer of the pair before
-  if (!late) trigger();
-  const unsigned long long until = now() + work_ns + (blockIdx.x * 37 % 16) * 100;
-  while (now() < until) {}
-  if (late) trigger();
+  pdl_wait();  // the consumer of the pair before
+  if (!late) pdl_trigger();
+  const unsigned long long until = global_ns() + work_ns + (blockIdx.x * 37 % 16) * 100;
+  while (global_ns() < until) {}
+  if (late) pdl_trigger();
   data[blockIdx.x * blockDim.x + threadIdx.x] = it;
   __syncthreads();
   if (threadIdx.x == 0) {
-    t_end[(long long)it * gridDim.x + blockIdx.x] = now();
+    t_end[(long long)it * gridDim.x + blockIdx.x] = global_ns();
     if (counter) {
       asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
       atomicAdd(arrived, 1u);
@@ -60,7 +55,7 @@ extern "C" __global__ void consumer(const int* data, unsigned long long* t_in, u
                                     unsigned* arrived, unsigned* departed, int* errors, int it, int producers,
                                     int counter) {
   const long long slot = (long long)it * gridDim.x + blockIdx.x;
-  if (threadIdx.x == 0) t_in[slot] = now();
+  if (threadIdx.x == 0) t_in[slot] = global_ns();
   if (counter) {
     if (threadIdx.x == 0) {
       unsigned seen;
@@ -69,9 +64,9 @@ extern "C" __global__ void consumer(const int* data, unsigned long long* t_in, u
     }
     __syncthreads();
   } else {
-    wait_prior();
+    pdl_wait();
   }
-  const unsigned long long t = now();
+  const unsigned long long t = global_ns();
   const int other = (blockIdx.x + 1) % producers;  // another producer block's words
   if (data[other * blockDim.x + threadIdx.x] != it) atomicAdd(errors, 1);
   if (threadIdx.x == 0) {
@@ -81,7 +76,7 @@ extern "C" __global__ void consumer(const int* data, unsigned long long* t_in, u
       *departed = 0u;
     }
   }
-  trigger();
+  pdl_trigger();
 }
 """
 
@@ -91,7 +86,7 @@ def launch(fn, grid: int, args: tuple) -> None:
 
 
 def run(blocks: int, late: bool, counter: bool, work_ns: int) -> dict:
-    module = build.compile_source(SOURCE)
+    module = build.compile_source(build.inline_includes(SOURCE))
     producer, consumer = module.get_function("producer"), module.get_function("consumer")
     dev = torch.device("cuda")
     data = torch.full((blocks * 256,), -1, dtype=torch.int32, device=dev)

@@ -29,6 +29,12 @@ _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 def source(name: str) -> str:
     """cuda/NAME.cu with our own headers inlined (each once)."""
+    return inline_includes((CUDA_DIR / f"{name}.cu").read_text())
+
+
+def inline_includes(code: str) -> str:
+    """CUDA source with the `#include "x.cuh"` lines of cuda/'s headers replaced by their text, each
+    header once (a probe's own source may include them too: paper_figures/edge_probe.py)."""
     seen: set[str] = set()
 
     def inline(match: re.Match) -> str:
@@ -39,7 +45,7 @@ def source(name: str) -> str:
         text = (CUDA_DIR / header).read_text().replace("#pragma once\n", "")  # inlined once already
         return _INCLUDE.sub(inline, text)
 
-    return _INCLUDE.sub(inline, (CUDA_DIR / f"{name}.cu").read_text())
+    return _INCLUDE.sub(inline, code)
 
 
 def cuda_include() -> tuple[str, ...]:
