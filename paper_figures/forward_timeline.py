@@ -15,7 +15,7 @@ waiting under PDL counts from when it became resident: `adds` is what the forwar
 sees. Timing only: it adds a few instructions and 8 bytes of shared memory to every kernel.
 
 The bf16 GEMMs (sources that inline gemm_tile.cuh) also stamp MARKS inside, from thread 0 (warp 0):
-when its PDL wait returns, when its first x has arrived (thread 0 waits for it before its loop,
+when it reaches its PDL wait and when the wait returns, when its first x has arrived (thread 0 waits for it before its loop,
 where it would wait at its first mma), when its main loop ends and when the block's combine
 barrier passes (32 bytes more of shared memory there; no stamp inside the loop, which moved
 ptxas's registers by up to +16 / -48); the phases table splits their time at those stamps (NOTES
@@ -39,15 +39,16 @@ from paper_figures.forward_ablation import PROJECTIONS, weight_bytes
 from paper_figures.profile_forward import ORDER, kernel_events, label_kernels
 
 CAPACITY = 1 << 20  # records a module holds, one replay's (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
-MARKS = ("waited", "x arrived", "loop done", "combined")  # the GEMMs' stamps, in the order a block passes them
+MARKS = ("waiting", "waited", "x arrived", "loop done", "combined")  # the GEMMs' stamps, in the order a block passes them
 FIELDS = 5 + len(MARKS)  # a record: gridid, start ns, end ns, site << 32 | smid, block, the marks (0: none)
 # Where gemm_tile.cuh's blocks stamp: (its text, that text with the mark), each asserted to occur once.
 MARK_AT = (
-    ("  pdl_wait();\n  load_x(cur, warp);", "  pdl_wait();\n  SWIFTSPEC_MARK(0);\n  load_x(cur, warp);"),
+    ("  pdl_wait();\n  load_x(cur, warp);",
+     "  SWIFTSPEC_MARK(0);\n  pdl_wait();\n  SWIFTSPEC_MARK(1);\n  load_x(cur, warp);"),
     ("    __syncthreads();\n  }\n  // c0 is warp-uniform",  # thread 0 waits here for its first x, not in the loop
-     "    __syncthreads();\n  }\n  SWIFTSPEC_MARK_AFTER(1, cur.lo[0].x);\n  // c0 is warp-uniform"),
-    ("    cur = next;\n  }\n  pdl_trigger();", "    cur = next;\n  }\n  SWIFTSPEC_MARK(2);\n  pdl_trigger();"),
-    ("squares.hi;\n  }\n  __syncthreads();\n}", "squares.hi;\n  }\n  __syncthreads();\n  SWIFTSPEC_MARK(3);\n}"),
+     "    __syncthreads();\n  }\n  SWIFTSPEC_MARK_AFTER(2, cur.lo[0].x);\n  // c0 is warp-uniform"),
+    ("    cur = next;\n  }\n  pdl_trigger();", "    cur = next;\n  }\n  SWIFTSPEC_MARK(3);\n  pdl_trigger();"),
+    ("squares.hi;\n  }\n  __syncthreads();\n}", "squares.hi;\n  }\n  __syncthreads();\n  SWIFTSPEC_MARK(4);\n}"),
 )
 MARKED = "#define SWIFTSPEC_TL_MARKS\n"  # before PRELUDE in a source with the marks
 PRELUDE = """
@@ -216,20 +217,24 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
     return rows
 
 
-PHASES = ("release", "x", "loop", "combine", "epilogue")  # the spans between a GEMM block's stamps
+PHASES = ("reach", "in wait", "release", "x", "loop", "combine", "epilogue")  # a GEMM block's spans
 
 
 def phases(places: list[str], ordered: list[np.ndarray]) -> dict[str, dict]:
     """The marked launches' (the GEMMs') blocks split at their stamps, medians (us) over every block of
-    a place: release, its PDL wait's return after the last end of the launch before it; x, its first
-    x's arrival after that; loop, the rest of its main loop; combine, the block's barrier after the
-    loop; epilogue, its exit after the barrier."""
+    a place: reach, its arrival at its PDL wait after the last end of the launch before it (negative:
+    it waited there first); in wait, the wait's return after both that end and its arrival (what the
+    wait itself costs once nothing is left to wait for); release, the wait's return after that end;
+    x, its first x's arrival after that; loop, the rest of its main loop; combine, the block's
+    barrier after the loop; epilogue, its exit after the barrier."""
     spans = defaultdict(list)
     for place, a, prev_end in after_previous(places, ordered):
         marks = a[:, 5:5 + len(MARKS)].astype(np.int64)  # [blocks, MARKS] ns, 0 where none
         if prev_end is not None and (marks > 0).all():
-            stamps = np.column_stack([np.full(len(a), prev_end), marks, a[:, 2].astype(np.int64)])
-            spans[place].append(np.diff(stamps, axis=1) / 1e3)  # [blocks, PHASES]
+            waiting, waited = marks[:, 0] - prev_end, marks[:, 1] - prev_end
+            stamps = np.column_stack([np.full(len(a), prev_end), marks[:, 1:], a[:, 2].astype(np.int64)])
+            spans[place].append(np.column_stack([waiting, waited - np.maximum(waiting, 0),
+                                                 np.diff(stamps, axis=1)]) / 1e3)  # [blocks, PHASES]
     return {place: dict(zip(PHASES, np.median(np.concatenate(runs), axis=0).tolist()))
             for place, runs in spans.items()}
 
@@ -311,8 +316,9 @@ def main() -> None:
           "ends spread: last end after first end; a block: median entry to exit of thread 0; SMs, most an "
           "SM: the SMs a launch's blocks ran on and the most any one ran; SM gap: the last end after the mean "
           "of the SMs' last ends (medians over launches). The GEMMs' "
-          "phases (medians over their blocks, thread 0's stamps): release, the PDL wait's return after the "
-          "kernel before ends; x, its first x loads' arrival; loop, the rest of the main loop; combine, the "
+          "phases (medians over their blocks, thread 0's stamps): reach, its arrival at the PDL wait after the "
+          "kernel before ends (negative: early); in wait, the wait's return after both; release, the wait's "
+          "return after the kernel before ends; x, its first x loads' arrival; loop, the rest of the main loop; combine, the "
           "block's barrier; epilogue, the combine and stores to its exit.")
     import pandas as pd
 

@@ -76,15 +76,18 @@ def test_phases_split_a_gemm_block_at_its_stamps():
     from paper_figures.forward_timeline import PHASES, launches, phases
     import numpy as np
 
-    # An attention launch ends at 10 us; a GEMM's two blocks (resident from 8 us) return from their
-    # wait at 10.5 / 10.7, get x at 11.5 / 11.9, end their loops at 20 / 21, pass the barrier at
-    # 20.5 / 21.2 and exit at 21 / 22. The attention has no stamps (zeros): no phases for it.
-    rec = [[1, 0, 9_000, 0, 0, 0, 0, 0, 0], [1, 0, 10_000, 1, 1, 0, 0, 0, 0]]
-    rec += [[2, 8_000, 21_000, 0, 0, 10_500, 11_500, 20_000, 20_500],
-            [2, 8_000, 22_000, 1, 1, 10_700, 11_900, 21_000, 21_200]]
+    # An attention launch ends at 10 us; a GEMM's two blocks (resident from 8 us) reach their wait at
+    # 8.5 (early) / 10.3 (after that end), return from it at 10.5 / 10.7, get x at 11.5 / 11.9, end
+    # their loops at 20 / 21, pass the barrier at 20.5 / 21.2 and exit at 21 / 22. The attention
+    # has no stamps (zeros): no phases for it.
+    rec = [[1, 0, 9_000, 0, 0, 0, 0, 0, 0, 0], [1, 0, 10_000, 1, 1, 0, 0, 0, 0, 0]]
+    rec += [[2, 8_000, 21_000, 0, 0, 8_500, 10_500, 11_500, 20_000, 20_500],
+            [2, 8_000, 22_000, 1, 1, 10_300, 10_700, 11_900, 21_000, 21_200]]
     got = phases(["attention", "o"], launches(np.array(rec, dtype=np.uint64)))
     assert list(got) == ["o"] and list(got["o"]) == list(PHASES)
-    assert got["o"] == pytest.approx(dict(release=0.6, x=1.1, loop=8.8, combine=0.35, epilogue=0.65))
+    # reach: -1.5 / 0.3 -> -0.6; in wait: 0.5 (after the end) / 0.4 (after its arrival) -> 0.45.
+    assert got["o"] == pytest.approx({"reach": -0.6, "in wait": 0.45, "release": 0.6, "x": 1.1, "loop": 8.8,
+                                      "combine": 0.35, "epilogue": 0.65})
 
 
 def test_launches_and_their_times_by_place():
