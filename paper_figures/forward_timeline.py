@@ -5,14 +5,17 @@ before it), and how that splits into its blocks' spread of ends (the tail) and t
     PYTHONPATH=. python3 paper_figures/forward_timeline.py [--models llama-3-8b] [--quant none|awq] [--width 8]
 
 The runtime's kernels are not touched: this script hands build.py instrumented sources (every
-`extern "C" __global__` body opens with a scope whose thread 0 reads %globaltimer on entry and, on
-leaving, writes the grid's id (%gridid, one a launch), its SM, and both times to a record of its
-module), in a fresh process before any kernel is built. One replay's records are grouped by launch,
+`extern "C" __global__` body opens with a scope whose thread 0 reads %globaltimer on entry and on
+leaving, and whose last thread to leave (a shared count, set before a barrier at the body's start)
+writes the grid's id (%gridid, one a launch), its SM, those times and its own exit to a record of
+its module), in a fresh process before any kernel is built. One replay's records are grouped by launch,
 launches ordered by their first start, and matched one to one with our kernels in the order
 torch.profiler lists them for the same graph (its names also give each launch its place:
 profile_forward.label_kernels). A block's times are its thread 0's (entry to exit), so a block
 waiting under PDL counts from when it became resident: `adds` is what the forward's critical path
-sees. Timing only: it adds a few instructions and 8 bytes of shared memory to every kernel.
+sees. Timing only: it adds a barrier at the start, a shared atomic a thread at the end and 24 bytes of
+shared memory to every kernel; the exit lag column says how much later than thread 0 a launch's last
+thread leaves (what its dependents' PDL wait waits for).
 
 The bf16 GEMMs (sources that inline gemm_tile.cuh) also stamp MARKS inside, from thread 0 (warp 0):
 when it reaches its PDL wait and when the wait returns, when its first x has arrived (thread 0 waits for it before its loop,
@@ -40,7 +43,8 @@ from paper_figures.profile_forward import ORDER, kernel_events, label_kernels
 
 CAPACITY = 1 << 20  # records a module holds, one replay's (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
 MARKS = ("waiting", "waited", "x arrived", "loop done", "combined")  # the GEMMs' stamps, in the order a block passes them
-FIELDS = 5 + len(MARKS)  # a record: gridid, start ns, end ns, site << 32 | smid, block, the marks (0: none)
+FIELDS = 6 + len(MARKS)  # a record: gridid, start ns, end ns, site << 32 | smid, block, the marks (0: none), last
+LAST = FIELDS - 1  # the field of the block's last thread's exit (its end is thread 0's)
 # Where gemm_tile.cuh's blocks stamp: (its text, that text with the mark), each asserted to occur once.
 MARK_AT = (
     ("  pdl_wait();\n  load_x(cur, warp);",
@@ -64,32 +68,45 @@ __shared__ unsigned long long swiftspec_tl_marks[%d];
 #endif
 __device__ unsigned long long swiftspec_tl[%d * %d];
 __device__ unsigned int swiftspec_tl_n;
-struct SwiftspecTimeline {  // forward_timeline.py: thread 0's entry and exit of every block
-  unsigned long long *t0;
+struct SwiftspecShared {  // a block's: thread 0's entry and exit, the threads still running
+  unsigned long long t0, t1;
+  unsigned left;
+};
+struct SwiftspecTimeline {  // forward_timeline.py: thread 0's entry and exit of every block, its last thread's exit
+  SwiftspecShared *b;
   unsigned site;
-  __device__ __forceinline__ SwiftspecTimeline(unsigned s, unsigned long long *slot) : t0(slot), site(s) {
-    if (threadIdx.x + threadIdx.y + threadIdx.z != 0) return;
+  __device__ __forceinline__ SwiftspecTimeline(unsigned s, SwiftspecShared *shared) : b(shared), site(s) {
+    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
 #ifdef SWIFTSPEC_TL_MARKS
-    for (int k = 0; k < %d; ++k) swiftspec_tl_marks[k] = 0;
+      for (int k = 0; k < %d; ++k) swiftspec_tl_marks[k] = 0;
 #endif
-    asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(*t0));
+      b->left = blockDim.x * blockDim.y * blockDim.z;
+      asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(b->t0));
+    }
+    __syncthreads();  // every thread is at the body's start: left is set before any thread leaves
   }
   __device__ __forceinline__ ~SwiftspecTimeline() {
-    if (threadIdx.x + threadIdx.y + threadIdx.z != 0) return;
-    unsigned long long t1, grid;
+    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+      asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(b->t1));
+      __threadfence_block();
+    }
+    if (atomicSub(&b->left, 1u) != 1u) return;  // the block's last thread writes its record
+    __threadfence_block();
+    unsigned long long last, grid;
     unsigned sm;
-    asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(t1));
+    asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(last));
     asm volatile("mov.u64 %%0, %%%%gridid;" : "=l"(grid));
     asm volatile("mov.u32 %%0, %%%%smid;" : "=r"(sm));
     const unsigned i = atomicAdd(&swiftspec_tl_n, 1u);
     if (i >= %d) return;
     unsigned long long *r = swiftspec_tl + (unsigned long long)%d * i;
-    r[0] = grid, r[1] = *t0, r[2] = t1, r[3] = ((unsigned long long)site << 32) | sm;
+    r[0] = grid, r[1] = b->t0, r[2] = b->t1, r[3] = ((unsigned long long)site << 32) | sm;
     r[4] = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
     for (int k = 0; k < %d; ++k) r[5 + k] = SWIFTSPEC_TL_MARK(k);
+    r[%d] = last;
   }
 };
-""" % (len(MARKS), CAPACITY, FIELDS, len(MARKS), CAPACITY, FIELDS, len(MARKS))
+""" % (len(MARKS), CAPACITY, FIELDS, len(MARKS), CAPACITY, FIELDS, len(MARKS), LAST)
 _KERNEL = re.compile(r'extern "C" __global__')
 
 
@@ -111,8 +128,8 @@ def instrument(text: str) -> tuple[str, int]:
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
         out.append(text[last:i + 1])
-        out.append(f" __shared__ unsigned long long swiftspec_tl_t0; SwiftspecTimeline swiftspec_tl_scope({sites}, "
-                   f"&swiftspec_tl_t0);")
+        out.append(f" __shared__ SwiftspecShared swiftspec_tl_b; SwiftspecTimeline swiftspec_tl_scope({sites}, "
+                   f"&swiftspec_tl_b);")
         last, sites = i + 1, sites + 1
     return (MARKED if marked else "") + PRELUDE + "".join(out) + text[last:], sites
 
@@ -202,12 +219,13 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
             adds=(last - prev_end) / 1e3 if prev_end is not None else float("nan"),
             lead=(int(start.min()) - prev_end) / 1e3 if prev_end is not None else float("nan"),
             tail=(last - float(np.median(end))) / 1e3, ends=(last - int(end.min())) / 1e3,
-            block=float(np.median(end - start)) / 1e3, sm_gap=sm_gap(a), blocks=len(a), **placement(a)))
+            block=float(np.median(end - start)) / 1e3, sm_gap=sm_gap(a), blocks=len(a), **placement(a),
+            lag=(int(a[:, LAST].max()) - last) / 1e3 if a.shape[1] > LAST else float("nan")))
     rows = []
     for place in sorted(by_place, key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER)):
         runs = by_place[place]
         # Medians over the launches that have the value (the forward's first has no adds or lead).
-        known = {k: [r[k] for r in runs if r[k] == r[k]] for k in ("adds", "lead", "tail", "ends", "block", "sm_gap")}
+        known = {k: [r[k] for r in runs if r[k] == r[k]] for k in ("adds", "lead", "tail", "ends", "block", "sm_gap", "lag")}
         med = {k: statistics.median(v) if v else float("nan") for k, v in known.items()}
         floor = weights[place] / bandwidth * 1e6 if place in weights else float("nan")
         rows.append(dict(place=place, launches=len(runs), blocks=runs[0]["blocks"],
@@ -300,11 +318,11 @@ def main() -> None:
         print(f"\n{model} (quant {s['quant']}), width {s['width']}, context {s['context']}: {s['launches']} launches "
               f"of our kernels, first start to last end {s['span_us']:.1f} us (one replay, instrumented)")
         print("\n| place | launches | blocks | SMs | most an SM | adds us (median) | floor us | lead us | tail us "
-              "| ends spread us | a block us | SM gap us |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| ends spread us | a block us | SM gap us | exit lag us |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             cells = [r["place"], r["launches"], r["blocks"], f"{r['sms']:g}", f"{r['most_an_sm']:g}"]
             cells += [f"{r[k]:.2f}" for k in ("adds_us", "floor_us", "lead_us", "tail_us", "ends_us", "block_us",
-                                                 "sm_gap_us")]
+                                                 "sm_gap_us", "lag_us")]
             print("| " + " | ".join(map(str, cells)) + " |")
         marked = [r for r in rows if "release_us" in r]
         if marked:
@@ -315,7 +333,8 @@ def main() -> None:
           "after that end (negative: resident early, under PDL); tail: its last end after its median end; "
           "ends spread: last end after first end; a block: median entry to exit of thread 0; SMs, most an "
           "SM: the SMs a launch's blocks ran on and the most any one ran; SM gap: the last end after the mean "
-          "of the SMs' last ends (medians over launches). The GEMMs' "
+          "of the SMs' last ends; exit lag: the last exit of any thread of the launch after its last thread 0's "
+          "(medians over launches). The GEMMs' "
           "phases (medians over their blocks, thread 0's stamps): reach, its arrival at the PDL wait after the "
           "kernel before ends (negative: early); in wait, the wait's return after both; release, the wait's "
           "return after the kernel before ends; x, its first x loads' arrival; loop, the rest of the main loop; combine, the "

@@ -31,8 +31,8 @@ def test_every_kernel_body_opens_with_the_scope(name):
     for k in range(sites):
         at = body.index(f"{SCOPE}{k}, ")
         before = body[:at].rstrip()
-        assert before.endswith("__shared__ unsigned long long swiftspec_tl_t0;"), name
-        assert before[: -len("__shared__ unsigned long long swiftspec_tl_t0;")].rstrip().endswith("{"), name
+        assert before.endswith("__shared__ SwiftspecShared swiftspec_tl_b;"), name
+        assert before[: -len("__shared__ SwiftspecShared swiftspec_tl_b;")].rstrip().endswith("{"), name
 
 
 def test_a_toy_kernel_in_a_macro_stays_one_line_a_macro():
