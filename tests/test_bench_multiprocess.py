@@ -46,8 +46,10 @@ def test_placements_lossless_then_replayed(tmp_path, monkeypatch):
     run(replayed, "--systems", "ar,tree,swiftspec", "--weights", "random", "--acceptance", f"replay:{real}",
         "--split", "1+1")
     rows = pd.read_parquet(replayed / "results.parquet")
-    d = int(rows[rows.system == "swiftspec@1+1:graft"].draft_steps.iloc[0])
-    assert d >= 1 and {a for a in asked if a[0] == "swiftspec"} == {("swiftspec", d)}
+    # Each request's d comes from the rounds before it (README: --draft-steps), so on a loaded machine
+    # two requests may measure different d: the source is asked for exactly the d's the rows ran.
+    ds = {int(d) for d in rows[rows.system == "swiftspec@1+1:graft"].draft_steps}
+    assert min(ds) >= 1 and {a for a in asked if a[0] == "swiftspec"} == {("swiftspec", d) for d in ds}
     assert set(rows.acceptance) == {"replayed"} and set(rows.weights) == {"random"}
     drawn = set(frame[frame.system == "tree@tp2:graft"].accepted_lengths.iloc[0])
     assert set(rows[rows.system == "tree:graft"].accepted_lengths.iloc[0][:-1]) <= drawn  # the last is cut by the budget
