@@ -18,11 +18,11 @@ shared memory to every kernel; the exit lag column says how much later than thre
 thread leaves (what its dependents' PDL wait waits for).
 
 The bf16 GEMMs (sources that inline gemm_tile.cuh) also stamp MARKS inside, from thread 0 (warp 0):
-when it reaches its PDL wait and when the wait returns, when its first x has arrived (thread 0 waits for it before its loop,
-where it would wait at its first mma), when its main loop ends and when the block's combine
-barrier passes (32 bytes more of shared memory there; no stamp inside the loop, which moved
-ptxas's registers by up to +16 / -48); the phases table splits their time at those stamps (NOTES
-v127).
+when it reaches its PDL wait and when the wait returns, when its first x has arrived (thread 0
+waits for it before its loop, where it would wait at its first mma), when its main loop ends and
+when the block's combine barrier passes (40 bytes more of shared memory there; no stamp inside the
+loop, which moved ptxas's registers by up to +16 / -48); the phases table splits their time at
+those stamps (NOTES v127, v137).
 """
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ from paper_figures.forward_ablation import PROJECTIONS, weight_bytes
 from paper_figures.profile_forward import ORDER, kernel_events, label_kernels
 
 CAPACITY = 1 << 20  # records a module holds, one replay's (a 70B forward: ~80 layers x 5 launches x ~250 blocks)
-MARKS = ("waiting", "waited", "x arrived", "loop done", "combined")  # the GEMMs' stamps, in the order a block passes them
+# The GEMMs' stamps, in the order a block passes them.
+MARKS = ("waiting", "waited", "x arrived", "loop done", "combined")
 FIELDS = 6 + len(MARKS)  # a record: gridid, start ns, end ns, site << 32 | smid, block, the marks (0: none), last
 LAST = FIELDS - 1  # the field of the block's last thread's exit (its end is thread 0's)
 # Where gemm_tile.cuh's blocks stamp: (its text, that text with the mark), each asserted to occur once.
@@ -225,7 +226,8 @@ def summarize(places: list[str], ordered: list[np.ndarray], weights: dict[str, i
     for place in sorted(by_place, key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER)):
         runs = by_place[place]
         # Medians over the launches that have the value (the forward's first has no adds or lead).
-        known = {k: [r[k] for r in runs if r[k] == r[k]] for k in ("adds", "lead", "tail", "ends", "block", "sm_gap", "lag")}
+        known = {k: [r[k] for r in runs if r[k] == r[k]]
+                 for k in ("adds", "lead", "tail", "ends", "block", "sm_gap", "lag")}
         med = {k: statistics.median(v) if v else float("nan") for k, v in known.items()}
         floor = weights[place] / bandwidth * 1e6 if place in weights else float("nan")
         rows.append(dict(place=place, launches=len(runs), blocks=runs[0]["blocks"],
@@ -318,7 +320,7 @@ def main() -> None:
         print(f"\n{model} (quant {s['quant']}), width {s['width']}, context {s['context']}: {s['launches']} launches "
               f"of our kernels, first start to last end {s['span_us']:.1f} us (one replay, instrumented)")
         print("\n| place | launches | blocks | SMs | most an SM | adds us (median) | floor us | lead us | tail us "
-              "| ends spread us | a block us | SM gap us | exit lag us |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| ends spread us | a block us | SM gap us | exit lag us |\n" + "|---" * 13 + "|")
         for r in rows:
             cells = [r["place"], r["launches"], r["blocks"], f"{r['sms']:g}", f"{r['most_an_sm']:g}"]
             cells += [f"{r[k]:.2f}" for k in ("adds_us", "floor_us", "lead_us", "tail_us", "ends_us", "block_us",
@@ -334,11 +336,11 @@ def main() -> None:
           "ends spread: last end after first end; a block: median entry to exit of thread 0; SMs, most an "
           "SM: the SMs a launch's blocks ran on and the most any one ran; SM gap: the last end after the mean "
           "of the SMs' last ends; exit lag: the last exit of any thread of the launch after its last thread 0's "
-          "(medians over launches). The GEMMs' "
-          "phases (medians over their blocks, thread 0's stamps): reach, its arrival at the PDL wait after the "
-          "kernel before ends (negative: early); in wait, the wait's return after both; release, the wait's "
-          "return after the kernel before ends; x, its first x loads' arrival; loop, the rest of the main loop; combine, the "
-          "block's barrier; epilogue, the combine and stores to its exit.")
+          "(medians over launches). The GEMMs' phases (medians over their blocks, thread 0's stamps): reach, "
+          "its arrival at the PDL wait after the kernel before ends (negative: early); in wait, the wait's "
+          "return after both; release, the wait's return after the kernel before ends; x, its first x loads' "
+          "arrival; loop, the rest of the main loop; combine, the block's barrier; epilogue, the combine and "
+          "stores to its exit.")
     import pandas as pd
 
     for path, table in ((args.csv, all_rows), (args.blocks, all_blocks)):

@@ -119,6 +119,24 @@ def test_launches_and_their_times_by_place():
     assert [b["sm"] for b in blocks] == [0, 1, 5, 6, 7]
 
 
+def test_exit_lag_is_a_launchs_last_thread_after_its_last_thread_0():
+    from paper_figures.forward_timeline import FIELDS, LAST, launches, summarize
+    import numpy as np
+
+    # Two launches of full records (marks zero): the first's threads 0 leave at 9 and 10 us and its
+    # last threads at 9.2 and 10.3; the second's at 14 / 15.1. A record without the field: no lag.
+    def record(grid, block, end, last):
+        r = [0] * FIELDS
+        r[0], r[1], r[2], r[3], r[4], r[LAST] = grid, 0, end, block, block, last
+        return r
+
+    rec = [record(1, 0, 9_000, 9_200), record(1, 1, 10_000, 10_300), record(2, 0, 14_000, 15_100)]
+    rows = summarize(["o", "gate_up"], launches(np.array(rec, dtype=np.uint64)), {}, 4e12)
+    assert [r["lag_us"] for r in rows] == [pytest.approx(0.3), pytest.approx(1.1)]
+    short = [[1, 0, 9_000, 0, 0]]
+    assert np.isnan(summarize(["o"], launches(np.array(short, dtype=np.uint64)), {}, 4e12)[0]["lag_us"])
+
+
 def test_placement_counts_sms_and_the_most_blocks_on_one():
     from paper_figures.forward_timeline import placement
     import numpy as np
