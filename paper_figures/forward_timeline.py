@@ -144,6 +144,12 @@ def _instrumented_source(name: str) -> str:
     return instrument(_plain_source(name))[0]
 
 
+def instrument_builds() -> None:
+    """From now on build.py builds every cuda/ source instrumented (call before any kernel is built;
+    edge_pairs.py times real kernels with it too)."""
+    build.source = _instrumented_source
+
+
 def _ours(name: str) -> bool:
     """A kernel of cuda/ by its profiler name (torch's are C++ signatures, copies and sets are named so)."""
     return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
@@ -312,7 +318,7 @@ def main() -> None:
     parser.add_argument("--blocks", default=None, help="CSV of every block of one layer's launches (--layer)")
     parser.add_argument("--layer", type=int, default=2)
     args = parser.parse_args()
-    build.source = _instrumented_source  # before any kernel is built (module() reads it)
+    instrument_builds()  # before any kernel is built (module() reads it)
     all_rows, all_blocks = [], []
     for model in args.models.split(","):
         rows, s, blocks = timeline(model, args.width, args.context, args.quant, args.layer)
