@@ -3,14 +3,16 @@
 
 The kernel table's forward rows come from separate processes, and the same code differs by up to
 ~15 us between processes at the 1B (v143: six runs of one configuration) while the changes tried
-lately move it by 5-15 us. Here both forwards live in one process on one engine (the same weights,
-cache and inputs): graph A is captured with cuda/ as it is, graph B after the modules are rebuilt
-from a copy of cuda/ with the patch applied (A's modules are kept loaded, so A still replays). Then
-ROUNDS rounds each replay A and B once, in alternating order (ABBA...), each timed with CUDA
-events; the table gives each graph's median and the median of the rounds' differences B - A with
-a bootstrap 95% interval. The logits of A and B are compared bitwise (a change of timing only
-must keep every bit). `--patch ''` compares main with itself (the interval around zero is the
-method's resolution).
+lately move it by 5-15 us. Here the forwards live in one process on one engine (the same weights
+and inputs, a cache each): four graphs captured in the order A, B, B, A, A with cuda/ as it is and
+B with the modules rebuilt from a copy of cuda/ with the patch applied (every module built stays
+loaded, so every graph replays). The order cancels what the capture's position costs: in v147 a
+second capture of the same code replayed 2.5 us slower than the first. Then ROUNDS rounds each
+replay the four once, in alternating order, each timed with CUDA events; the table gives A's and
+B's medians, the median of the rounds' differences B - A (each the mean of B's two minus the mean
+of A's two) with a bootstrap 95% interval of its mean, and the two in-run nulls, A2 - A1 and
+B2 - B1 (each near zero unless position still costs). The logits of all four are compared bitwise
+(a change of timing only must keep every bit). `--patch ''` compares main with itself.
 
 Only patches of cuda/ sources: the Python side (launch shapes, #defines the launchers read) is
 main's for both graphs.
@@ -94,29 +96,33 @@ def timed(graph) -> float:
 def compare(model: str, width: int, context: int, patch: str, rounds: int) -> dict:
     engine = build_shard(model, 1, context + width + 1)
     use_kernels(engine, "ours")
-    graph_a, logits_a, keep_a = capture(engine, width, context)
+    main_cuda = build.CUDA_DIR
+    a1 = capture(engine, width, context)
     with tempfile.TemporaryDirectory() as tmp:
         rebuild_from(patched_cuda(patch, Path(tmp)))
-        graph_b, logits_b, keep_b = capture(engine, width, context)
+        b1, b2 = capture(engine, width, context), capture(engine, width, context)
+    rebuild_from(main_cuda)
+    a2 = capture(engine, width, context)
+    graphs = [a1[0], b1[0], b2[0], a2[0]]
     for _ in range(WARMUP):
-        graph_a.replay()
-        graph_b.replay()
+        for g in graphs:
+            g.replay()
     torch.cuda.synchronize()
-    same_bits = bool(torch.equal(logits_a, logits_b))
-    a, b = np.zeros(rounds), np.zeros(rounds)
+    same_bits = all(torch.equal(a1[1], other[1]) for other in (b1, b2, a2))
+    t = np.zeros((rounds, 4))  # us: A1, B1, B2, A2
     for r in range(rounds):
-        if r % 2 == 0:
-            a[r], b[r] = timed(graph_a), timed(graph_b)
-        else:
-            b[r], a[r] = timed(graph_b), timed(graph_a)
+        for i in (range(4) if r % 2 == 0 else reversed(range(4))):
+            t[r, i] = timed(graphs[i])
+    a, b = (t[:, 0] + t[:, 3]) / 2, (t[:, 1] + t[:, 2]) / 2
     diff = b - a
     boot = np.random.default_rng(0).choice(diff, size=(2000, rounds)).mean(axis=1)
-    del keep_a, keep_b, graph_a, graph_b, engine
+    del a1, b1, b2, a2, graphs, engine
     torch.cuda.empty_cache()
     return {"model": model, "width": width, "context": context, "patch": Path(patch).name if patch else "(none)",
             "A us": float(np.median(a)), "B us": float(np.median(b)), "B - A us (median)": float(np.median(diff)),
             "B - A us (mean)": float(diff.mean()), "95% low": float(np.percentile(boot, 2.5)),
-            "95% high": float(np.percentile(boot, 97.5)), "same bits": same_bits}
+            "95% high": float(np.percentile(boot, 97.5)), "A2 - A1 us": float(np.median(t[:, 3] - t[:, 0])),
+            "B2 - B1 us": float(np.median(t[:, 2] - t[:, 1])), "same bits": same_bits}
 
 
 def main() -> None:
@@ -134,8 +140,8 @@ def main() -> None:
     build.compile_source = _holding(build.compile_source)  # before any module is built
     rows = [compare(m, args.width, args.context, args.patch, args.rounds) for m in args.models.split(",")]
     keys = list(rows[0])
-    print(f"{torch.cuda.get_device_name()}, {args.rounds} rounds (A and B each replayed once a round, order "
-          f"alternating), the bootstrap interval of the mean difference\n")
+    print(f"{torch.cuda.get_device_name()}, {args.rounds} rounds (graphs captured A1, B1, B2, A2, each replayed "
+          f"once a round, order alternating); the bootstrap interval of B - A's mean\n")
     print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
     for r in rows:
         print("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in r.values()) + " |")
