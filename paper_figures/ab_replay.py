@@ -4,15 +4,18 @@
 The kernel table's forward rows come from separate processes, and the same code differs by up to
 ~15 us between processes at the 1B (v143: six runs of one configuration) while the changes tried
 lately move it by 5-15 us. Here the forwards live in one process on one engine (the same weights
-and inputs, a cache each): four graphs captured in the order A, B, B, A, A with cuda/ as it is and
-B with the modules rebuilt from a copy of cuda/ with the patch applied (every module built stays
-loaded, so every graph replays). The order cancels what the capture's position costs: in v147 a
-second capture of the same code replayed 2.5 us slower than the first. Then ROUNDS rounds each
-replay the four once, in alternating order, each timed with CUDA events; the table gives A's and
-B's medians, the median of the rounds' differences B - A (each the mean of B's two minus the mean
-of A's two) with a bootstrap 95% interval of its mean, and the two in-run nulls, A2 - A1 and
-B2 - B1 (each near zero unless position still costs). The logits of all four are compared bitwise
-(a change of timing only must keep every bit). `--patch ''` compares main with itself.
+and inputs; a cache and activations each): 2 x GRAPHS graphs, GRAPHS with cuda/ as it is (A) and
+GRAPHS with modules built from a copy of cuda/ with the patch applied (B), every module kept
+loaded so every graph replays. Captured in Thue-Morse order (A B B A B A A B ...), so a trend
+with the capture's position cancels. Then ROUNDS rounds each replay every graph once, in
+alternating order, each timed with CUDA events.
+
+What varies between two graphs of the same code is where their cache and activations sit (v148:
++-2..3 us at the 1B, against +-0.3 us of noise from round to round), so the verdict is taken over
+graphs: each graph's median, B - A the difference of the two sides' means of them, and its 95%
+interval from the spread between graphs (Welch's t), with each side's spread (max - min of its
+graphs' medians) beside it. The logits of every graph are compared bitwise (a change of timing
+only must keep every bit). `--patch ''` compares main with itself.
 
 Only patches of cuda/ sources: the Python side (launch shapes, #defines the launchers read) is
 main's for both graphs.
@@ -20,6 +23,7 @@ main's for both graphs.
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import subprocess
 import sys
@@ -33,7 +37,7 @@ from swiftspec_bench.kernel_bench import build_shard, use_kernels
 from swiftspec_core.graphs import make_forward
 from swiftspec_core.kernels import build
 
-ROUNDS, WARMUP = 300, 20
+ROUNDS, WARMUP, GRAPHS = 300, 20, 4
 
 
 def fail(message: str) -> None:
@@ -65,23 +69,48 @@ def capture(engine, width: int, context: int):
     return graph, logits, (forward, cache)
 
 
-held_modules: list = []  # every module compile_source has built here: a graph's kernels stay loaded
+class Builds:
+    """Two sets of built modules, A (cuda/ as it is) and B (a patched copy), and a switch between
+    them: build.py's caches and source folder are swapped, never cleared (a graph's kernels stay
+    loaded)."""
+
+    def __init__(self, patched: Path):
+        self.dirs = (build.CUDA_DIR, patched)
+        self.caches = [(functools.cache(build.module.__wrapped__), functools.cache(build._function.__wrapped__), {})
+                       for _ in self.dirs]
+
+    def use(self, side: int) -> None:
+        build.CUDA_DIR = self.dirs[side]
+        build.module, build._function, build._shared_limit = self.caches[side]
 
 
-def rebuild_from(cuda_dir: Path) -> None:
-    """Later builds read `cuda_dir` (the modules built so far stay loaded: held_modules)."""
-    build.CUDA_DIR = cuda_dir
-    build.module.cache_clear()
-    build._function.cache_clear()
-    build._shared_limit.clear()
+def thue_morse(n: int) -> list[int]:
+    """The capture order of n graphs (0: A, 1: B): balanced in every even prefix, and for n = 2^k a
+    cost that grows with the position as a polynomial of degree below k (8 graphs: linear or
+    quadratic) falls on both sides alike (Prouhet)."""
+    return [bin(i).count("1") % 2 for i in range(n)]
 
 
-def _holding(compile_source):
-    def compile_and_hold(code: str):
-        m = compile_source(code)
-        held_modules.append(m)
-        return m
-    return compile_and_hold
+# t's 0.975 quantile by degrees of freedom (the next lower tabulated dof is used: conservative).
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+         10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980}
+
+
+def contrast(times: np.ndarray, order: list[int]) -> dict:
+    """times [rounds, graphs] us, order[i] graph i's side (0 A, 1 B; at least two graphs a side) ->
+    each side's mean of its graphs' medians, B - A, its 95% interval over graphs (Welch) and each
+    side's spread (max - min of its graphs' medians)."""
+    medians, side = np.median(times, axis=0), np.asarray(order)
+    a, b = medians[side == 0], medians[side == 1]
+    if min(len(a), len(b)) < 2:
+        raise ValueError("contrast: at least two graphs a side")
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = float(np.sqrt(va + vb))
+    dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if se > 0 else float("inf")
+    t = next((q for d, q in sorted(_T975.items(), reverse=True) if d <= dof), _T975[1]) if dof < 1000 else 1.96
+    diff = float(b.mean() - a.mean())
+    return {"A us": float(a.mean()), "B us": float(b.mean()), "B - A us": diff, "95% low": diff - t * se,
+            "95% high": diff + t * se, "A spread us": float(np.ptp(a)), "B spread us": float(np.ptp(b))}
 
 
 def timed(graph) -> float:
@@ -93,36 +122,31 @@ def timed(graph) -> float:
     return start.elapsed_time(end) * 1e3  # us
 
 
-def compare(model: str, width: int, context: int, patch: str, rounds: int) -> dict:
+def compare(model: str, width: int, context: int, patch: str, rounds: int, per_side: int) -> dict:
     engine = build_shard(model, 1, context + width + 1)
     use_kernels(engine, "ours")
-    main_cuda = build.CUDA_DIR
-    a1 = capture(engine, width, context)
+    order = thue_morse(2 * per_side)
     with tempfile.TemporaryDirectory() as tmp:
-        rebuild_from(patched_cuda(patch, Path(tmp)))
-        b1, b2 = capture(engine, width, context), capture(engine, width, context)
-    rebuild_from(main_cuda)
-    a2 = capture(engine, width, context)
-    graphs = [a1[0], b1[0], b2[0], a2[0]]
+        builds = Builds(patched_cuda(patch, Path(tmp)))
+        captured = []
+        for side in order:
+            builds.use(side)
+            captured.append(capture(engine, width, context))
+        builds.use(0)
+    graphs = [g for g, _, _ in captured]
     for _ in range(WARMUP):
         for g in graphs:
             g.replay()
     torch.cuda.synchronize()
-    same_bits = all(torch.equal(a1[1], other[1]) for other in (b1, b2, a2))
-    t = np.zeros((rounds, 4))  # us: A1, B1, B2, A2
+    same_bits = all(torch.equal(captured[0][1], logits) for _, logits, _ in captured[1:])
+    t = np.zeros((rounds, len(graphs)))  # us, by graph in capture order
     for r in range(rounds):
-        for i in (range(4) if r % 2 == 0 else reversed(range(4))):
+        for i in (range(len(graphs)) if r % 2 == 0 else reversed(range(len(graphs)))):
             t[r, i] = timed(graphs[i])
-    a, b = (t[:, 0] + t[:, 3]) / 2, (t[:, 1] + t[:, 2]) / 2
-    diff = b - a
-    boot = np.random.default_rng(0).choice(diff, size=(2000, rounds)).mean(axis=1)
-    del a1, b1, b2, a2, graphs, engine
+    del captured, graphs, engine
     torch.cuda.empty_cache()
     return {"model": model, "width": width, "context": context, "patch": Path(patch).name if patch else "(none)",
-            "A us": float(np.median(a)), "B us": float(np.median(b)), "B - A us (median)": float(np.median(diff)),
-            "B - A us (mean)": float(diff.mean()), "95% low": float(np.percentile(boot, 2.5)),
-            "95% high": float(np.percentile(boot, 97.5)), "A2 - A1 us": float(np.median(t[:, 3] - t[:, 0])),
-            "B2 - B1 us": float(np.median(t[:, 2] - t[:, 1])), "same bits": same_bits}
+            "graphs a side": per_side, **contrast(t, order), "same bits": same_bits}
 
 
 def main() -> None:
@@ -132,16 +156,19 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=9)
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--graphs", type=int, default=GRAPHS, help="graphs captured a side (at least 2)")
     args = parser.parse_args()
+    if args.graphs < 2 or args.rounds < 1:
+        fail(f"--graphs must be at least 2 and --rounds at least 1 (got {args.graphs}, {args.rounds})")
     if args.patch and not Path(args.patch).is_file():
         fail(f"no patch at {args.patch}")
     if not torch.cuda.is_available():
         fail("ab_replay.py needs a GPU")
-    build.compile_source = _holding(build.compile_source)  # before any module is built
-    rows = [compare(m, args.width, args.context, args.patch, args.rounds) for m in args.models.split(",")]
+    rows = [compare(m, args.width, args.context, args.patch, args.rounds, args.graphs) for m in args.models.split(",")]
     keys = list(rows[0])
-    print(f"{torch.cuda.get_device_name()}, {args.rounds} rounds (graphs captured A1, B1, B2, A2, each replayed "
-          f"once a round, order alternating); the bootstrap interval of B - A's mean\n")
+    print(f"{torch.cuda.get_device_name()}, {args.graphs} graphs a side captured in Thue-Morse order, {args.rounds} "
+          f"rounds (each graph replayed once a round, order alternating); B - A over the graphs' medians, its 95% "
+          f"interval from the spread between graphs (Welch)\n")
     print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
     for r in rows:
         print("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in r.values()) + " |")

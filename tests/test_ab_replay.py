@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from paper_figures import ab_replay
@@ -44,3 +45,56 @@ def test_a_missing_patch_is_an_error_line_and_exit_2(tmp_path):
                          env={"PYTHONPATH": ".", "PATH": "/usr/bin:/bin"})
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [f"error: no patch at {tmp_path / 'none.patch'}"]
+
+
+def test_the_capture_order_is_balanced_and_cancels_trends():
+    assert ab_replay.thue_morse(4) == [0, 1, 1, 0]
+    order = ab_replay.thue_morse(8)
+    assert order == [0, 1, 1, 0, 1, 0, 0, 1]
+    position = np.arange(8)
+    for degree in (0, 1, 2):  # a position cost of degree < 3 sums alike on both sides
+        cost = position ** degree
+        assert cost[np.array(order) == 0].sum() == cost[np.array(order) == 1].sum()
+
+
+def _times(offsets: list[float], order: list[int], shift: float, rounds: int = 200, seed: int = 0) -> np.ndarray:
+    """[rounds, graphs] us: 1000 + each graph's own offset + `shift` on side B + round noise."""
+    rng = np.random.default_rng(seed)
+    base = 1000.0 + np.asarray(offsets) + shift * np.asarray(order)
+    return base + rng.normal(0, 0.3, size=(rounds, len(order)))
+
+
+def test_contrast_takes_its_interval_over_graphs():
+    order = ab_replay.thue_morse(8)
+    offsets = [0.0, 2.1, -1.4, 2.6, -2.2, 0.7, 1.5, -0.9]  # where each graph's buffers sit: +-2..3 us
+    same = ab_replay.contrast(_times(offsets, order, 0.0), order)
+    assert same["95% low"] < 0 < same["95% high"]
+    assert same["95% high"] - same["95% low"] > 2  # the graphs' spread, not the round noise's ~0.1
+    assert same["A spread us"] == pytest.approx(2.6, abs=0.2)  # A: graphs 0, 3, 5, 6
+    assert same["B spread us"] == pytest.approx(4.3, abs=0.2)  # B: graphs 1, 2, 4, 7
+    moved = ab_replay.contrast(_times(offsets, order, 10.0), order)
+    assert moved["95% low"] > 0 and abs(moved["B - A us"] - (same["B - A us"] + 10)) < 0.2
+    assert moved["A us"] == pytest.approx(same["A us"], abs=0.2)
+
+
+def test_contrast_needs_two_graphs_a_side():
+    with pytest.raises(ValueError):
+        ab_replay.contrast(np.zeros((5, 3)), [0, 1, 1])
+
+
+def test_builds_switch_the_sources_and_keep_each_sides_caches(tmp_path, monkeypatch):
+    for name in ("CUDA_DIR", "module", "_function", "_shared_limit"):  # restored after the test
+        monkeypatch.setattr(build, name, getattr(build, name))
+    original = (build.CUDA_DIR / "gemm_swiglu.cu").read_text()
+    patch = tmp_path / "x.patch"
+    patch.write_text(_patch_of("cuda/gemm_swiglu.cu", original, original + "// patched\n"))
+    (tmp_path / "into").mkdir()
+    builds = ab_replay.Builds(ab_replay.patched_cuda(str(patch), tmp_path / "into"))
+    builds.use(1)
+    b_module = build.module
+    assert build.source("gemm_swiglu").endswith("// patched\n")
+    builds.use(0)
+    assert not build.source("gemm_swiglu").endswith("// patched\n")
+    assert build.module is not b_module and build._function is not builds.caches[1][1]
+    builds.use(1)
+    assert build.module is b_module  # the same cache again: nothing of B's is rebuilt or dropped
