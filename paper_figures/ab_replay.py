@@ -1,4 +1,4 @@
-"""A kernel change against main in one process, replays interleaved (NOTES v147):
+"""A kernel change against main in one process, replays interleaved (NOTES v147, v148):
 `PYTHONPATH=. python3 paper_figures/ab_replay.py --patch X.patch --models llama-3.2-1b --width 9` on a GPU.
 
 The kernel table's forward rows come from separate processes, and the same code differs by up to
@@ -33,8 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from swiftspec_bench.kernel_bench import build_shard, use_kernels
-from swiftspec_core.graphs import make_forward
+from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
 from swiftspec_core.kernels import build
 
 ROUNDS, WARMUP, GRAPHS = 300, 20, 4
@@ -53,20 +52,18 @@ def patched_cuda(patch: str, into: Path) -> Path:
         targets = [line[6:].split("\t")[0] for line in text.splitlines() if line.startswith("+++ b/")]
         if not targets or any(not t.startswith("cuda/") for t in targets):
             fail(f"{patch} must patch cuda/ files only (it patches {targets})")
-        subprocess.run(["patch", "-s", "-p1", "-d", str(into), "-i", str(Path(patch).resolve())], check=True)
+        applied = subprocess.run(["patch", "-s", "-p1", "-d", str(into), "-i", str(Path(patch).resolve())],
+                                 capture_output=True, text=True)
+        if applied.returncode:
+            fail(f"{patch} does not apply to cuda/: {(applied.stdout + applied.stderr).strip().splitlines()[0]}")
     return into / "cuda"
 
 
 def capture(engine, width: int, context: int):
-    """The width-`width` forward after `context` cached tokens (kernel_bench.forward_graph's chain),
-    captured now: -> (graph, its logits, what keeps it alive)."""
-    cache = engine.new_cache(context + width)
-    cache.length = context
-    forward = make_forward(engine, cache, width, width)
-    rows = list(range(context, context + width))
-    forward([0] * width, rows, rows, context, [rows[:j + 1] for j in range(width)])  # stages the inputs
-    graph, logits = forward.graphs[forward.span_for(context + width)]
-    return graph, logits, (forward, cache)
+    """kernel_bench.forward_graph's forward, captured now: -> (graph, its logits, what keeps it alive)."""
+    graph, keep = forward_graph(engine, width, context)
+    forward = keep[0]
+    return graph, forward.graphs[forward.span_for(context + width)][1], keep
 
 
 class Builds:

@@ -1,4 +1,4 @@
-"""Which side of the 1B's o -> gate_up boundary is slow (NOTES v144):
+"""Which side of the 1B's o -> gate_up boundary is slow (NOTES v144, v145):
 `PYTHONPATH=. python3 paper_figures/edge_pairs.py` on a GPU.
 
 In the forward, gate_up's blocks are released from their PDL wait ~3 us after o's last block ends
@@ -34,6 +34,7 @@ from paper_figures import edge_probe, forward_timeline as ft
 REPS = 16
 HIDDEN, FFN, ROWS = 2048, 8192, 9  # Llama-3.2-1B, a draft step's width
 REAL = ("o", "gate_up", "down")
+WAITING, WAITED = (5 + ft.MARKS.index(m) for m in ("waiting", "waited"))  # a record's fields (forward_timeline)
 
 
 class Bench:
@@ -113,7 +114,7 @@ def measure(bench: Bench, producer: str, consumer: str) -> dict:
             end = int(bench.stamps_of(producer)[0, it].max())
         if consumer in REAL:
             a = mine[-1].astype(np.int64)
-            entry, reach, waited, last = a[:, 1], a[:, 5], a[:, 6], int(a[:, 2].max())
+            entry, reach, waited, last = a[:, 1], a[:, WAITING], a[:, WAITED], int(a[:, 2].max())
         else:
             t = bench.stamps_of(consumer).cpu().numpy()
             entry, reach, waited, last = t[1, it], t[1, it], t[2, it], None

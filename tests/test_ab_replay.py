@@ -98,3 +98,14 @@ def test_builds_switch_the_sources_and_keep_each_sides_caches(tmp_path, monkeypa
     assert build.module is not b_module and build._function is not builds.caches[1][1]
     builds.use(1)
     assert build.module is b_module  # the same cache again: nothing of B's is rebuilt or dropped
+
+
+def test_a_patch_that_does_not_apply_is_an_error_line_and_exit_2(tmp_path, capsys):
+    patch = tmp_path / "x.patch"
+    patch.write_text(_patch_of("cuda/gemm_swiglu.cu", "no such line\n", "another\n"))
+    (tmp_path / "into").mkdir()
+    with pytest.raises(SystemExit) as exit_:
+        ab_replay.patched_cuda(str(patch), tmp_path / "into")
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "does not apply" in err and len(err.strip().splitlines()) == 1
