@@ -18,12 +18,15 @@ graphs' medians) beside it. The logits of every graph are compared bitwise (a ch
 only must keep every bit). `--patch ''` compares main with itself.
 
 Only patches of cuda/ sources: the Python side (launch shapes, #defines the launchers read) is
-main's for both graphs.
+the tree's for both graphs. A trial of the Python side instead reads a variable at launch time
+(off: the tree's behaviour), is applied to the tree, and `--env NAME=VALUE` sets it while B's
+graphs are captured (and only then).
 """
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -69,16 +72,21 @@ def capture(engine, width: int, context: int):
 class Builds:
     """Two sets of built modules, A (cuda/ as it is) and B (a patched copy), and a switch between
     them: build.py's caches and source folder are swapped, never cleared (a graph's kernels stay
-    loaded)."""
+    loaded), and B's environment variables set or unset."""
 
-    def __init__(self, patched: Path):
-        self.dirs = (build.CUDA_DIR, patched)
+    def __init__(self, patched: Path, env: dict[str, str]):
+        self.dirs, self.env = (build.CUDA_DIR, patched), env
         self.caches = [(functools.cache(build.module.__wrapped__), functools.cache(build._function.__wrapped__), {})
                        for _ in self.dirs]
 
     def use(self, side: int) -> None:
         build.CUDA_DIR = self.dirs[side]
         build.module, build._function, build._shared_limit = self.caches[side]
+        for name, value in self.env.items():  # B's variables set, A's unset
+            if side:
+                os.environ[name] = value
+            else:
+                os.environ.pop(name, None)
 
 
 def thue_morse(n: int) -> list[int]:
@@ -119,12 +127,13 @@ def timed(graph) -> float:
     return start.elapsed_time(end) * 1e3  # us
 
 
-def compare(model: str, width: int, context: int, patch: str, rounds: int, per_side: int) -> dict:
+def compare(model: str, width: int, context: int, patch: str, env: dict[str, str], rounds: int,
+            per_side: int) -> dict:
     engine = build_shard(model, 1, context + width + 1)
     use_kernels(engine, "ours")
     order = thue_morse(2 * per_side)
     with tempfile.TemporaryDirectory() as tmp:
-        builds = Builds(patched_cuda(patch, Path(tmp)))
+        builds = Builds(patched_cuda(patch, Path(tmp)), env)
         captured = []
         for side in order:
             builds.use(side)
@@ -142,8 +151,8 @@ def compare(model: str, width: int, context: int, patch: str, rounds: int, per_s
             t[r, i] = timed(graphs[i])
     del captured, graphs, engine
     torch.cuda.empty_cache()
-    return {"model": model, "width": width, "context": context, "patch": Path(patch).name if patch else "(none)",
-            "graphs a side": per_side, **contrast(t, order), "same bits": same_bits}
+    variant = " ".join([Path(patch).name] * bool(patch) + [f"{k}={v}" for k, v in env.items()]) or "(none)"
+    return {"model": model, "width": width, "context": context, "B": variant, "graphs a side": per_side, **contrast(t, order), "same bits": same_bits}
 
 
 def main() -> None:
@@ -154,14 +163,20 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--graphs", type=int, default=GRAPHS, help="graphs captured a side (at least 2)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="set while B's graphs are captured (a Python-side trial's switch); repeatable")
     args = parser.parse_args()
+    env = dict(e.split("=", 1) for e in args.env if "=" in e)
+    if len(env) != len(args.env):
+        fail(f"--env takes NAME=VALUE (got {args.env})")
     if args.graphs < 2 or args.rounds < 1:
         fail(f"--graphs must be at least 2 and --rounds at least 1 (got {args.graphs}, {args.rounds})")
     if args.patch and not Path(args.patch).is_file():
         fail(f"no patch at {args.patch}")
     if not torch.cuda.is_available():
         fail("ab_replay.py needs a GPU")
-    rows = [compare(m, args.width, args.context, args.patch, args.rounds, args.graphs) for m in args.models.split(",")]
+    rows = [compare(m, args.width, args.context, args.patch, env, args.rounds, args.graphs)
+            for m in args.models.split(",")]
     keys = list(rows[0])
     print(f"{torch.cuda.get_device_name()}, {args.graphs} graphs a side captured in Thue-Morse order, {args.rounds} "
           f"rounds (each graph replayed once a round, order alternating); B - A over the graphs' medians, its 95% "

@@ -1,6 +1,7 @@
 """paper_figures/ab_replay.py's CPU side: a patch of cuda/ lands in a copy of cuda/ (never in
 cuda/ itself), a patch of anything else or a missing one ends with an error line and exit 2."""
 import difflib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,15 @@ def test_a_patch_outside_cuda_is_refused(tmp_path, capsys):
         ab_replay.patched_cuda(str(patch), tmp_path / "into")
     assert exit_.value.code == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+@pytest.mark.parametrize("args", [["--patch", "none.patch"], ["--patch", "", "--env", "NAME"],
+                                  ["--patch", "", "--graphs", "1"]])
+def test_bad_arguments_are_an_error_line_and_exit_2(tmp_path, args):
+    run = subprocess.run([sys.executable, "paper_figures/ab_replay.py", *args], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], env={"PYTHONPATH": ".", "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1 and run.stderr.startswith("error: ")
 
 
 def test_a_missing_patch_is_an_error_line_and_exit_2(tmp_path):
@@ -89,12 +99,13 @@ def test_builds_switch_the_sources_and_keep_each_sides_caches(tmp_path, monkeypa
     patch = tmp_path / "x.patch"
     patch.write_text(_patch_of("cuda/gemm_swiglu.cu", original, original + "// patched\n"))
     (tmp_path / "into").mkdir()
-    builds = ab_replay.Builds(ab_replay.patched_cuda(str(patch), tmp_path / "into"))
+    monkeypatch.delenv("SWIFTSPEC_AB_TRIAL", raising=False)
+    builds = ab_replay.Builds(ab_replay.patched_cuda(str(patch), tmp_path / "into"), {"SWIFTSPEC_AB_TRIAL": "1"})
     builds.use(1)
     b_module = build.module
-    assert build.source("gemm_swiglu").endswith("// patched\n")
+    assert build.source("gemm_swiglu").endswith("// patched\n") and os.environ["SWIFTSPEC_AB_TRIAL"] == "1"
     builds.use(0)
-    assert not build.source("gemm_swiglu").endswith("// patched\n")
+    assert not build.source("gemm_swiglu").endswith("// patched\n") and "SWIFTSPEC_AB_TRIAL" not in os.environ
     assert build.module is not b_module and build._function is not builds.caches[1][1]
     builds.use(1)
     assert build.module is b_module  # the same cache again: nothing of B's is rebuilt or dropped
