@@ -1,5 +1,7 @@
 """paper_figures/ab_replay.py's CPU side: a patch of cuda/ lands in a copy of cuda/ (never in
-cuda/ itself), a patch of anything else or a missing one ends with an error line and exit 2."""
+cuda/ itself); a patch of anything else, one that does not apply, a missing one or bad arguments
+end with one error line and exit 2; the capture order cancels position trends; the verdict's
+interval is taken over graphs; the two builds switch sources, caches and B's variables."""
 import difflib
 import os
 import subprocess
