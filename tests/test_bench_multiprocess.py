@@ -46,10 +46,12 @@ def test_placements_lossless_then_replayed(tmp_path, monkeypatch):
     run(replayed, "--systems", "ar,tree,swiftspec", "--weights", "random", "--acceptance", f"replay:{real}",
         "--split", "1+1")
     rows = pd.read_parquet(replayed / "results.parquet")
-    # Each request's d comes from the rounds before it (README: --draft-steps), so on a loaded machine
-    # two requests may measure different d: the source is asked for exactly the d's the rows ran.
+    # Each request's d comes from the rounds before it (README: --draft-steps), the warm-up's included
+    # (runner.replayed: a warm-up may lower it), so on a loaded machine the warm-up and the requests
+    # may run different d: the source is asked for every d a row ran, and besides only the warm-up's.
     ds = {int(d) for d in rows[rows.system == "swiftspec@1+1:graft"].draft_steps}
-    assert min(ds) >= 1 and {a for a in asked if a[0] == "swiftspec"} == {("swiftspec", d) for d in ds}
+    swiftspec_asks = [d for system, d in asked if system == "swiftspec"]
+    assert min(ds) >= 1 and ds <= set(swiftspec_asks) <= ds | {swiftspec_asks[0]}
     assert set(rows.acceptance) == {"replayed"} and set(rows.weights) == {"random"}
     drawn = set(frame[frame.system == "tree@tp2:graft"].accepted_lengths.iloc[0])
     assert set(rows[rows.system == "tree:graft"].accepted_lengths.iloc[0][:-1]) <= drawn  # the last is cut by the budget
