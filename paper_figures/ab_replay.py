@@ -39,6 +39,8 @@ import torch
 from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
 from swiftspec_core.kernels import build
 
+from paper_figures.timing import median_ms, print_rows
+
 ROUNDS, WARMUP, GRAPHS = 300, 20, 4
 
 
@@ -118,15 +120,6 @@ def contrast(times: np.ndarray, order: list[int]) -> dict:
             "95% high": diff + t * se, "A spread us": float(np.ptp(a)), "B spread us": float(np.ptp(b))}
 
 
-def timed(graph) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    graph.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e3  # us
-
-
 def compare(model: str, width: int, context: int, patch: str, env: dict[str, str], rounds: int,
             per_side: int) -> dict:
     engine = build_shard(model, 1, context + width + 1)
@@ -148,7 +141,7 @@ def compare(model: str, width: int, context: int, patch: str, env: dict[str, str
     t = np.zeros((rounds, len(graphs)))  # us, by graph in capture order
     for r in range(rounds):
         for i in (range(len(graphs)) if r % 2 == 0 else reversed(range(len(graphs)))):
-            t[r, i] = timed(graphs[i])
+            t[r, i] = median_ms(graphs[i].replay, 1)[1] * 1e3  # us, CUDA events
     del captured, graphs, engine
     torch.cuda.empty_cache()
     variant = " ".join([Path(patch).name] * bool(patch) + [f"{k}={v}" for k, v in env.items()]) or "(none)"
@@ -177,13 +170,10 @@ def main() -> None:
         fail("ab_replay.py needs a GPU")
     rows = [compare(m, args.width, args.context, args.patch, env, args.rounds, args.graphs)
             for m in args.models.split(",")]
-    keys = list(rows[0])
     print(f"{torch.cuda.get_device_name()}, {args.graphs} graphs a side captured in Thue-Morse order, {args.rounds} "
           f"rounds (each graph replayed once a round, order alternating); B - A over the graphs' medians, its 95% "
           f"interval from the spread between graphs (Welch)\n")
-    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
-    for r in rows:
-        print("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in r.values()) + " |")
+    print_rows(rows)
 
 
 if __name__ == "__main__":

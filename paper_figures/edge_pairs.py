@@ -30,6 +30,7 @@ from swiftspec_core.kernels.gemm import gemm
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu
 
 from paper_figures import edge_probe, forward_timeline as ft
+from paper_figures.timing import print_rows
 
 REPS = 16
 HIDDEN, FFN, ROWS = 2048, 8192, 9  # Llama-3.2-1B, a draft step's width
@@ -143,10 +144,7 @@ def main() -> None:
             print(f"{p} -> {c}: {type(e).__name__}: {e}")
     print(f"{torch.cuda.get_device_name()}, 1B shapes at M = {ROWS}, {REPS} pairs a graph, probe producer "
           f"{args.work_ns} ns a block\n")
-    keys = list(rows[0]) if rows else []
-    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
-    for r in rows:
-        print("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in r.values()) + " |")
+    print_rows(rows)
     print("\nAfter the producer's last block's end (medians over the pairs): lead, the consumer's first entry; "
           "reach, its blocks' arrival at the wait (median block); release, the wait's return (median block) "
           "and last, the last block's; adds, the consumer's last end.")

@@ -36,6 +36,8 @@ import torch
 from swiftspec_bench.kernel_bench import median_us
 from swiftspec_core.kernels import build
 
+from paper_figures.timing import print_rows
+
 PAIRS = 64
 SOURCE = r"""
 #include "common.cuh"
@@ -172,11 +174,8 @@ def main() -> None:
     rows = config_rows(sms, args.work_ns) if args.configs else [
         run(Side(blocks), Side(blocks), late, counter, args.work_ns)
         for blocks in (sms, 4 * sms) for late in (False, True) for counter in (False, True)]
-    keys = list(rows[0])
     print(f"{torch.cuda.get_device_name()}, {sms} SMs, work {args.work_ns} ns + 0..1.5 us a block, {PAIRS} pairs a graph\n")
-    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
-    for r in rows:
-        print("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in r.values()) + " |")
+    print_rows(rows)
     print("\nrelease (first / median / last consumer block) and lead: after the producer's last block's end stamp.")
 
 

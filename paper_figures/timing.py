@@ -1,5 +1,6 @@
 """One timing loop for the scripts here: CUDA events around each call, medians; the device line
-the A/B tables start with; and a GEMM A/B's check and timing of its sides."""
+the A/B tables start with, and their rows as markdown; and a GEMM A/B's check and timing of its
+sides."""
 from __future__ import annotations
 
 import statistics
@@ -35,6 +36,14 @@ def device_line() -> tuple[float, int]:
     bandwidth, sms = copy_bandwidth(), _sm_count(torch.cuda.current_device())
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e12:.3f} TB/s, {sms} SMs\n")
     return bandwidth, sms
+
+
+def print_rows(rows: list[dict]) -> None:
+    """Rows of one table (the first row's keys head it) as markdown, floats to two decimals."""
+    keys = list(rows[0]) if rows else []
+    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in r.values()) + " |")
 
 
 def ab_gemm(sides: dict, shape: tuple[int, int], calls: int) -> tuple[dict[str, float], dict[str, float]]:

@@ -110,3 +110,11 @@ def test_a_patch_outside_cuda_or_that_does_not_apply_is_an_error_line_and_exit_2
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_rows_print_as_a_markdown_table(capsys):
+    from paper_figures.timing import print_rows
+
+    print_rows([{"B": "x.patch", "B - A us": 1.234, "same bits": True}, {"B": "(none)", "B - A us": -0.5, "same bits": False}])
+    assert capsys.readouterr().out.splitlines() == [
+        "| B | B - A us | same bits |", "|---|---|---|", "| x.patch | 1.23 | True |", "| (none) | -0.50 | False |"]
