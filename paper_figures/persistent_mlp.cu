@@ -1,0 +1,228 @@
+// A persistent probe of the MLP half of a forward (paper_figures/persistent_mlp.py; NOTES v149):
+// L layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x), Llama-3.2-1B shapes
+// (H = 2048, F = 8192), M <= 8 rows, bf16 in and out, fp32 sums. One launch, one block an SM;
+// the blocks pass a grid barrier (a counter) after each phase, as a persistent forward would
+// between dependent ops.
+//
+// What it asks: whether weights paged into shared memory across a barrier (the next phase's
+// pages already streaming while the last blocks of this one finish and the barrier resolves)
+// take the ~2 us of "first bytes" and tail a kernel boundary costs (NOTES v122, v145). `deep`
+// pages across barriers; without it a block issues a phase's pages only once the barrier passed
+// (what a kernel boundary without prefetch does).
+//
+// Layout of the work:
+//   page   = 16 weight rows x PAGE_K k (32 KB), copied by 16 bulk copies (cp.async.bulk, one
+//            mbarrier a ring slot) into rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
+//            distinct banks); a block streams its pages through a ring of DEPTH slots, in one
+//            sequence over every layer and phase;
+//   phase A (gate_up + SwiGLU): item a = gate rows 8a .. 8a + 7 and up rows F + 8a .. (the mma's
+//            16 A rows), K = H in two pages; block b takes items b, b + G, ..; warp w sums k
+//            [128 w, 128 w + 128) of each page; the warps' sums added in warp order;
+//   phase B (down): item c = rows 16c .. 16c + 15 of Wd (128 items: blocks 0..127), K = F in
+//            eight pages, warp w on k [128 w, +128) of each page, pages in order;
+//   x of a phase (x, or y) lands in shared memory by bulk copies after the barrier.
+// Not row-invariant across M-independent plans (a probe, not a kernel of the runtime): checked
+// against torch within bf16 rounding.
+#include "common.cuh"
+#include "mma.cuh"
+
+#define HID 2048
+#define FFN 8192
+#define WARPS 8
+#define PAGE_K 1024
+#define PAGE_ROW (PAGE_K * 2 + 16)  // bytes: 2064 = 516 words, rows 4 banks apart
+#define PAGE_BYTES (16 * PAGE_ROW)
+#define DEPTH 3
+#define XA_ROW (HID * 2 + 16)  // 4112 bytes
+#define XB_ROW (FFN * 2 + 16)  // 16400 bytes
+#define MAX_A_ITEMS 8          // 1024 items over at least 128 blocks
+#define SMEM_BYTES (DEPTH * PAGE_BYTES + 8 * XB_ROW)  // the ring, then x / y (A's partials after x)
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n WAIT:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra WAIT;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+// Generic-proxy accesses before, async-proxy (bulk copy) accesses after.
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+
+__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(address) : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_at(unsigned (&r)[4], unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
+}
+
+// Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G.
+__device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    atomicAdd(arrived, 1u);
+    const unsigned target = (e + 1) * gridDim.x;
+    unsigned seen;
+    do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
+    while (seen < target);
+    fence_async_global();  // the y / out it acquired, read next by bulk copies
+  }
+  __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
+persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, const bf16* __restrict__ w_down,
+               bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long bars[DEPTH + 1];  // the ring's slots, then x's
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
+  const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
+  const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;
+  float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + 8 * XA_ROW);  // [items][warps][32][4]
+
+  const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
+  const int pages_a = 2 * items_a, pages_b = b < HID / 16 ? 8 : 0, per_layer = pages_a + pages_b;
+  const int total = layers * per_layer;
+  if (items_a > MAX_A_ITEMS) return;  // the launcher keeps G >= 128
+
+  // Page q of this block's sequence into its slot (thread 0).
+  auto issue = [&](int q) {
+    const int l = q / per_layer, j = q % per_layer, slot = q % DEPTH;
+    const unsigned dst = ring + slot * PAGE_BYTES, bar = bar0 + 8 * slot;
+    mbar_expect(bar, 16 * PAGE_K * 2);
+    for (int r = 0; r < 16; ++r) {
+      const bf16* src;
+      if (j < pages_a) {
+        const int a = b + (j >> 1) * G, row = r < 8 ? 8 * a + r : FFN + 8 * a + r - 8;
+        src = w_gate_up + (size_t)l * 2 * FFN * HID + (size_t)row * HID + (j & 1) * PAGE_K;
+      } else {
+        src = w_down + (size_t)l * HID * FFN + (size_t)(16 * b + r) * FFN + (j - pages_a) * PAGE_K;
+      }
+      bulk_copy(dst + r * PAGE_ROW, src, PAGE_K * 2, bar);
+    }
+  };
+  int issued = 0, limit = 0;  // pages issued so far; deep = 0: not past the current phase's last
+  auto issue_up_to = [&](int q_end) {  // thread 0: pages [issued, min(q_end, limit))
+    fence_async_shared();
+    for (const int end = min(q_end, limit); issued < end; ++issued) issue(issued);
+  };
+  unsigned x_uses = 0;
+  auto load_x = [&](const bf16* src, int k, unsigned row_bytes) {  // thread 0: M rows of k into xs
+    fence_async_shared();
+    mbar_expect(xbar, M * k * 2);
+    for (int r = 0; r < M; ++r) bulk_copy(xs + r * row_bytes, src + (size_t)r * k, k * 2, xbar);
+  };
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s <= DEPTH; ++s) mbar_init(bar0 + 8 * s, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int g = lane >> 2, t = lane & 3;
+  // ldmatrix rows of this lane: A (x4) row r + 8 (i & 1) at k + 8 (i >> 1); B (x2) x row l % 8 at k + 8 (l / 8 % 2).
+  const int ai = lane >> 3, a_off = ((lane & 7) + 8 * (ai & 1)) * PAGE_ROW + 16 * (ai >> 1);
+  const int bx_row = lane & 7, bx_k = 8 * ((lane >> 3) & 1);
+  int q = 0;  // the next page to compute
+  unsigned barrier_count = 0;
+  for (int l = 0; l < layers; ++l) {
+    // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = x0 or out[l - 1].
+    if (threadIdx.x == 0) {
+      limit = deep ? total : l * per_layer + pages_a;
+      issue_up_to(q + DEPTH);
+      load_x(l == 0 ? x0 : out + (size_t)(l - 1) * M * HID, HID, XA_ROW);
+    }
+    mbar_wait(xbar, x_uses++ & 1);
+    for (int i = 0; i < items_a; ++i) {
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int h = 0; h < 2; ++h, ++q) {
+        mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
+        const unsigned page = ring + (q % DEPTH) * PAGE_BYTES;
+#pragma unroll
+        for (int s = 0; s < 8; ++s) {
+          const int k = 128 * warp + 16 * s;
+          unsigned a[4], b0, b1;
+          ldmatrix_x4_at(a, page + a_off + 2 * k);
+          ldmatrix_x2(b0, b1, xs + bx_row * XA_ROW + 2 * (h * PAGE_K + k + bx_k));
+          mma_16816(d, a[0], a[1], a[2], a[3], b0, b1);
+        }
+        __syncthreads();  // every warp done with this slot
+        if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
+      }
+      reinterpret_cast<float4*>(partial)[(i * WARPS + warp) * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
+    }
+    __syncthreads();
+    {  // item i = thread / 32: the warps' sums in order; rows 2t, 2t + 1 of gate column 8a + g
+      const int i = threadIdx.x >> 5;
+      if (i < items_a) {
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int w = 0; w < WARPS; ++w) {
+          const float4 p = reinterpret_cast<const float4*>(partial)[(i * WARPS + w) * 32 + lane];
+          v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+        }
+        const int col = 8 * (b + i * G) + g;
+        bf16* yl = y + (size_t)l * M * FFN;
+        if (2 * t < M) yl[(size_t)(2 * t) * FFN + col] = silu_times(__float2bfloat16(v.x), __float2bfloat16(v.z));
+        if (2 * t + 1 < M) yl[(size_t)(2 * t + 1) * FFN + col] = silu_times(__float2bfloat16(v.y), __float2bfloat16(v.w));
+      }
+    }
+    grid_barrier(counters, barrier_count++);
+
+    // Phase B: out[l] = y[l] @ Wd[l]^T.
+    if (threadIdx.x == 0) {
+      limit = deep ? total : (l + 1) * per_layer;
+      issue_up_to(q + DEPTH);
+      if (pages_b) load_x(y + (size_t)l * M * FFN, FFN, XB_ROW);
+    }
+    if (pages_b) {
+      mbar_wait(xbar, x_uses++ & 1);
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int p = 0; p < pages_b; ++p, ++q) {
+        mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
+        const unsigned page = ring + (q % DEPTH) * PAGE_BYTES;
+#pragma unroll
+        for (int s = 0; s < 8; ++s) {
+          const int k = 128 * warp + 16 * s;
+          unsigned a[4], b0, b1;
+          ldmatrix_x4_at(a, page + a_off + 2 * k);
+          ldmatrix_x2(b0, b1, xs + bx_row * XB_ROW + 2 * (p * PAGE_K + k + bx_k));
+          mma_16816(d, a[0], a[1], a[2], a[3], b0, b1);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
+      }
+      float4* part_b = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);  // y is read: reuse its rows
+      part_b[warp * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
+      __syncthreads();
+      if (warp == 0) {
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int w = 0; w < WARPS; ++w) {
+          const float4 p = part_b[w * 32 + lane];
+          v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+        }
+        bf16* ol = out + (size_t)l * M * HID;
+        const int col = 16 * b + g;
+        if (2 * t < M) ol[(size_t)(2 * t) * HID + col] = __float2bfloat16(v.x), ol[(size_t)(2 * t) * HID + col + 8] = __float2bfloat16(v.z);
+        if (2 * t + 1 < M) ol[(size_t)(2 * t + 1) * HID + col] = __float2bfloat16(v.y), ol[(size_t)(2 * t + 1) * HID + col + 8] = __float2bfloat16(v.w);
+      }
+    }
+    grid_barrier(counters, barrier_count++);
+  }
+  // Reset for the next launch once every block has passed the last barrier.
+  if (threadIdx.x == 0 && atomicAdd(counters + 1, 1u) == (unsigned)G - 1) {
+    counters[0] = 0u;
+    counters[1] = 0u;
+    __threadfence();
+  }
+}

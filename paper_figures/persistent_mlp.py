@@ -1,0 +1,141 @@
+"""A persistent forward's first measurement (NOTES v149): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
+on a GPU.
+
+The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
+weights paged into shared memory while the blocks wait on their dependencies) instead of one kernel
+a projection. Before building one, this asks the question it rests on with the part of a layer that
+has no attention: L layers of the MLP at the Llama-3.2-1B's shapes (gate_up with SwiGLU, then down,
+the next layer's x the last one's output), M = 8 rows, random bf16 weights, distinct per layer, so
+nothing is served from L2. Sides, each in one CUDA graph:
+
+- ours: today's kernels, gemm_swiglu then gemm, 2 L launches under PDL (the forward's MLP, without
+  its norm and residual);
+- persistent, deep: paper_figures/persistent_mlp.cu, one launch, a grid barrier after every phase,
+  each block's weight pages streaming through a 3-slot ring across the barriers;
+- persistent, shallow: the same kernel, but a phase's pages are issued only once its barrier passed
+  (a boundary without prefetch: what the paging itself is worth).
+
+Each side's outputs are checked first (poisoned with NaN): the persistent kernel's y and out of every
+layer against torch on the same inputs (bf16 rounding apart; deep and shallow bitwise alike), ours
+against torch. Rows: us a layer (median of graph replays), the floor (weight bytes / measured copy
+bandwidth) and the ratio.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from swiftspec_bench.kernel_bench import time_calls
+from swiftspec_core.kernels import build
+from swiftspec_core.kernels.gemm import gemm, gemm_reference
+from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
+
+from paper_figures.timing import device_line, print_rows
+
+HIDDEN, FFN = 2048, 8192  # Llama-3.2-1B
+THREADS = 256
+SMEM_BYTES = 3 * 16 * (1024 * 2 + 16) + 8 * (FFN * 2 + 16)  # persistent_mlp.cu's SMEM_BYTES
+SOURCE = Path(__file__).with_name("persistent_mlp.cu")
+
+
+def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """max |got - want| / max |want| (NaN where got holds NaN: an unwritten output)."""
+    return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
+
+
+class Persistent:
+    """The probe kernel on one set of operands."""
+
+    def __init__(self, x0, w_gate_up, w_down, layers: int, m: int):
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        if sms < 128:
+            raise SystemExit(f"error: the probe deals 1024 gate_up items to at most 8 a block: needs >= 128 SMs, has {sms}")
+        module = build.compile_source(build.inline_includes(SOURCE.read_text()))
+        self.fn = module.get_function("persistent_mlp")
+        self.fn.max_dynamic_shared_size_bytes = SMEM_BYTES
+        self.sms, self.layers, self.m = sms, layers, m
+        self.x0, self.w_gate_up, self.w_down = x0, w_gate_up, w_down
+        dev = x0.device
+        self.y = torch.empty(layers, m, FFN, dtype=torch.bfloat16, device=dev)
+        self.out = torch.empty(layers, m, HIDDEN, dtype=torch.bfloat16, device=dev)
+        self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
+
+    def __call__(self, deep: bool) -> None:
+        p, i32 = build.ptr, np.int32
+        build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
+                        (p(self.x0), p(self.w_gate_up), p(self.w_down), p(self.y), p(self.out), p(self.counters),
+                         i32(self.layers), i32(self.m), i32(int(deep))),
+                        SMEM_BYTES, torch.cuda.current_stream().cuda_stream, False)
+
+
+def check_persistent(run: Persistent) -> dict:
+    """Both modes' outputs (poisoned first) against torch layer by layer, on the kernel's own inputs;
+    deep and shallow must agree bitwise."""
+    outs = {}
+    for deep in (True, False):
+        run.y.fill_(float("nan"))
+        run.out.fill_(float("nan"))
+        run(deep)
+        torch.cuda.synchronize()
+        outs[deep] = (run.y.clone(), run.out.clone())
+    y, out = outs[True]
+    errors_y, errors_out = [], []
+    for layer in range(run.layers):
+        x = run.x0 if layer == 0 else out[layer - 1]
+        errors_y.append(relative_error(y[layer], gemm_swiglu_reference(x, run.w_gate_up[layer])))
+        errors_out.append(relative_error(out[layer], gemm_reference(y[layer], run.w_down[layer])))
+    same = all(torch.equal(a, b) for a, b in zip(outs[True], outs[False]))
+    return {"y error": max(errors_y), "out error": max(errors_out), "deep == shallow": same}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--layers", type=int, default=16)
+    parser.add_argument("--rows", type=int, default=8, help="M, 1..8")
+    args = parser.parse_args()
+    if not 1 <= args.rows <= 8 or args.layers < 1:
+        raise SystemExit("error: --rows takes 1..8 and --layers at least 1")
+    bandwidth, _ = device_line()
+    torch.manual_seed(0)
+    dev, L, m = torch.device("cuda"), args.layers, args.rows
+    w_gate_up = (torch.randn(L, 2 * FFN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
+    w_down = (torch.randn(L, HIDDEN, FFN, device=dev) / FFN**0.5).to(torch.bfloat16)
+    x0 = torch.randn(m, HIDDEN, device=dev).to(torch.bfloat16)
+    floor_us = (w_gate_up[0].numel() + w_down[0].numel()) * 2 / bandwidth * 1e6
+
+    run = Persistent(x0, w_gate_up, w_down, L, m)
+    check = check_persistent(run)
+
+    y = torch.empty(L, m, FFN, dtype=torch.bfloat16, device=dev)
+    out = torch.empty(L, m, HIDDEN, dtype=torch.bfloat16, device=dev)
+
+    def ours(layer: int) -> None:
+        gemm_swiglu(x0 if layer == 0 else out[layer - 1], w_gate_up[layer], out=y[layer])
+        gemm(y[layer], w_down[layer], out=out[layer])
+
+    y.fill_(float("nan"))
+    out.fill_(float("nan"))
+    for layer in range(L):
+        ours(layer)
+    ours_error = max(max(relative_error(y[i], gemm_swiglu_reference(x0 if i == 0 else out[i - 1], w_gate_up[i])),
+                         relative_error(out[i], gemm_reference(y[i], w_down[i]))) for i in range(L))
+
+    rows = [{"side": "ours (2 L launches, PDL)", "us a layer": time_calls(ours, L), "error": ours_error}]
+    for deep in (True, False):
+        us = time_calls(lambda i, deep=deep: run(deep), 1) / L
+        rows.append({"side": f"persistent, {'deep' if deep else 'shallow'}", "us a layer": us,
+                     "error": max(check["y error"], check["out error"])})
+    for row in rows:
+        row["floor us"] = floor_us
+        row["x floor"] = row["us a layer"] / floor_us
+    print(f"MLP of Llama-3.2-1B (gate_up + SwiGLU, down), M = {m}, {L} layers of random bf16 weights; "
+          f"persistent deep == shallow bitwise: {check['deep == shallow']}\n")
+    print_rows(rows)
+    print("\nerror: max |out - torch| / max |torch| over the layers' y and out, on each side's own inputs.")
+
+
+if __name__ == "__main__":
+    main()
