@@ -11,15 +11,15 @@
 // (what a kernel boundary without prefetch does).
 //
 // Layout of the work:
-//   page   = 16 weight rows x PAGE_K k (32 KB), copied by 16 bulk copies (cp.async.bulk, one
+//   page   = 16 weight rows x PAGE_K k (16 or 32 KB), copied by 16 bulk copies (cp.async.bulk, one
 //            mbarrier a ring slot) into rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
 //            distinct banks); a block streams its pages through a ring of DEPTH slots, in one
 //            sequence over every layer and phase;
 //   phase A (gate_up + SwiGLU): item a = gate rows 8a .. 8a + 7 and up rows F + 8a .. (the mma's
-//            16 A rows), K = H in two pages; block b takes items b, b + G, ..; warp w sums k
-//            [128 w, 128 w + 128) of each page; the warps' sums added in warp order;
+//            16 A rows), K = H in ITEM_PAGES pages; block b takes items b, b + G, ..; warp w sums
+//            its 16 STEPS k of each page; the warps' sums added in warp order;
 //   phase B (down): item c = rows 16c .. 16c + 15 of Wd (128 items: blocks 0..127), K = F in
-//            eight pages, warp w on k [128 w, +128) of each page, pages in order;
+//            DOWN_PAGES pages, warp w on its k of each page, pages in order;
 //   x of a phase (x, or y) lands in shared memory by bulk copies after the barrier.
 // Not row-invariant across M-independent plans (a probe, not a kernel of the runtime): checked
 // against torch within bf16 rounding.
@@ -29,14 +29,29 @@
 #define HID 2048
 #define FFN 8192
 #define WARPS 8
+// PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 8) come from the
+// launcher (persistent_mlp.py prepends them); these are its defaults.
+#ifndef PAGE_K
 #define PAGE_K 1024
-#define PAGE_ROW (PAGE_K * 2 + 16)  // bytes: 2064 = 516 words, rows 4 banks apart
-#define PAGE_BYTES (16 * PAGE_ROW)
+#endif
+#ifndef DEPTH
 #define DEPTH 3
+#endif
+#ifndef MAX_M
+#define MAX_M 8
+#endif
+#define PAGE_ROW (PAGE_K * 2 + 16)  // bytes: PAGE_K / 2 + 4 words, so rows sit 4 banks apart
+#define PAGE_BYTES (16 * PAGE_ROW)
+#define ITEM_PAGES (HID / PAGE_K)          // pages of a gate_up item
+#define DOWN_PAGES (FFN / PAGE_K)          // pages of a down item
+#define STEPS (PAGE_K / (16 * WARPS))      // k steps of 16 a warp takes in a page
 #define XA_ROW (HID * 2 + 16)  // 4112 bytes
 #define XB_ROW (FFN * 2 + 16)  // 16400 bytes
 #define MAX_A_ITEMS 8          // 1024 items over at least 128 blocks
-#define SMEM_BYTES (DEPTH * PAGE_BYTES + 8 * XB_ROW)  // the ring, then x / y (A's partials after x)
+#define PARTIAL_A_BYTES (MAX_A_ITEMS * WARPS * 32 * 16)
+#define REGION_A (MAX_M * XA_ROW + PARTIAL_A_BYTES)
+#define REGION_B (MAX_M * XB_ROW)
+#define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_A > REGION_B ? REGION_A : REGION_B))  // ring, then x / y
 
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -89,12 +104,12 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;
-  float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + 8 * XA_ROW);  // [items][warps][32][4]
+  float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + MAX_M * XA_ROW);  // [items][warps][32][4]
 
   const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
-  const int pages_a = 2 * items_a, pages_b = b < HID / 16 ? 8 : 0, per_layer = pages_a + pages_b;
+  const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0, per_layer = pages_a + pages_b;
   const int total = layers * per_layer;
-  if (items_a > MAX_A_ITEMS) return;  // the launcher keeps G >= 128
+  if (items_a > MAX_A_ITEMS || M > MAX_M) return;  // the launcher keeps G >= 128 and M <= MAX_M
 
   // Page q of this block's sequence into its slot (thread 0).
   auto issue = [&](int q) {
@@ -104,8 +119,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     for (int r = 0; r < 16; ++r) {
       const bf16* src;
       if (j < pages_a) {
-        const int a = b + (j >> 1) * G, row = r < 8 ? 8 * a + r : FFN + 8 * a + r - 8;
-        src = w_gate_up + (size_t)l * 2 * FFN * HID + (size_t)row * HID + (j & 1) * PAGE_K;
+        const int a = b + (j / ITEM_PAGES) * G, row = r < 8 ? 8 * a + r : FFN + 8 * a + r - 8;
+        src = w_gate_up + (size_t)l * 2 * FFN * HID + (size_t)row * HID + (j % ITEM_PAGES) * PAGE_K;
       } else {
         src = w_down + (size_t)l * HID * FFN + (size_t)(16 * b + r) * FFN + (j - pages_a) * PAGE_K;
       }
@@ -146,12 +161,12 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     mbar_wait(xbar, x_uses++ & 1);
     for (int i = 0; i < items_a; ++i) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int h = 0; h < 2; ++h, ++q) {
+      for (int h = 0; h < ITEM_PAGES; ++h, ++q) {
         mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
         const unsigned page = ring + (q % DEPTH) * PAGE_BYTES;
 #pragma unroll
-        for (int s = 0; s < 8; ++s) {
-          const int k = 128 * warp + 16 * s;
+        for (int s = 0; s < STEPS; ++s) {
+          const int k = 16 * (STEPS * warp + s);
           unsigned a[4], b0, b1;
           ldmatrix_x4_at(a, page + a_off + 2 * k);
           ldmatrix_x2(b0, b1, xs + bx_row * XA_ROW + 2 * (h * PAGE_K + k + bx_k));
@@ -192,8 +207,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
         const unsigned page = ring + (q % DEPTH) * PAGE_BYTES;
 #pragma unroll
-        for (int s = 0; s < 8; ++s) {
-          const int k = 128 * warp + 16 * s;
+        for (int s = 0; s < STEPS; ++s) {
+          const int k = 16 * (STEPS * warp + s);
           unsigned a[4], b0, b1;
           ldmatrix_x4_at(a, page + a_off + 2 * k);
           ldmatrix_x2(b0, b1, xs + bx_row * XB_ROW + 2 * (p * PAGE_K + k + bx_k));

@@ -36,9 +36,15 @@ from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_refere
 from paper_figures.timing import device_line, print_rows
 
 HIDDEN, FFN = 2048, 8192  # Llama-3.2-1B
-THREADS = 256
-SMEM_BYTES = 3 * 16 * (1024 * 2 + 16) + 8 * (FFN * 2 + 16)  # persistent_mlp.cu's SMEM_BYTES
+THREADS, WARPS, MAX_A_ITEMS = 256, 8, 8
 SOURCE = Path(__file__).with_name("persistent_mlp.cu")
+SHARED_MAX = 227 * 1024  # an H100 / H200 block's dynamic shared memory at most
+
+
+def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
+    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x and partials or phase B's y."""
+    region_a = max_m * (HIDDEN * 2 + 16) + MAX_A_ITEMS * WARPS * 32 * 16
+    return depth * 16 * (page_k * 2 + 16) + max(region_a, max_m * (FFN * 2 + 16))
 
 
 def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -49,13 +55,15 @@ def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
 class Persistent:
     """The probe kernel on one set of operands."""
 
-    def __init__(self, x0, w_gate_up, w_down, layers: int, m: int):
+    def __init__(self, x0, w_gate_up, w_down, layers: int, m: int, page_k: int, depth: int):
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         if sms < 128:
             raise SystemExit(f"error: the probe deals 1024 gate_up items to at most 8 a block: needs >= 128 SMs, has {sms}")
-        module = build.compile_source(build.inline_includes(SOURCE.read_text()))
+        self.shared = shared_bytes(page_k, depth, m)
+        defines = f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {m}\n"
+        module = build.compile_source(build.inline_includes(defines + SOURCE.read_text()))
         self.fn = module.get_function("persistent_mlp")
-        self.fn.max_dynamic_shared_size_bytes = SMEM_BYTES
+        self.fn.max_dynamic_shared_size_bytes = self.shared
         self.sms, self.layers, self.m = sms, layers, m
         self.x0, self.w_gate_up, self.w_down = x0, w_gate_up, w_down
         dev = x0.device
@@ -68,7 +76,7 @@ class Persistent:
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
                         (p(self.x0), p(self.w_gate_up), p(self.w_down), p(self.y), p(self.out), p(self.counters),
                          i32(self.layers), i32(self.m), i32(int(deep))),
-                        SMEM_BYTES, torch.cuda.current_stream().cuda_stream, False)
+                        self.shared, torch.cuda.current_stream().cuda_stream, False)
 
 
 def check_persistent(run: Persistent) -> dict:
@@ -95,9 +103,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=16)
     parser.add_argument("--rows", type=int, default=8, help="M, 1..8")
+    parser.add_argument("--rings", default="1024x3",
+                        help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
     if not 1 <= args.rows <= 8 or args.layers < 1:
         raise SystemExit("error: --rows takes 1..8 and --layers at least 1")
+    try:
+        rings = [tuple(int(v) for v in ring.split("x")) for ring in args.rings.split(",")]
+    except ValueError:
+        raise SystemExit(f"error: --rings takes PAGE_KxDEPTH,.. (e.g. 1024x3), not {args.rings!r}") from None
+    for page_k, depth in rings:
+        if page_k not in (512, 1024) or depth < 2 or shared_bytes(page_k, depth, args.rows) > SHARED_MAX:
+            raise SystemExit(f"error: ring {page_k}x{depth}: PAGE_K 512 or 1024, DEPTH >= 2, and at most "
+                             f"{SHARED_MAX} bytes of shared memory at M = {args.rows} "
+                             f"({shared_bytes(page_k, depth, args.rows)})")
     bandwidth, _ = device_line()
     torch.manual_seed(0)
     dev, L, m = torch.device("cuda"), args.layers, args.rows
@@ -105,9 +124,6 @@ def main() -> None:
     w_down = (torch.randn(L, HIDDEN, FFN, device=dev) / FFN**0.5).to(torch.bfloat16)
     x0 = torch.randn(m, HIDDEN, device=dev).to(torch.bfloat16)
     floor_us = (w_gate_up[0].numel() + w_down[0].numel()) * 2 / bandwidth * 1e6
-
-    run = Persistent(x0, w_gate_up, w_down, L, m)
-    check = check_persistent(run)
 
     y = torch.empty(L, m, FFN, dtype=torch.bfloat16, device=dev)
     out = torch.empty(L, m, HIDDEN, dtype=torch.bfloat16, device=dev)
@@ -123,16 +139,22 @@ def main() -> None:
     ours_error = max(max(relative_error(y[i], gemm_swiglu_reference(x0 if i == 0 else out[i - 1], w_gate_up[i])),
                          relative_error(out[i], gemm_reference(y[i], w_down[i]))) for i in range(L))
 
-    rows = [{"side": "ours (2 L launches, PDL)", "us a layer": time_calls(ours, L), "error": ours_error}]
-    for deep in (True, False):
-        us = time_calls(lambda i, deep=deep: run(deep), 1) / L
-        rows.append({"side": f"persistent, {'deep' if deep else 'shallow'}", "us a layer": us,
-                     "error": max(check["y error"], check["out error"])})
+    rows = [{"side": "ours (2 L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
+             "error": f"{ours_error:.1e}", "deep == shallow": ""}]
+    for page_k, depth in rings:
+        run = Persistent(x0, w_gate_up, w_down, L, m, page_k, depth)
+        check = check_persistent(run)
+        for deep in (True, False):
+            us = time_calls(lambda i, deep=deep: run(deep), 1) / L
+            rows.append({"side": f"persistent {page_k}x{depth}, {'deep' if deep else 'shallow'}",
+                         "in flight KB a block": depth * page_k * 32 // 1024, "us a layer": us,
+                         "error": f"{max(check['y error'], check['out error']):.1e}",
+                         "deep == shallow": check["deep == shallow"]})
+        del run
     for row in rows:
         row["floor us"] = floor_us
         row["x floor"] = row["us a layer"] / floor_us
-    print(f"MLP of Llama-3.2-1B (gate_up + SwiGLU, down), M = {m}, {L} layers of random bf16 weights; "
-          f"persistent deep == shallow bitwise: {check['deep == shallow']}\n")
+    print(f"MLP of Llama-3.2-1B (gate_up + SwiGLU, down), M = {m}, {L} layers of random bf16 weights\n")
     print_rows(rows)
     print("\nerror: max |out - torch| / max |torch| over the layers' y and out, on each side's own inputs.")
 

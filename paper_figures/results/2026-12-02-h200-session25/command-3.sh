@@ -7,7 +7,7 @@ export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
 python3 -m pip install -q --no-deps -e . > /dev/null 2>&1
 O=$OUT/c3; mkdir -p $O
 echo "commit $SWIFTSPEC_COMMIT, $(date -u +%FT%TZ)" > $O/env.log
-for m in 8 1; do
+for m in 8 1; do  # (the ring 1024x3: the default then)
   PYTHONPATH=. timeout -k 5 120 python3 paper_figures/persistent_mlp.py --rows $m > $O/mlp-m$m.md 2> $O/mlp-m$m.log
   echo "m=$m exit $?"; cat $O/mlp-m$m.md; tail -3 $O/mlp-m$m.log
 done
