@@ -11,10 +11,11 @@
 // (what a kernel boundary without prefetch does).
 //
 // Layout of the work:
-//   page   = 16 weight rows x PAGE_K k (16 or 32 KB), copied by 16 bulk copies (cp.async.bulk, one
-//            mbarrier a ring slot) into rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
-//            distinct banks); a block streams its pages through a ring of DEPTH slots, in one
-//            sequence over every layer and phase;
+//   page   = 16 weight rows x PAGE_K k (16 or 32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix
+//            rows hit distinct banks), copied by 16 bulk copies of a row each (cp.async.bulk, one
+//            mbarrier a ring slot), or with `paged` by one copy of the page's image from weights
+//            laid out so on the host; a block streams its pages through a ring of DEPTH slots, in
+//            one sequence over every layer and phase;
 //   phase A (gate_up + SwiGLU): item a = gate rows 8a .. 8a + 7 and up rows F + 8a .. (the mma's
 //            16 A rows), K = H in ITEM_PAGES pages; block b takes items b, b + G, ..; warp w sums
 //            its 16 STEPS k of each page; the warps' sums added in warp order;
@@ -98,7 +99,8 @@ __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e) {
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, const bf16* __restrict__ w_down,
-               bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep) {
+               const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
+               bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep, int paged) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[DEPTH + 1];  // the ring's slots, then x's
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
@@ -115,6 +117,13 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   auto issue = [&](int q) {
     const int l = q / per_layer, j = q % per_layer, slot = q % DEPTH;
     const unsigned dst = ring + slot * PAGE_BYTES, bar = bar0 + 8 * slot;
+    if (paged) {  // the page's image, padding included, one copy (persistent_mlp.py: paged())
+      mbar_expect(bar, PAGE_BYTES);
+      const size_t page = j < pages_a ? ((size_t)l * 1024 + b + (j / ITEM_PAGES) * G) * ITEM_PAGES + j % ITEM_PAGES
+                                      : ((size_t)l * (HID / 16) + b) * DOWN_PAGES + (j - pages_a);
+      bulk_copy(dst, (j < pages_a ? paged_gate_up : paged_down) + page * (PAGE_BYTES / 2), PAGE_BYTES, bar);
+      return;
+    }
     mbar_expect(bar, 16 * PAGE_K * 2);
     for (int r = 0; r < 16; ++r) {
       const bf16* src;
@@ -148,7 +157,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const int g = lane >> 2, t = lane & 3;
   // ldmatrix rows of this lane: A (x4) row r + 8 (i & 1) at k + 8 (i >> 1); B (x2) x row l % 8 at k + 8 (l / 8 % 2).
   const int ai = lane >> 3, a_off = ((lane & 7) + 8 * (ai & 1)) * PAGE_ROW + 16 * (ai >> 1);
-  const int bx_row = lane & 7, bx_k = 8 * ((lane >> 3) & 1);
+  const int bx_row = (lane & 7) < M ? lane & 7 : 0, bx_k = 8 * ((lane >> 3) & 1);  // rows past M: row 0's
   int q = 0;  // the next page to compute
   unsigned barrier_count = 0;
   for (int l = 0; l < layers; ++l) {
