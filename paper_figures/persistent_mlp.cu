@@ -21,7 +21,9 @@
 //            its 16 STEPS k of each page; the warps' sums added in warp order;
 //   phase B (down): item c = rows 16c .. 16c + 15 of Wd (128 items: blocks 0..127), K = F in
 //            DOWN_PAGES pages, warp w on its k of each page, pages in order;
-//   x of a phase (x, or y) lands in shared memory by bulk copies after the barrier.
+//   x of a phase (x, or y) lands in shared memory after the barrier, a slice (the M rows of one
+//            page's k, [M][PAGE_K + 8] in global memory as in shared) a bulk copy and an mbarrier;
+//            x0, y and out are kept so (persistent_mlp.py: sliced(), unsliced()).
 // Not row-invariant across M-independent plans (a probe, not a kernel of the runtime): checked
 // against torch within bf16 rounding.
 #include "common.cuh"
@@ -46,12 +48,11 @@
 #define ITEM_PAGES (HID / PAGE_K)          // pages of a gate_up item
 #define DOWN_PAGES (FFN / PAGE_K)          // pages of a down item
 #define STEPS (PAGE_K / (16 * WARPS))      // k steps of 16 a warp takes in a page
-#define XA_ROW (HID * 2 + 16)  // 4112 bytes
-#define XB_ROW (FFN * 2 + 16)  // 16400 bytes
+#define SLICE_BYTES (MAX_M * PAGE_ROW)  // x rows of one page's k in shared memory (a slice)
 #define MAX_A_ITEMS 8          // 1024 items over at least 128 blocks
 #define PARTIAL_A_BYTES (MAX_A_ITEMS * WARPS * 32 * 16)
-#define REGION_A (MAX_M * XA_ROW + PARTIAL_A_BYTES)
-#define REGION_B (MAX_M * XB_ROW)
+#define REGION_A (ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES)
+#define REGION_B (DOWN_PAGES * SLICE_BYTES)
 #define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_A > REGION_B ? REGION_A : REGION_B))  // ring, then x / y
 
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
@@ -102,11 +103,12 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
                const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
                bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep, int paged) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[DEPTH + 1];  // the ring's slots, then x's
+  __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES];  // the ring's slots, then x's slices'
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
-  const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;
-  float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + MAX_M * XA_ROW);  // [items][warps][32][4]
+  const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
+  float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + ITEM_PAGES * SLICE_BYTES);  // [items][warps][32][4]
+  const size_t slice_elems = (size_t)M * (PAGE_K + 8);  // a slice in x0, y, out: M rows of PAGE_K + 8
 
   const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
   const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0, per_layer = pages_a + pages_b;
@@ -141,15 +143,20 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     fence_async_shared();
     for (const int end = min(q_end, limit); issued < end; ++issued) issue(issued);
   };
-  unsigned x_uses = 0;
-  auto load_x = [&](const bf16* src, int k, unsigned row_bytes) {  // thread 0: M rows of k into xs
+  // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in global and shared memory), a copy
+  // and an mbarrier each, so a page waits only for its own slice. Bit s of x_parity: the phase of
+  // slice s's mbarrier the next phase that loads it waits for.
+  unsigned x_parity = 0;
+  auto load_x = [&](const bf16* src, int slices) {  // thread 0
     fence_async_shared();
-    mbar_expect(xbar, M * k * 2);
-    for (int r = 0; r < M; ++r) bulk_copy(xs + r * row_bytes, src + (size_t)r * k, k * 2, xbar);
+    for (int s = 0; s < slices; ++s) {
+      mbar_expect(xbar + 8 * s, M * PAGE_ROW);
+      bulk_copy(xs + s * SLICE_BYTES, src + s * slice_elems, M * PAGE_ROW, xbar + 8 * s);
+    }
   };
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s <= DEPTH; ++s) mbar_init(bar0 + 8 * s, 1);
+    for (int s = 0; s < DEPTH + DOWN_PAGES; ++s) mbar_init(bar0 + 8 * s, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -165,12 +172,12 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     if (threadIdx.x == 0) {
       limit = deep ? total : l * per_layer + pages_a;
       issue_up_to(q + DEPTH);
-      load_x(l == 0 ? x0 : out + (size_t)(l - 1) * M * HID, HID, XA_ROW);
+      load_x(l == 0 ? x0 : out + (l - 1) * ITEM_PAGES * slice_elems, ITEM_PAGES);
     }
-    mbar_wait(xbar, x_uses++ & 1);
     for (int i = 0; i < items_a; ++i) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
       for (int h = 0; h < ITEM_PAGES; ++h, ++q) {
+        mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
         mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
         const unsigned page = ring + (q % DEPTH) * PAGE_BYTES;
 #pragma unroll
@@ -178,7 +185,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
           const int k = 16 * (STEPS * warp + s);
           unsigned a[4], b0, b1;
           ldmatrix_x4_at(a, page + a_off + 2 * k);
-          ldmatrix_x2(b0, b1, xs + bx_row * XA_ROW + 2 * (h * PAGE_K + k + bx_k));
+          ldmatrix_x2(b0, b1, xs + h * SLICE_BYTES + bx_row * PAGE_ROW + 2 * (k + bx_k));
           mma_16816(d, a[0], a[1], a[2], a[3], b0, b1);
         }
         __syncthreads();  // every warp done with this slot
@@ -186,6 +193,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
       }
       reinterpret_cast<float4*>(partial)[(i * WARPS + warp) * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
     }
+    x_parity ^= (1u << ITEM_PAGES) - 1;
     __syncthreads();
     {  // item i = thread / 32: the warps' sums in order; rows 2t, 2t + 1 of gate column 8a + g
       const int i = threadIdx.x >> 5;
@@ -195,10 +203,10 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
           const float4 p = reinterpret_cast<const float4*>(partial)[(i * WARPS + w) * 32 + lane];
           v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
         }
-        const int col = 8 * (b + i * G) + g;
-        bf16* yl = y + (size_t)l * M * FFN;
-        if (2 * t < M) yl[(size_t)(2 * t) * FFN + col] = silu_times(__float2bfloat16(v.x), __float2bfloat16(v.z));
-        if (2 * t + 1 < M) yl[(size_t)(2 * t + 1) * FFN + col] = silu_times(__float2bfloat16(v.y), __float2bfloat16(v.w));
+        const int col = 8 * (b + i * G) + g;  // y in slices, as phase B loads it
+        bf16* yl = y + (l * DOWN_PAGES + col / PAGE_K) * slice_elems + col % PAGE_K;
+        if (2 * t < M) yl[(2 * t) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.x), __float2bfloat16(v.z));
+        if (2 * t + 1 < M) yl[(2 * t + 1) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.y), __float2bfloat16(v.w));
       }
     }
     grid_barrier(counters, barrier_count++);
@@ -207,12 +215,12 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     if (threadIdx.x == 0) {
       limit = deep ? total : (l + 1) * per_layer;
       issue_up_to(q + DEPTH);
-      if (pages_b) load_x(y + (size_t)l * M * FFN, FFN, XB_ROW);
+      if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, DOWN_PAGES);
     }
     if (pages_b) {
-      mbar_wait(xbar, x_uses++ & 1);
       float d[4] = {0.f, 0.f, 0.f, 0.f};
       for (int p = 0; p < pages_b; ++p, ++q) {
+        mbar_wait(xbar + 8 * p, (x_parity >> p) & 1);
         mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
         const unsigned page = ring + (q % DEPTH) * PAGE_BYTES;
 #pragma unroll
@@ -220,12 +228,13 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
           const int k = 16 * (STEPS * warp + s);
           unsigned a[4], b0, b1;
           ldmatrix_x4_at(a, page + a_off + 2 * k);
-          ldmatrix_x2(b0, b1, xs + bx_row * XB_ROW + 2 * (p * PAGE_K + k + bx_k));
+          ldmatrix_x2(b0, b1, xs + p * SLICE_BYTES + bx_row * PAGE_ROW + 2 * (k + bx_k));
           mma_16816(d, a[0], a[1], a[2], a[3], b0, b1);
         }
         __syncthreads();
         if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
       }
+      x_parity ^= (1u << DOWN_PAGES) - 1;
       float4* part_b = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);  // y is read: reuse its rows
       part_b[warp * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
       __syncthreads();
@@ -235,10 +244,10 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
           const float4 p = part_b[w * 32 + lane];
           v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
         }
-        bf16* ol = out + (size_t)l * M * HID;
-        const int col = 16 * b + g;
-        if (2 * t < M) ol[(size_t)(2 * t) * HID + col] = __float2bfloat16(v.x), ol[(size_t)(2 * t) * HID + col + 8] = __float2bfloat16(v.z);
-        if (2 * t + 1 < M) ol[(size_t)(2 * t + 1) * HID + col] = __float2bfloat16(v.y), ol[(size_t)(2 * t + 1) * HID + col + 8] = __float2bfloat16(v.w);
+        const int col = 16 * b + g;  // out in slices, as the next phase A loads it (16 columns: one slice)
+        bf16* ol = out + (l * ITEM_PAGES + col / PAGE_K) * slice_elems + col % PAGE_K;
+        if (2 * t < M) ol[(2 * t) * (PAGE_K + 8)] = __float2bfloat16(v.x), ol[(2 * t) * (PAGE_K + 8) + 8] = __float2bfloat16(v.z);
+        if (2 * t + 1 < M) ol[(2 * t + 1) * (PAGE_K + 8)] = __float2bfloat16(v.y), ol[(2 * t + 1) * (PAGE_K + 8) + 8] = __float2bfloat16(v.w);
       }
     }
     grid_barrier(counters, barrier_count++);

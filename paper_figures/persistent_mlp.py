@@ -38,14 +38,30 @@ from paper_figures.timing import device_line, print_rows
 HIDDEN, FFN = 2048, 8192  # Llama-3.2-1B
 THREADS, WARPS, MAX_A_ITEMS = 256, 8, 8
 SOURCE = Path(__file__).with_name("persistent_mlp.cu")
-SHARED_MAX = 227 * 1024  # an H100 / H200 block's dynamic shared memory at most
+SHARED_MAX = 227 * 1024  # an H100 / H200 block's shared memory at most
+STATIC_RESERVE = 256  # the kernel's mbarriers (static shared memory)
 MODES = ((True, True), (False, True), (True, False), (False, False))  # (deep, a copy a page)
 
 
 def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
-    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x and partials or phase B's y."""
-    region_a = max_m * (HIDDEN * 2 + 16) + MAX_A_ITEMS * WARPS * 32 * 16
-    return depth * 16 * (page_k * 2 + 16) + max(region_a, max_m * (FFN * 2 + 16))
+    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices and partials or phase B's y
+    slices (a slice: max_m rows of page_k + 8)."""
+    row = page_k * 2 + 16
+    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * 32 * 16
+    return depth * 16 * row + max(region_a, FFN // page_k * max_m * row)
+
+
+def sliced(x: torch.Tensor, page_k: int) -> torch.Tensor:
+    """[..., M, K] as the kernel keeps x0, y and out: [..., K / page_k, M, page_k + 8] (padding zero)."""
+    *lead, m, k = x.shape
+    x = x.reshape(*lead, m, k // page_k, page_k).transpose(-2, -3)
+    return torch.nn.functional.pad(x, (0, 8)).contiguous()
+
+
+def unsliced(x: torch.Tensor) -> torch.Tensor:
+    """sliced()'s inverse: [..., S, M, page_k + 8] -> [..., M, S page_k]."""
+    *lead, slices, m, row = x.shape
+    return x[..., :row - 8].transpose(-2, -3).reshape(*lead, m, slices * (row - 8))
 
 
 def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -82,15 +98,16 @@ class Persistent:
         self.sms, self.layers, self.m = sms, layers, m
         self.x0, self.w_gate_up, self.w_down = x0, w_gate_up, w_down
         self.paged_gate_up, self.paged_down = paged(w_gate_up, "gate_up", page_k), paged(w_down, "down", page_k)
+        self.x0_sliced = sliced(x0, page_k)
         dev = x0.device
-        self.y = torch.empty(layers, m, FFN, dtype=torch.bfloat16, device=dev)
-        self.out = torch.empty(layers, m, HIDDEN, dtype=torch.bfloat16, device=dev)
+        self.y = torch.empty(layers, FFN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
+        self.out = torch.empty(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
 
     def __call__(self, deep: bool, pages: bool) -> None:
         p, i32 = build.ptr, np.int32
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
-                        (p(self.x0), p(self.w_gate_up), p(self.w_down), p(self.paged_gate_up), p(self.paged_down),
+                        (p(self.x0_sliced), p(self.w_gate_up), p(self.w_down), p(self.paged_gate_up), p(self.paged_down),
                          p(self.y), p(self.out), p(self.counters), i32(self.layers), i32(self.m), i32(int(deep)),
                          i32(int(pages))),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
@@ -105,7 +122,7 @@ def check_persistent(run: Persistent) -> dict:
         run.out.fill_(float("nan"))
         run(*mode)
         torch.cuda.synchronize()
-        outs.append((run.y.clone(), run.out.clone()))
+        outs.append((unsliced(run.y), unsliced(run.out)))
     y, out = outs[0]
     errors_y, errors_out = [], []
     for layer in range(run.layers):
@@ -130,7 +147,7 @@ def main() -> None:
     except ValueError:
         raise SystemExit(f"error: --rings takes PAGE_KxDEPTH,.. (e.g. 1024x3), not {args.rings!r}") from None
     for page_k, depth in rings:
-        if page_k not in (512, 1024) or depth < 2 or shared_bytes(page_k, depth, args.rows) > SHARED_MAX:
+        if page_k not in (512, 1024) or depth < 2 or shared_bytes(page_k, depth, args.rows) + STATIC_RESERVE > SHARED_MAX:
             raise SystemExit(f"error: ring {page_k}x{depth}: PAGE_K 512 or 1024, DEPTH >= 2, and at most "
                              f"{SHARED_MAX} bytes of shared memory at M = {args.rows} "
                              f"({shared_bytes(page_k, depth, args.rows)})")
