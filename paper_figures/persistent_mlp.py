@@ -1,24 +1,27 @@
-"""A persistent forward's first measurement (NOTES v149): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
-on a GPU.
+"""A persistent forward's first measurement (NOTES v149-v152): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
+on a GPU (--rows M, --rings PAGE_KxDEPTH,..).
 
 The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
 weights paged into shared memory while the blocks wait on their dependencies) instead of one kernel
 a projection. Before building one, this asks the question it rests on with the part of a layer that
 has no attention: L layers of the MLP at the Llama-3.2-1B's shapes (gate_up with SwiGLU, then down,
-the next layer's x the last one's output), M = 8 rows, random bf16 weights, distinct per layer, so
+the next layer's x the last one's output), M rows, random bf16 weights, distinct per layer, so
 nothing is served from L2. Sides, each in one CUDA graph:
 
 - ours: today's kernels, gemm_swiglu then gemm, 2 L launches under PDL (the forward's MLP, without
   its norm and residual);
-- persistent, deep: paper_figures/persistent_mlp.cu, one launch, a grid barrier after every phase,
-  each block's weight pages streaming through a 3-slot ring across the barriers;
-- persistent, shallow: the same kernel, but a phase's pages are issued only once its barrier passed
-  (a boundary without prefetch: what the paging itself is worth).
+- persistent: paper_figures/persistent_mlp.cu, one launch, a grid barrier after every phase, each
+  block's weight pages streaming through a ring of shared-memory slots, in four modes: deep (pages
+  cross the barriers) or shallow (a phase's pages issued only once its barrier passed: what the
+  paging is worth), and a page as one bulk copy of its image laid out on the host (paged()) or as
+  one copy a weight row (what the copy count costs). x, y and out are kept in slices (sliced()),
+  one a page's k, so a page waits only for its own slice.
 
 Each side's outputs are checked first (poisoned with NaN): the persistent kernel's y and out of every
-layer against torch on the same inputs (bf16 rounding apart; deep and shallow bitwise alike), ours
-against torch. Rows: us a layer (median of graph replays), the floor (weight bytes / measured copy
-bandwidth) and the ratio.
+layer against torch on the same inputs (bf16 rounding apart), its four modes bitwise alike, and row
+0 bitwise as in a run of that row alone; ours against torch. Rows: us a layer (median of graph
+replays), the floor (weight bytes / measured copy bandwidth; the page images read 0.8% more) and
+the ratio.
 """
 from __future__ import annotations
 
@@ -95,7 +98,7 @@ class Persistent:
         module = build.compile_source(build.inline_includes(defines + SOURCE.read_text()))
         self.fn = module.get_function("persistent_mlp")
         self.fn.max_dynamic_shared_size_bytes = self.shared
-        self.sms, self.layers, self.m = sms, layers, m
+        self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
         self.x0, self.w_gate_up, self.w_down = x0, w_gate_up, w_down
         self.paged_gate_up, self.paged_down = paged(w_gate_up, "gate_up", page_k), paged(w_down, "down", page_k)
         self.x0_sliced = sliced(x0, page_k)
@@ -115,7 +118,8 @@ class Persistent:
 
 def check_persistent(run: Persistent) -> dict:
     """Every mode's outputs (poisoned first) against torch layer by layer, on the kernel's own inputs;
-    the modes (deep or shallow, rows or pages) must agree bitwise."""
+    the modes (deep or shallow, rows or pages) must agree bitwise, and row 0 with row 0 of a run of
+    that row alone (its bits do not depend on M: a row's sums run in an order fixed by the shapes)."""
     outs = []
     for mode in MODES:
         run.y.fill_(float("nan"))
@@ -130,7 +134,12 @@ def check_persistent(run: Persistent) -> dict:
         errors_y.append(relative_error(y[layer], gemm_swiglu_reference(x, run.w_gate_up[layer])))
         errors_out.append(relative_error(out[layer], gemm_reference(y[layer], run.w_down[layer])))
     same = all(torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
-    return {"y error": max(errors_y), "out error": max(errors_out), "modes bitwise alike": same}
+    alone = Persistent(run.x0[:1], run.w_gate_up, run.w_down, run.layers, 1, run.page_k, run.depth)
+    alone(*MODES[0])
+    torch.cuda.synchronize()
+    invariant = torch.equal(unsliced(alone.y)[:, 0], y[:, 0]) and torch.equal(unsliced(alone.out)[:, 0], out[:, 0])
+    return {"y error": max(errors_y), "out error": max(errors_out), "modes bitwise alike": same,
+            "row 0 as alone": invariant}
 
 
 def main() -> None:
@@ -174,7 +183,7 @@ def main() -> None:
                          relative_error(out[i], gemm_reference(y[i], w_down[i]))) for i in range(L))
 
     rows = [{"side": "ours (2 L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
-             "error": f"{ours_error:.1e}", "modes bitwise alike": ""}]
+             "error": f"{ours_error:.1e}", "modes bitwise alike": "", "row 0 as alone": ""}]
     for page_k, depth in rings:
         run = Persistent(x0, w_gate_up, w_down, L, m, page_k, depth)
         check = check_persistent(run)
@@ -184,7 +193,8 @@ def main() -> None:
                                  f"{'a copy a page' if pages else 'a copy a row'}",
                          "in flight KB a block": depth * page_k * 32 // 1024, "us a layer": us,
                          "error": f"{max(check['y error'], check['out error']):.1e}",
-                         "modes bitwise alike": check["modes bitwise alike"]})
+                         "modes bitwise alike": check["modes bitwise alike"],
+                         "row 0 as alone": check["row 0 as alone"]})
         del run
     for row in rows:
         row["floor us"] = floor_us
