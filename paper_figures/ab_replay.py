@@ -29,7 +29,6 @@ import functools
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -39,14 +38,9 @@ import torch
 from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
 from swiftspec_core.kernels import build
 
-from paper_figures.timing import median_ms, print_rows
+from paper_figures.timing import fail, median_ms, print_rows
 
 ROUNDS, WARMUP, GRAPHS = 300, 20, 4
-
-
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def patched_cuda(patch: str, into: Path) -> Path:

@@ -36,7 +36,7 @@ from swiftspec_core.kernels import build
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 
-from paper_figures.timing import device_line, print_rows
+from paper_figures.timing import device_line, fail, print_rows
 
 HIDDEN, FFN = 2048, 8192  # Llama-3.2-1B
 THREADS, WARPS, MAX_A_ITEMS = 256, 8, 8
@@ -67,6 +67,20 @@ def unsliced(x: torch.Tensor) -> torch.Tensor:
     return x[..., :row - 8].transpose(-2, -3).reshape(*lead, m, slices * (row - 8))
 
 
+def parse_rings(text: str, rows: int) -> list[tuple[int, int]]:
+    """--rings: PAGE_KxDEPTH,.. -> [(page_k, depth)]; each must fit a block's shared memory at `rows`."""
+    try:
+        rings = [(int(a), int(b)) for a, b in (ring.split("x") for ring in text.split(","))]
+    except ValueError:
+        fail(f"--rings takes PAGE_KxDEPTH,.. (e.g. 1024x3), not {text!r}")
+    for page_k, depth in rings:
+        need = shared_bytes(page_k, depth, rows) + STATIC_RESERVE if page_k in (512, 1024) else 0
+        if page_k not in (512, 1024) or depth < 2 or need > SHARED_MAX:
+            fail(f"ring {page_k}x{depth}: PAGE_K 512 or 1024, DEPTH at least 2, and at most {SHARED_MAX} bytes of "
+                 f"shared memory at M = {rows} (it would take {need})")
+    return rings
+
+
 def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
     """max |got - want| / max |want| (NaN where got holds NaN: an unwritten output)."""
     return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
@@ -92,7 +106,7 @@ class Persistent:
     def __init__(self, x0, w_gate_up, w_down, layers: int, m: int, page_k: int, depth: int):
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         if sms < 128:
-            raise SystemExit(f"error: the probe deals 1024 gate_up items to at most 8 a block: needs >= 128 SMs, has {sms}")
+            fail(f"the probe deals 1024 gate_up items to at most 8 a block: it needs >= 128 SMs, this GPU has {sms}")
         self.shared = shared_bytes(page_k, depth, m)
         defines = f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {m}\n"
         module = build.compile_source(build.inline_includes(defines + SOURCE.read_text()))
@@ -150,16 +164,10 @@ def main() -> None:
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
     if not 1 <= args.rows <= 8 or args.layers < 1:
-        raise SystemExit("error: --rows takes 1..8 and --layers at least 1")
-    try:
-        rings = [tuple(int(v) for v in ring.split("x")) for ring in args.rings.split(",")]
-    except ValueError:
-        raise SystemExit(f"error: --rings takes PAGE_KxDEPTH,.. (e.g. 1024x3), not {args.rings!r}") from None
-    for page_k, depth in rings:
-        if page_k not in (512, 1024) or depth < 2 or shared_bytes(page_k, depth, args.rows) + STATIC_RESERVE > SHARED_MAX:
-            raise SystemExit(f"error: ring {page_k}x{depth}: PAGE_K 512 or 1024, DEPTH >= 2, and at most "
-                             f"{SHARED_MAX} bytes of shared memory at M = {args.rows} "
-                             f"({shared_bytes(page_k, depth, args.rows)})")
+        fail(f"--rows takes 1..8 and --layers at least 1 (got {args.rows}, {args.layers})")
+    rings = parse_rings(args.rings, args.rows)
+    if not torch.cuda.is_available():
+        fail("persistent_mlp.py needs a GPU")
     bandwidth, _ = device_line()
     torch.manual_seed(0)
     dev, L, m = torch.device("cuda"), args.layers, args.rows

@@ -1,12 +1,19 @@
 """One timing loop for the scripts here: CUDA events around each call, medians; the device line
-the A/B tables start with, and their rows as markdown; and a GEMM A/B's check and timing of its
-sides."""
+the A/B tables start with, and their rows as markdown; a GEMM A/B's check and timing of its sides;
+and how a script ends on bad input."""
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 import torch
+
+
+def fail(message: str) -> None:
+    """A script's bad input or fault: one `error:` line, exit status 2."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def median_ms(fn, reps: int, warmup: int = 0) -> tuple[float, float]:

@@ -1,0 +1,70 @@
+"""paper_figures/persistent_mlp.py's host side, on the CPU: the page images and x slices the kernel
+reads with one bulk copy each hold the rows it computes with, its shared-memory size is the
+kernel's own (checked by nvcc where it is at hand), and bad arguments end in one error line, exit 2.
+The kernel's results are checked on a GPU by the probe itself (poisoned outputs against torch)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from swiftspec_core.kernels import build
+
+sys.path.insert(0, str(build.CUDA_DIR.parent))
+from paper_figures import persistent_mlp as probe  # noqa: E402
+
+
+@pytest.mark.parametrize("page_k", [512, 1024])
+def test_gate_up_pages_hold_gate_rows_then_up_rows(page_k):
+    layers, f, k = 2, 32, 2048
+    w = torch.randn(layers, 2 * f, k)
+    pages = probe.paged(w, "gate_up", page_k)  # [L, F / 8, K / page_k, 16, page_k + 8]
+    assert pages.shape == (layers, f // 8, k // page_k, 16, page_k + 8) and pages.is_contiguous()
+    for layer, item, page, row in [(0, 0, 0, 0), (1, 3, 1, 7), (1, 2, 0, 8), (0, 3, k // page_k - 1, 15)]:
+        source = 8 * item + row if row < 8 else f + 8 * item + row - 8
+        assert torch.equal(pages[layer, item, page, row, :page_k], w[layer, source, page * page_k:(page + 1) * page_k])
+    assert not pages[..., page_k:].any()  # the 16 bytes of padding a row
+
+
+def test_down_pages_hold_sixteen_consecutive_rows():
+    layers, n, k, page_k = 2, 64, 4096, 1024
+    w = torch.randn(layers, n, k)
+    pages = probe.paged(w, "down", page_k)
+    assert pages.shape == (layers, n // 16, k // page_k, 16, page_k + 8)
+    for layer, item, page, row in [(0, 0, 0, 0), (1, 3, 2, 15), (0, 1, 3, 9)]:
+        assert torch.equal(pages[layer, item, page, row, :page_k], w[layer, 16 * item + row, page * page_k:(page + 1) * page_k])
+
+
+def test_slices_round_trip_and_hold_a_pages_k():
+    x = torch.randn(3, 5, 2048)
+    s = probe.sliced(x, 1024)  # [3, 2, 5, 1032]
+    assert s.shape == (3, 2, 5, 1032) and torch.equal(probe.unsliced(s), x)
+    assert torch.equal(s[1, 1, 4, :1024], x[1, 4, 1024:]) and not s[..., 1024:].any()
+
+
+@pytest.mark.parametrize("page_k,depth,rows", [(1024, 3, 8), (1024, 5, 1), (512, 4, 2)])
+def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    defines = f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {rows}\n"
+    check = f"\nstatic_assert(SMEM_BYTES == {probe.shared_bytes(page_k, depth, rows)}, \"shared_bytes\");\n"
+    src = tmp_path / "persistent_mlp.cu"
+    src.write_text(build.inline_includes(defines + probe.SOURCE.read_text() + check))
+    cmd = build.nvcc_command(str(src), str(tmp_path / "p.cubin"), "sm_90a", "-Xptxas", "-v")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 bytes spill stores" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--rows", "9"], ["--layers", "0"], ["--rings", "1024"], ["--rings", "2048x3"],
+                                  ["--rings", "1024x1"], ["--rings", "1024x9"]])
+def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["persistent_mlp.py", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        probe.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
