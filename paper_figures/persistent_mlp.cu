@@ -166,6 +166,23 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const int ai = lane >> 3, a_off = ((lane & 7) + 8 * (ai & 1)) * PAGE_ROW + 16 * (ai >> 1);
   const int bx_row = (lane & 7) < M ? lane & 7 : 0, bx_k = 8 * ((lane >> 3) & 1);  // rows past M: row 0's
   int q = 0;  // the next page to compute
+  // Page q's sums against x slice `slice` into d (this warp's STEPS k steps of it), once both have
+  // landed; then the slot is free for page q + DEPTH.
+  auto consume = [&](float (&d)[4], int slice) {
+    mbar_wait(xbar + 8 * slice, (x_parity >> slice) & 1);
+    mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
+    const unsigned page = ring + (q % DEPTH) * PAGE_BYTES, x_rows = xs + slice * SLICE_BYTES + bx_row * PAGE_ROW;
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {
+      const int k = 16 * (STEPS * warp + s);
+      unsigned a[4], b0, b1;
+      ldmatrix_x4_at(a, page + a_off + 2 * k);
+      ldmatrix_x2(b0, b1, x_rows + 2 * (k + bx_k));
+      mma_16816(d, a[0], a[1], a[2], a[3], b0, b1);
+    }
+    __syncthreads();  // every warp done with this slot
+    if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
+  };
   unsigned barrier_count = 0;
   for (int l = 0; l < layers; ++l) {
     // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = x0 or out[l - 1].
@@ -176,21 +193,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     }
     for (int i = 0; i < items_a; ++i) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int h = 0; h < ITEM_PAGES; ++h, ++q) {
-        mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
-        mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
-        const unsigned page = ring + (q % DEPTH) * PAGE_BYTES;
-#pragma unroll
-        for (int s = 0; s < STEPS; ++s) {
-          const int k = 16 * (STEPS * warp + s);
-          unsigned a[4], b0, b1;
-          ldmatrix_x4_at(a, page + a_off + 2 * k);
-          ldmatrix_x2(b0, b1, xs + h * SLICE_BYTES + bx_row * PAGE_ROW + 2 * (k + bx_k));
-          mma_16816(d, a[0], a[1], a[2], a[3], b0, b1);
-        }
-        __syncthreads();  // every warp done with this slot
-        if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
-      }
+      for (int h = 0; h < ITEM_PAGES; ++h, ++q) consume(d, h);
       reinterpret_cast<float4*>(partial)[(i * WARPS + warp) * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
     }
     x_parity ^= (1u << ITEM_PAGES) - 1;
@@ -219,21 +222,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     }
     if (pages_b) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int p = 0; p < pages_b; ++p, ++q) {
-        mbar_wait(xbar + 8 * p, (x_parity >> p) & 1);
-        mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
-        const unsigned page = ring + (q % DEPTH) * PAGE_BYTES;
-#pragma unroll
-        for (int s = 0; s < STEPS; ++s) {
-          const int k = 16 * (STEPS * warp + s);
-          unsigned a[4], b0, b1;
-          ldmatrix_x4_at(a, page + a_off + 2 * k);
-          ldmatrix_x2(b0, b1, xs + p * SLICE_BYTES + bx_row * PAGE_ROW + 2 * (k + bx_k));
-          mma_16816(d, a[0], a[1], a[2], a[3], b0, b1);
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
-      }
+      for (int p = 0; p < pages_b; ++p, ++q) consume(d, p);
       x_parity ^= (1u << DOWN_PAGES) - 1;
       float4* part_b = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);  // y is read: reuse its rows
       part_b[warp * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
