@@ -1,5 +1,6 @@
 // A persistent probe of the MLP half of a forward (paper_figures/persistent_mlp.py; NOTES v149):
 // L layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x), Llama-3.2-1B shapes
+// (with norm_w the MLP block: x = rmsnorm(h) first, out = h + y @ Wd^T, as gemm_reference says)
 // (H = 2048, F = 8192), M <= 8 rows, bf16 in and out, fp32 sums. One launch, one block an SM;
 // the blocks pass a grid barrier (a counter) after each phase, as a persistent forward would
 // between dependent ops.
@@ -101,9 +102,11 @@ __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e) {
 extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, const bf16* __restrict__ w_down,
                const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
-               bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep, int paged) {
+               bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep, int paged,
+               const bf16* __restrict__ norm_w, float eps) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES];  // the ring's slots, then x's slices'
+  __shared__ float row_squares[MAX_M];  // with norm_w: each x row's sum of squares (phase A)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
@@ -191,6 +194,28 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
       issue_up_to(q + DEPTH);
       load_x(l == 0 ? x0 : out + (l - 1) * ITEM_PAGES * slice_elems, ITEM_PAGES);
     }
+    if (norm_w != nullptr) {  // x = bf16(h * g) in place, row r's sum of h^2 by warp r, in a fixed order
+      float squares = 0.f;
+      for (int h = 0; h < ITEM_PAGES; ++h) {
+        mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
+        if (warp < M) {
+          float part = 0.f;
+          bf16* row = reinterpret_cast<bf16*>(smem + DEPTH * PAGE_BYTES + h * SLICE_BYTES + warp * PAGE_ROW);
+          const bf16* gl = norm_w + (size_t)l * HID + h * PAGE_K;
+          for (int k = 8 * lane; k < PAGE_K; k += 256) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              const float v = __bfloat162float(row[k + e]);
+              part = fmaf(v, v, part);
+              row[k + e] = __float2bfloat16(v * __bfloat162float(gl[k + e]));
+            }
+          }
+          squares += warp_sum(part);
+        }
+      }
+      if (warp < M && lane == 0) row_squares[warp] = squares;
+      __syncthreads();
+    }
     for (int i = 0; i < items_a; ++i) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
       for (int h = 0; h < ITEM_PAGES; ++h, ++q) consume(d, h);
@@ -205,6 +230,11 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         for (int w = 0; w < WARPS; ++w) {
           const float4 p = reinterpret_cast<const float4*>(partial)[(i * WARPS + w) * 32 + lane];
           v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+        }
+        if (norm_w != nullptr) {  // the rows' 1 / rms, as gemm_tile.cuh's row_scale
+          const float r0 = 1.f / sqrtf(row_squares[min(2 * t, M - 1)] / (float)HID + eps);
+          const float r1 = 1.f / sqrtf(row_squares[min(2 * t + 1, M - 1)] / (float)HID + eps);
+          v.x *= r0, v.z *= r0, v.y *= r1, v.w *= r1;
         }
         const int col = 8 * (b + i * G) + g;  // y in slices, as phase B loads it
         bf16* yl = y + (l * DOWN_PAGES + col / PAGE_K) * slice_elems + col % PAGE_K;
@@ -235,8 +265,14 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         }
         const int col = 16 * b + g;  // out in slices, as the next phase A loads it (16 columns: one slice)
         bf16* ol = out + (l * ITEM_PAGES + col / PAGE_K) * slice_elems + col % PAGE_K;
-        if (2 * t < M) ol[(2 * t) * (PAGE_K + 8)] = __float2bfloat16(v.x), ol[(2 * t) * (PAGE_K + 8) + 8] = __float2bfloat16(v.z);
-        if (2 * t + 1 < M) ol[(2 * t + 1) * (PAGE_K + 8)] = __float2bfloat16(v.y), ol[(2 * t + 1) * (PAGE_K + 8) + 8] = __float2bfloat16(v.w);
+        // With norm_w, plus the residual h (this layer's x, before its norm): bf16 + bf16, rounded once.
+        const bf16* hl = (l == 0 ? x0 : out + (l - 1) * ITEM_PAGES * slice_elems) + (col / PAGE_K) * slice_elems + col % PAGE_K;
+        auto add = [&](float sum, int at) {
+          const bf16 o = __float2bfloat16(sum);
+          ol[at] = norm_w == nullptr ? o : __float2bfloat16(__bfloat162float(hl[at]) + __bfloat162float(o));
+        };
+        if (2 * t < M) add(v.x, (2 * t) * (PAGE_K + 8)), add(v.z, (2 * t) * (PAGE_K + 8) + 8);
+        if (2 * t + 1 < M) add(v.y, (2 * t + 1) * (PAGE_K + 8)), add(v.w, (2 * t + 1) * (PAGE_K + 8) + 8);
       }
     }
     grid_barrier(counters, barrier_count++);

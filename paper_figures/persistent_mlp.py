@@ -15,7 +15,11 @@ nothing is served from L2. Sides, each in one CUDA graph:
   cross the barriers) or shallow (a phase's pages issued only once its barrier passed: what the
   paging is worth), and a page as one bulk copy of its image laid out on the host (paged()) or as
   one copy a weight row (what the copy count costs). x, y and out are kept in slices (sliced()),
-  one a page's k, so a page waits only for its own slice.
+  one a page's k, so a page waits only for its own slice. Also deep with a copy a page in a launch
+  a layer: what a forward that keeps its attention kernels would launch for each layer's MLP.
+
+--block runs the MLP block on both sides: the RMSNorm before gate_up (ours: inside gemm_swiglu)
+and the residual after down.
 
 Each side's outputs are checked first (poisoned with NaN): the persistent kernel's y and out of every
 layer against torch on the same inputs (bf16 rounding apart), its four modes bitwise alike, and row
@@ -103,7 +107,7 @@ def paged(w: torch.Tensor, rows: int, page_k: int) -> torch.Tensor:
 class Persistent:
     """The probe kernel on one set of operands."""
 
-    def __init__(self, x0, w_gate_up, w_down, layers: int, m: int, page_k: int, depth: int):
+    def __init__(self, x0, w_gate_up, w_down, layers: int, m: int, page_k: int, depth: int, norm=None):
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         if sms < 128:
             fail(f"the probe deals 1024 gate_up items to at most 8 a block: it needs >= 128 SMs, this GPU has {sms}")
@@ -113,7 +117,7 @@ class Persistent:
         self.fn = module.get_function("persistent_mlp")
         self.fn.max_dynamic_shared_size_bytes = self.shared
         self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
-        self.x0, self.w_gate_up, self.w_down = x0, w_gate_up, w_down
+        self.x0, self.w_gate_up, self.w_down, self.norm = x0, w_gate_up, w_down, norm  # norm: (g [L, H], eps)
         self.paged_gate_up, self.paged_down = paged(w_gate_up, "gate_up", page_k), paged(w_down, "down", page_k)
         self.x0_sliced = sliced(x0, page_k)
         dev = x0.device
@@ -121,45 +125,63 @@ class Persistent:
         self.out = torch.empty(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
 
-    def __call__(self, deep: bool, pages: bool) -> None:
+    def __call__(self, deep: bool, pages: bool, layer: int | None = None) -> None:
+        """Every layer in one launch, or (layer i) that layer alone: the launch a forward that kept
+        its attention kernels would make for each layer's MLP."""
         p, i32 = build.ptr, np.int32
+        first, count = (0, self.layers) if layer is None else (layer, 1)
+        x = self.x0_sliced if first == 0 else self.out[first - 1]
+        norm_w = np.uint64(0) if self.norm is None else p(self.norm[0][first])
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
-                        (p(self.x0_sliced), p(self.w_gate_up), p(self.w_down), p(self.paged_gate_up), p(self.paged_down),
-                         p(self.y), p(self.out), p(self.counters), i32(self.layers), i32(self.m), i32(int(deep)),
-                         i32(int(pages))),
+                        (p(x), p(self.w_gate_up[first]), p(self.w_down[first]), p(self.paged_gate_up[first]),
+                         p(self.paged_down[first]), p(self.y[first]), p(self.out[first]), p(self.counters), i32(count),
+                         i32(self.m), i32(int(deep)), i32(int(pages)), norm_w,
+                         np.float32(0.0 if self.norm is None else self.norm[1])),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
+
+
+def references(x, y, w_gate_up, w_down, norm, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch's y and out of one layer from its x and (for out) the y given: with norm = (g [L, H],
+    eps) the block, rmsnorm(x) before gate_up and x added after down."""
+    layer_norm = None if norm is None else (norm[0][layer], norm[1])
+    return (gemm_swiglu_reference(x, w_gate_up, norm=layer_norm),
+            gemm_reference(y, w_down, residual=None if norm is None else x))
 
 
 def check_persistent(run: Persistent) -> dict:
     """Every mode's outputs (poisoned first) against torch layer by layer, on the kernel's own inputs;
-    the modes (deep or shallow, rows or pages) must agree bitwise, and row 0 with row 0 of a run of
-    that row alone (its bits do not depend on M: a row's sums run in an order fixed by the shapes)."""
+    the modes (deep or shallow, rows or pages, one launch or a launch a layer) must agree bitwise,
+    and row 0 with row 0 of a run of that row alone (its bits do not depend on M: a row's sums run
+    in an order fixed by the shapes)."""
     outs = []
-    for mode in MODES:
+    for mode in MODES + ("a launch a layer",):
         run.y.fill_(float("nan"))
         run.out.fill_(float("nan"))
-        run(*mode)
+        if mode == "a launch a layer":
+            for layer in range(run.layers):
+                run(*MODES[0], layer=layer)
+        else:
+            run(*mode)
         torch.cuda.synchronize()
         outs.append((unsliced(run.y), unsliced(run.out)))
     y, out = outs[0]
-    errors_y, errors_out = [], []
-    for layer in range(run.layers):
-        x = run.x0 if layer == 0 else out[layer - 1]
-        errors_y.append(relative_error(y[layer], gemm_swiglu_reference(x, run.w_gate_up[layer])))
-        errors_out.append(relative_error(out[layer], gemm_reference(y[layer], run.w_down[layer])))
+    errors = [max(relative_error(a, b) for a, b in zip((y[i], out[i]), references(run.x0 if i == 0 else out[i - 1], y[i],
+                                                                                  run.w_gate_up[i], run.w_down[i], run.norm, i)))
+              for i in range(run.layers)]
     same = all(torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
-    alone = Persistent(run.x0[:1], run.w_gate_up, run.w_down, run.layers, 1, run.page_k, run.depth)
+    alone = Persistent(run.x0[:1], run.w_gate_up, run.w_down, run.layers, 1, run.page_k, run.depth, run.norm)
     alone(*MODES[0])
     torch.cuda.synchronize()
     invariant = torch.equal(unsliced(alone.y)[:, 0], y[:, 0]) and torch.equal(unsliced(alone.out)[:, 0], out[:, 0])
-    return {"y error": max(errors_y), "out error": max(errors_out), "modes bitwise alike": same,
-            "row 0 as alone": invariant}
+    return {"error": max(errors), "modes bitwise alike": same, "row 0 as alone": invariant}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=16)
     parser.add_argument("--rows", type=int, default=8, help="M, 1..8")
+    parser.add_argument("--block", action="store_true",
+                        help="the MLP block on both sides: the RMSNorm before gate_up, the residual after down")
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
@@ -174,40 +196,48 @@ def main() -> None:
     w_gate_up = (torch.randn(L, 2 * FFN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
     w_down = (torch.randn(L, HIDDEN, FFN, device=dev) / FFN**0.5).to(torch.bfloat16)
     x0 = torch.randn(m, HIDDEN, device=dev).to(torch.bfloat16)
+    norm = ((1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16), 1e-5) if args.block else None
     floor_us = (w_gate_up[0].numel() + w_down[0].numel()) * 2 / bandwidth * 1e6
 
     y = torch.empty(L, m, FFN, dtype=torch.bfloat16, device=dev)
     out = torch.empty(L, m, HIDDEN, dtype=torch.bfloat16, device=dev)
 
     def ours(layer: int) -> None:
-        gemm_swiglu(x0 if layer == 0 else out[layer - 1], w_gate_up[layer], out=y[layer])
-        gemm(y[layer], w_down[layer], out=out[layer])
+        x = x0 if layer == 0 else out[layer - 1]
+        gemm_swiglu(x, w_gate_up[layer], out=y[layer], norm=None if norm is None else (norm[0][layer], norm[1]))
+        gemm(y[layer], w_down[layer], out=out[layer], residual=None if norm is None else x)
 
     y.fill_(float("nan"))
     out.fill_(float("nan"))
     for layer in range(L):
         ours(layer)
-    ours_error = max(max(relative_error(y[i], gemm_swiglu_reference(x0 if i == 0 else out[i - 1], w_gate_up[i])),
-                         relative_error(out[i], gemm_reference(y[i], w_down[i]))) for i in range(L))
+    ours_error = max(relative_error(a, b) for i in range(L) for a, b in
+                     zip((y[i], out[i]), references(x0 if i == 0 else out[i - 1], y[i], w_gate_up[i], w_down[i], norm, i)))
 
     rows = [{"side": "ours (2 L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
              "error": f"{ours_error:.1e}", "modes bitwise alike": "", "row 0 as alone": ""}]
     for page_k, depth in rings:
-        run = Persistent(x0, w_gate_up, w_down, L, m, page_k, depth)
+        run = Persistent(x0, w_gate_up, w_down, L, m, page_k, depth, norm)
         check = check_persistent(run)
         for deep, pages in MODES:
             us = time_calls(lambda i, mode=(deep, pages): run(*mode), 1) / L
             rows.append({"side": f"persistent {page_k}x{depth}, {'deep' if deep else 'shallow'}, "
                                  f"{'a copy a page' if pages else 'a copy a row'}",
                          "in flight KB a block": depth * page_k * 32 // 1024, "us a layer": us,
-                         "error": f"{max(check['y error'], check['out error']):.1e}",
+                         "error": f"{check['error']:.1e}",
                          "modes bitwise alike": check["modes bitwise alike"],
                          "row 0 as alone": check["row 0 as alone"]})
+        rows.append({"side": f"persistent {page_k}x{depth}, deep, a copy a page, a launch a layer",
+                     "in flight KB a block": depth * page_k * 32 // 1024,
+                     "us a layer": time_calls(lambda i: run(True, True, layer=i), L),
+                     "error": f"{check['error']:.1e}", "modes bitwise alike": check["modes bitwise alike"],
+                     "row 0 as alone": check["row 0 as alone"]})
         del run
     for row in rows:
         row["floor us"] = floor_us
         row["x floor"] = row["us a layer"] / floor_us
-    print(f"MLP of Llama-3.2-1B (gate_up + SwiGLU, down), M = {m}, {L} layers of random bf16 weights\n")
+    what = "the MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if args.block else "MLP (gate_up + SwiGLU, down)"
+    print(f"Llama-3.2-1B's {what}, M = {m}, {L} layers of random bf16 weights\n")
     print_rows(rows)
     print("\nerror: max |out - torch| / max |torch| over the layers' y and out, on each side's own inputs.")
 
