@@ -54,7 +54,7 @@ def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
     """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices and partials or phase B's y
     slices (a slice: max_m rows of page_k + 8)."""
     row = page_k * 2 + 16
-    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * 32 * 16
+    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * 32 * 16 + HIDDEN * 2  # x, partials, g
     return depth * 16 * row + max(region_a, FFN // page_k * max_m * row)
 
 
