@@ -200,39 +200,43 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         bulk_copy(xs + NORM_OFFSET, norm_w + (size_t)l * HID, HID * 2, gbar);
       }
     }
-    if (norm_w != nullptr) {  // x = bf16(h * g) in place, row r's sum of h^2 by warp r, in a fixed order
-      mbar_wait(gbar, l & 1);
-      const bf16x8* gs = reinterpret_cast<const bf16x8*>(smem + DEPTH * PAGE_BYTES + NORM_OFFSET);
-      float squares = 0.f;
-      for (int h = 0; h < ITEM_PAGES; ++h) {
-        mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
-        if (warp < M) {
-          float part = 0.f;
-          bf16x8* row = reinterpret_cast<bf16x8*>(smem + DEPTH * PAGE_BYTES + h * SLICE_BYTES + warp * PAGE_ROW);
+    // With norm_w, x slice h becomes bf16(h * g) in place once it has landed, just before the first
+    // item's page h reads it (the other pages' copies in flight meanwhile), and warp r adds row r's
+    // squares of h, slices in order (a fixed order: r lands in gate_up's epilogue).
+    float squares = 0.f;
+    auto normalize = [&](int h) {
+      if (h == 0) mbar_wait(gbar, l & 1);
+      mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
+      if (warp < M) {
+        const bf16x8* gs = reinterpret_cast<const bf16x8*>(smem + DEPTH * PAGE_BYTES + NORM_OFFSET) + h * PAGE_K / 8;
+        bf16x8* row = reinterpret_cast<bf16x8*>(smem + DEPTH * PAGE_BYTES + h * SLICE_BYTES + warp * PAGE_ROW);
+        float part = 0.f;
 #pragma unroll
-          for (int j = 0; j < PAGE_K / 256; ++j) {  // 16-byte vectors lane, lane + 32, ..
-            bf16x8 v = row[lane + 32 * j];
-            const bf16x8 gv = gs[h * PAGE_K / 8 + lane + 32 * j];
+        for (int j = 0; j < PAGE_K / 256; ++j) {  // 16-byte vectors lane, lane + 32, ..
+          bf16x8 v = row[lane + 32 * j];
+          const bf16x8 gv = gs[lane + 32 * j];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const float2 f = __bfloat1622float2(v.h[e]), gf = __bfloat1622float2(gv.h[e]);
-              part = fmaf(f.x, f.x, part);
-              part = fmaf(f.y, f.y, part);
-              v.h[e] = __floats2bfloat162_rn(f.x * gf.x, f.y * gf.y);
-            }
-            row[lane + 32 * j] = v;
+          for (int e = 0; e < 4; ++e) {
+            const float2 f = __bfloat1622float2(v.h[e]), gf = __bfloat1622float2(gv.h[e]);
+            part = fmaf(f.x, f.x, part);
+            part = fmaf(f.y, f.y, part);
+            v.h[e] = __floats2bfloat162_rn(f.x * gf.x, f.y * gf.y);
           }
-          squares += warp_sum(part);
+          row[lane + 32 * j] = v;
         }
+        squares += warp_sum(part);
       }
-      if (warp < M && lane == 0) row_squares[warp] = squares;
-      __syncthreads();
-    }
+      __syncthreads();  // the slice normalized before any warp reads it
+    };
     for (int i = 0; i < items_a; ++i) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int h = 0; h < ITEM_PAGES; ++h, ++q) consume(d, h);
+      for (int h = 0; h < ITEM_PAGES; ++h, ++q) {
+        if (norm_w != nullptr && i == 0) normalize(h);
+        consume(d, h);
+      }
       reinterpret_cast<float4*>(partial)[(i * WARPS + warp) * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
     }
+    if (norm_w != nullptr && warp < M && lane == 0) row_squares[warp] = squares;
     x_parity ^= (1u << ITEM_PAGES) - 1;
     __syncthreads();
     {  // item i = thread / 32: the warps' sums in order; rows 2t, 2t + 1 of gate column 8a + g
@@ -263,6 +267,18 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, DOWN_PAGES);
     }
     if (pages_b) {
+      // Warp 0's lanes write out at rows 2t, 2t + 1 and columns 16b + g, + 8 (one slice: 16 | PAGE_K).
+      // With norm_w the residual h there (this layer's x before its norm) is read now, its latency
+      // under the page loop rather than after the combine (v156 -> v157).
+      const int col = 16 * b + g;
+      const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K, r0 = (2 * t) * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
+      bf16 residual[4];
+      if (norm_w != nullptr && warp == 0) {
+        const bf16* hl = (l == 0 ? x0 : out + (l - 1) * ITEM_PAGES * slice_elems) + at;
+        const bf16 zero = __float2bfloat16(0.f);
+        residual[0] = 2 * t < M ? hl[r0] : zero, residual[1] = 2 * t < M ? hl[r0 + 8] : zero;
+        residual[2] = 2 * t + 1 < M ? hl[r1] : zero, residual[3] = 2 * t + 1 < M ? hl[r1 + 8] : zero;
+      }
       float d[4] = {0.f, 0.f, 0.f, 0.f};
       for (int p = 0; p < pages_b; ++p, ++q) consume(d, p);
       x_parity ^= (1u << DOWN_PAGES) - 1;
@@ -275,16 +291,14 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
           const float4 p = part_b[w * 32 + lane];
           v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
         }
-        const int col = 16 * b + g;  // out in slices, as the next phase A loads it (16 columns: one slice)
-        bf16* ol = out + (l * ITEM_PAGES + col / PAGE_K) * slice_elems + col % PAGE_K;
-        // With norm_w, plus the residual h (this layer's x, before its norm): bf16 + bf16, rounded once.
-        const bf16* hl = (l == 0 ? x0 : out + (l - 1) * ITEM_PAGES * slice_elems) + (col / PAGE_K) * slice_elems + col % PAGE_K;
-        auto add = [&](float sum, int at) {
+        bf16* ol = out + l * ITEM_PAGES * slice_elems + at;  // in slices, as the next phase A loads it
+        // With norm_w, plus the residual: bf16 + bf16, rounded once (torch's add).
+        auto add = [&](float sum, int i) {
           const bf16 o = __float2bfloat16(sum);
-          ol[at] = norm_w == nullptr ? o : __float2bfloat16(__bfloat162float(hl[at]) + __bfloat162float(o));
+          return norm_w == nullptr ? o : __float2bfloat16(__bfloat162float(residual[i]) + __bfloat162float(o));
         };
-        if (2 * t < M) add(v.x, (2 * t) * (PAGE_K + 8)), add(v.z, (2 * t) * (PAGE_K + 8) + 8);
-        if (2 * t + 1 < M) add(v.y, (2 * t + 1) * (PAGE_K + 8)), add(v.w, (2 * t + 1) * (PAGE_K + 8) + 8);
+        if (2 * t < M) ol[r0] = add(v.x, 0), ol[r0 + 8] = add(v.z, 1);
+        if (2 * t + 1 < M) ol[r1] = add(v.y, 2), ol[r1 + 8] = add(v.w, 3);
       }
     }
     grid_barrier(counters, barrier_count++);
