@@ -1,4 +1,4 @@
-"""A persistent forward's first measurement (NOTES v149-v152): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
+"""A persistent forward's first measurement (NOTES v149-v157): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
 on a GPU (--rows M, --rings PAGE_KxDEPTH,..).
 
 The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
@@ -236,7 +236,7 @@ def main() -> None:
     for row in rows:
         row["floor us"] = floor_us
         row["x floor"] = row["us a layer"] / floor_us
-    what = "the MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if args.block else "MLP (gate_up + SwiGLU, down)"
+    what = "MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if args.block else "MLP (gate_up + SwiGLU, down)"
     print(f"Llama-3.2-1B's {what}, M = {m}, {L} layers of random bf16 weights\n")
     print_rows(rows)
     print("\nerror: max |out - torch| / max |torch| over the layers' y and out, on each side's own inputs.")
