@@ -1,8 +1,8 @@
-// A persistent probe of the MLP half of a forward (paper_figures/persistent_mlp.py; NOTES v149):
-// L layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x), Llama-3.2-1B shapes
-// (with norm_w the MLP block: x = rmsnorm(h) first, out = h + y @ Wd^T, as gemm_reference says)
-// (H = 2048, F = 8192), M <= 8 rows, bf16 in and out, fp32 sums. One launch, one block an SM;
-// the blocks pass a grid barrier (a counter) after each phase, as a persistent forward would
+// A persistent probe of the MLP half of a forward (paper_figures/persistent_mlp.py; NOTES v149-v157):
+// L layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x) at Llama-3.2-1B's shapes
+// (H = 2048, F = 8192), or with norm_w the MLP block (x = rmsnorm(h) first, out = h + y @ Wd^T, as
+// gemm_reference computes them); M <= 8 rows, bf16 in and out, fp32 sums. One launch, one block an
+// SM; the blocks pass a grid barrier (a counter) after each phase, as a persistent forward would
 // between dependent ops.
 //
 // What it asks: whether weights paged into shared memory across a barrier (the next phase's
@@ -19,14 +19,16 @@
 //            one sequence over every layer and phase;
 //   phase A (gate_up + SwiGLU): item a = gate rows 8a .. 8a + 7 and up rows F + 8a .. (the mma's
 //            16 A rows), K = H in ITEM_PAGES pages; block b takes items b, b + G, ..; warp w sums
-//            its 16 STEPS k of each page; the warps' sums added in warp order;
+//            its 16 STEPS k of each page; the warps' sums added in warp order; with norm_w each x
+//            slice becomes bf16(h * g) in shared memory first and r scales the sums in the epilogue;
 //   phase B (down): item c = rows 16c .. 16c + 15 of Wd (128 items: blocks 0..127), K = F in
-//            DOWN_PAGES pages, warp w on its k of each page, pages in order;
+//            DOWN_PAGES pages, warp w on its k of each page, pages in order; with norm_w h added;
 //   x of a phase (x, or y) lands in shared memory after the barrier, a slice (the M rows of one
 //            page's k, [M][PAGE_K + 8] in global memory as in shared) a bulk copy and an mbarrier;
 //            x0, y and out are kept so (persistent_mlp.py: sliced(), unsliced()).
-// Not row-invariant across M-independent plans (a probe, not a kernel of the runtime): checked
-// against torch within bf16 rounding.
+// Row-invariant by construction: a row's sums run in an order fixed by the shapes and G (rows past
+// M are computed from row 0's x and dropped); the probe checks it bitwise and the outputs against
+// torch within bf16 rounding. A probe, not a kernel of the runtime.
 #include "common.cuh"
 #include "mma.cuh"
 
