@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Call 12 of the twenty-fifth session (nvidia-h200): persistent_mlp.py (NOTES v158): the last commit's probe, a second
-# sample of c12 (block and MLP at M = 8).
+# sample of c11 (block and MLP at M = 8).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
