@@ -1,9 +1,10 @@
 // A persistent probe of the MLP half of a forward (paper_figures/persistent_mlp.py; NOTES v149-v157):
 // L layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x) at Llama-3.2-1B's shapes
 // (H = 2048, F = 8192), or with norm_w the MLP block (x = rmsnorm(h) first, out = h + y @ Wd^T, as
-// gemm_reference computes them); M <= 8 rows, bf16 in and out, fp32 sums. One launch, one block an
-// SM; the blocks pass a grid barrier (a counter) after each phase, as a persistent forward would
-// between dependent ops.
+// gemm_reference computes them), and with attn o_proj before it (mid = h + attn @ Wo^T, the block
+// then on mid: a layer after its attention); M <= 8 rows, bf16 in and out, fp32 sums. One launch,
+// one block an SM; the blocks pass a grid barrier (a counter) after each phase, as a persistent
+// forward would between dependent ops.
 //
 // What it asks: whether weights paged into shared memory across a barrier (the next phase's
 // pages already streaming while the last blocks of this one finish and the barrier resolves)
@@ -23,6 +24,7 @@
 //            slice becomes bf16(h * g) in shared memory first and r scales the sums in the epilogue;
 //   phase B (down): item c = rows 16c .. 16c + 15 of Wd (128 items: blocks 0..127), K = F in
 //            DOWN_PAGES pages, warp w on its k of each page, pages in order; with norm_w h added;
+//   phase O (o_proj, with attn): as phase B on Wo's tiles, K = H, x the layer's attention output;
 //   x of a phase (x, or y) lands in shared memory after the barrier, a slice (the M rows of one
 //            page's k, [M][PAGE_K + 8] in global memory as in shared) a bulk copy and an mbarrier;
 //            x0, y and out are kept so (persistent_mlp.py: sliced(), unsliced()).
@@ -106,7 +108,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, const bf16* __restrict__ w_down,
                const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
                bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep, int paged,
-               const bf16* __restrict__ norm_w, float eps) {
+               const bf16* __restrict__ norm_w, float eps, const bf16* __restrict__ attn,
+               const bf16* __restrict__ w_o, const bf16* __restrict__ paged_o, bf16* mid) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES + 1];  // the ring's slots, x's slices', g's
   __shared__ float row_squares[MAX_M];  // with norm_w: each x row's sum of squares (phase A)
@@ -118,14 +121,26 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const size_t slice_elems = (size_t)M * (PAGE_K + 8);  // a slice in x0, y, out: M rows of PAGE_K + 8
 
   const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
-  const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0, per_layer = pages_a + pages_b;
+  const int pages_o = attn != nullptr && b < HID / 16 ? ITEM_PAGES : 0;  // o_proj: tile b, K = H
+  const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0;
+  const int per_layer = pages_o + pages_a + pages_b;  // a layer's pages in order: o, gate_up, down
   const int total = layers * per_layer;
   if (items_a > MAX_A_ITEMS || M > MAX_M) return;  // the launcher keeps G >= 128 and M <= MAX_M
 
   // Page q of this block's sequence into its slot (thread 0).
   auto issue = [&](int q) {
-    const int l = q / per_layer, j = q % per_layer, slot = q % DEPTH;
+    const int l = q / per_layer, slot = q % DEPTH;
     const unsigned dst = ring + slot * PAGE_BYTES, bar = bar0 + 8 * slot;
+    if (q % per_layer < pages_o) {  // o_proj's tile b, page j: as down's, K = H
+      const int j = q % per_layer;
+      mbar_expect(bar, paged ? PAGE_BYTES : 16 * PAGE_K * 2);
+      if (paged) bulk_copy(dst, paged_o + (((size_t)l * (HID / 16) + b) * ITEM_PAGES + j) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
+      else
+        for (int r = 0; r < 16; ++r)
+          bulk_copy(dst + r * PAGE_ROW, w_o + (size_t)l * HID * HID + (size_t)(16 * b + r) * HID + j * PAGE_K, PAGE_K * 2, bar);
+      return;
+    }
+    const int j = q % per_layer - pages_o;
     if (paged) {  // the page's image, padding included, one copy (persistent_mlp.py: paged())
       mbar_expect(bar, PAGE_BYTES);
       const size_t page = j < pages_a ? ((size_t)l * 1024 + b + (j / ITEM_PAGES) * G) * ITEM_PAGES + j % ITEM_PAGES
@@ -190,13 +205,61 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     __syncthreads();  // every warp done with this slot
     if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
   };
+  // A phase of 16-column tiles (o_proj, down): block b < H / 16 sums tile b's `pages` pages (one an
+  // x slice) into d, its warps' sums in order, and warp 0 writes dst = bf16(sum), plus the residual
+  // (bf16 + bf16, rounded once: torch's add) where given, in slices. Warp 0's lanes own rows 2t,
+  // 2t + 1 and columns 16b + g, + 8 (one slice: 16 | PAGE_K); the residual's elements are read
+  // before the page loop, their latency under it (v156 -> v157).
+  auto tile_phase = [&](int pages, const bf16* residual_src, bf16* dst) {
+    const int col = 16 * b + g;
+    const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K, r0 = (2 * t) * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
+    bf16 residual[4];
+    if (residual_src != nullptr && warp == 0) {
+      const bf16* hl = residual_src + at;
+      const bf16 zero = __float2bfloat16(0.f);
+      residual[0] = 2 * t < M ? hl[r0] : zero, residual[1] = 2 * t < M ? hl[r0 + 8] : zero;
+      residual[2] = 2 * t + 1 < M ? hl[r1] : zero, residual[3] = 2 * t + 1 < M ? hl[r1 + 8] : zero;
+    }
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int p = 0; p < pages; ++p, ++q) consume(d, p);
+    x_parity ^= (1u << pages) - 1;
+    float4* part = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);  // x is read: reuse its rows
+    part[warp * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
+    __syncthreads();
+    if (warp == 0) {
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int w = 0; w < WARPS; ++w) {
+        const float4 p = part[w * 32 + lane];
+        v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+      }
+      auto add = [&](float sum, int i) {
+        const bf16 o = __float2bfloat16(sum);
+        return residual_src == nullptr ? o : __float2bfloat16(__bfloat162float(residual[i]) + __bfloat162float(o));
+      };
+      bf16* dl = dst + at;
+      if (2 * t < M) dl[r0] = add(v.x, 0), dl[r0 + 8] = add(v.z, 1);
+      if (2 * t + 1 < M) dl[r1] = add(v.y, 2), dl[r1 + 8] = add(v.w, 3);
+    }
+  };
   unsigned barrier_count = 0;
   for (int l = 0; l < layers; ++l) {
-    // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = x0 or out[l - 1].
+    const size_t layer_slices = (size_t)l * ITEM_PAGES * slice_elems;  // x0, out, mid, attn: a layer's
+    const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
+    if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
+      if (threadIdx.x == 0) {
+        limit = deep ? total : l * per_layer + pages_o;
+        issue_up_to(q + DEPTH);
+        if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
+      }
+      if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices);
+      grid_barrier(counters, barrier_count++);
+      hidden = mid + layer_slices;
+    }
+    // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
     if (threadIdx.x == 0) {
-      limit = deep ? total : l * per_layer + pages_a;
+      limit = deep ? total : l * per_layer + pages_o + pages_a;
       issue_up_to(q + DEPTH);
-      load_x(l == 0 ? x0 : out + (l - 1) * ITEM_PAGES * slice_elems, ITEM_PAGES);
+      load_x(hidden, ITEM_PAGES);
       if (norm_w != nullptr) {  // g beside x, one bulk copy (v155: read by scalar loads in the pass, ~+5 us a layer)
         mbar_expect(gbar, HID * 2);
         bulk_copy(xs + NORM_OFFSET, norm_w + (size_t)l * HID, HID * 2, gbar);
@@ -262,47 +325,13 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     }
     grid_barrier(counters, barrier_count++);
 
-    // Phase B: out[l] = y[l] @ Wd[l]^T.
+    // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
     if (threadIdx.x == 0) {
       limit = deep ? total : (l + 1) * per_layer;
       issue_up_to(q + DEPTH);
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, DOWN_PAGES);
     }
-    if (pages_b) {
-      // Warp 0's lanes write out at rows 2t, 2t + 1 and columns 16b + g, + 8 (one slice: 16 | PAGE_K).
-      // With norm_w the residual h there (this layer's x before its norm) is read now, its latency
-      // under the page loop rather than after the combine (v156 -> v157).
-      const int col = 16 * b + g;
-      const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K, r0 = (2 * t) * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
-      bf16 residual[4];
-      if (norm_w != nullptr && warp == 0) {
-        const bf16* hl = (l == 0 ? x0 : out + (l - 1) * ITEM_PAGES * slice_elems) + at;
-        const bf16 zero = __float2bfloat16(0.f);
-        residual[0] = 2 * t < M ? hl[r0] : zero, residual[1] = 2 * t < M ? hl[r0 + 8] : zero;
-        residual[2] = 2 * t + 1 < M ? hl[r1] : zero, residual[3] = 2 * t + 1 < M ? hl[r1 + 8] : zero;
-      }
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int p = 0; p < pages_b; ++p, ++q) consume(d, p);
-      x_parity ^= (1u << DOWN_PAGES) - 1;
-      float4* part_b = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);  // y is read: reuse its rows
-      part_b[warp * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
-      __syncthreads();
-      if (warp == 0) {
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int w = 0; w < WARPS; ++w) {
-          const float4 p = part_b[w * 32 + lane];
-          v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
-        }
-        bf16* ol = out + l * ITEM_PAGES * slice_elems + at;  // in slices, as the next phase A loads it
-        // With norm_w, plus the residual: bf16 + bf16, rounded once (torch's add).
-        auto add = [&](float sum, int i) {
-          const bf16 o = __float2bfloat16(sum);
-          return norm_w == nullptr ? o : __float2bfloat16(__bfloat162float(residual[i]) + __bfloat162float(o));
-        };
-        if (2 * t < M) ol[r0] = add(v.x, 0), ol[r0 + 8] = add(v.z, 1);
-        if (2 * t + 1 < M) ol[r1] = add(v.y, 2), ol[r1 + 8] = add(v.w, 3);
-      }
-    }
+    if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices);
     grid_barrier(counters, barrier_count++);
   }
   // Reset for the next launch once every block has passed the last barrier.

@@ -1,4 +1,4 @@
-"""A persistent forward's first measurement (NOTES v149-v157): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
+"""A persistent forward's first measurement (NOTES v149-v159): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
 on a GPU (--rows M, --rings PAGE_KxDEPTH,..).
 
 The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
@@ -19,7 +19,8 @@ nothing is served from L2. Sides, each in one CUDA graph:
   a layer: what a forward that keeps its attention kernels would launch for each layer's MLP.
 
 --block runs the MLP block on both sides: the RMSNorm before gate_up (ours: inside gemm_swiglu)
-and the residual after down.
+and the residual after down. --o-proj puts o_proj before it (mid = h + attn @ Wo.T on a given
+attention output per layer; ours: gemm with its residual): a layer from its attention's output on.
 
 Each side's outputs are checked first (poisoned with NaN): the persistent kernel's y and out of every
 layer against torch on the same inputs (bf16 rounding apart), its four modes bitwise alike, and row
@@ -30,6 +31,7 @@ the ratio.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -104,48 +106,91 @@ def paged(w: torch.Tensor, rows: int, page_k: int) -> torch.Tensor:
     return torch.nn.functional.pad(w, (0, 8)).contiguous()
 
 
-class Persistent:
-    """The probe kernel on one set of operands."""
+@dataclass
+class Weights:
+    """The probe's L layers, random and distinct per layer (nothing is served from L2): gate_up
+    [L, 2F, H] and down [L, H, F]; with the block, norm = (g [L, H], eps); with o_proj, attn [L, M, H]
+    (each layer's attention output, given) and o [L, H, H]."""
+    gate_up: torch.Tensor
+    down: torch.Tensor
+    norm: tuple[torch.Tensor, float] | None = None
+    attn: torch.Tensor | None = None
+    o: torch.Tensor | None = None
 
-    def __init__(self, x0, w_gate_up, w_down, layers: int, m: int, page_k: int, depth: int, norm=None):
+    def layer_norm(self, i: int):
+        return None if self.norm is None else (self.norm[0][i], self.norm[1])
+
+    def bytes_a_layer(self) -> int:
+        return 2 * sum(w[0].numel() for w in (self.gate_up, self.down, self.o) if w is not None)
+
+
+def ours_layer(w: Weights, i: int, h, mid, y, out) -> None:
+    """Layer i on our kernels (gemm, gemm_swiglu under PDL): mid = h + attn @ o.T with o_proj, then
+    the MLP (block) on it."""
+    if w.o is not None:
+        gemm(w.attn[i], w.o[i], out=mid, residual=h)
+        h = mid
+    gemm_swiglu(h, w.gate_up[i], out=y, norm=w.layer_norm(i))
+    gemm(y, w.down[i], out=out, residual=h if w.norm is not None else None)
+
+
+def layer_error(w: Weights, i: int, h, mid, y, out) -> float:
+    """The largest relative error of layer i's outputs (mid, y, out) against torch's from the same
+    inputs (h, and mid and y as given)."""
+    errors = []
+    if w.o is not None:
+        errors.append(relative_error(mid, gemm_reference(w.attn[i], w.o[i], residual=h)))
+        h = mid
+    errors.append(relative_error(y, gemm_swiglu_reference(h, w.gate_up[i], norm=w.layer_norm(i))))
+    errors.append(relative_error(out, gemm_reference(y, w.down[i], residual=h if w.norm is not None else None)))
+    return max(errors)
+
+
+class Persistent:
+    """The probe kernel on one set of operands: x0 [M, H] and the weights, page_k x depth rings."""
+
+    def __init__(self, x0, w: Weights, layers: int, page_k: int, depth: int):
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         if sms < 128:
             fail(f"the probe deals 1024 gate_up items to at most 8 a block: it needs >= 128 SMs, this GPU has {sms}")
+        m = x0.shape[0]
         self.shared = shared_bytes(page_k, depth, m)
         defines = f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {m}\n"
         module = build.compile_source(build.inline_includes(defines + SOURCE.read_text()))
         self.fn = module.get_function("persistent_mlp")
         self.fn.max_dynamic_shared_size_bytes = self.shared
         self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
-        self.x0, self.w_gate_up, self.w_down, self.norm = x0, w_gate_up, w_down, norm  # norm: (g [L, H], eps)
-        self.paged_gate_up, self.paged_down = paged(w_gate_up, "gate_up", page_k), paged(w_down, "down", page_k)
+        self.x0, self.w = x0, w
+        self.paged_gate_up, self.paged_down = paged(w.gate_up, "gate_up", page_k), paged(w.down, "down", page_k)
+        self.paged_o = None if w.o is None else paged(w.o, "down", page_k)
         self.x0_sliced = sliced(x0, page_k)
+        self.attn_sliced = None if w.attn is None else sliced(w.attn[:, :m], page_k)
         dev = x0.device
         self.y = torch.empty(layers, FFN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.out = torch.empty(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
+        self.mid = torch.empty_like(self.out)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
 
     def __call__(self, deep: bool, pages: bool, layer: int | None = None) -> None:
         """Every layer in one launch, or (layer i) that layer alone: the launch a forward that kept
         its attention kernels would make for each layer's MLP."""
-        p, i32 = build.ptr, np.int32
+        p, i32, w = build.ptr, np.int32, self.w
         first, count = (0, self.layers) if layer is None else (layer, 1)
         x = self.x0_sliced if first == 0 else self.out[first - 1]
-        norm_w = np.uint64(0) if self.norm is None else p(self.norm[0][first])
+        null = np.uint64(0)
+        o_args = (null,) * 4 if w.o is None else (p(self.attn_sliced[first]), p(w.o[first]), p(self.paged_o[first]),
+                                                  p(self.mid[first]))
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
-                        (p(x), p(self.w_gate_up[first]), p(self.w_down[first]), p(self.paged_gate_up[first]),
+                        (p(x), p(w.gate_up[first]), p(w.down[first]), p(self.paged_gate_up[first]),
                          p(self.paged_down[first]), p(self.y[first]), p(self.out[first]), p(self.counters), i32(count),
-                         i32(self.m), i32(int(deep)), i32(int(pages)), norm_w,
-                         np.float32(0.0 if self.norm is None else self.norm[1])),
+                         i32(self.m), i32(int(deep)), i32(int(pages)),
+                         null if w.norm is None else p(w.norm[0][first]), np.float32(0.0 if w.norm is None else w.norm[1]),
+                         *o_args),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
 
-
-def references(x, y, w_gate_up, w_down, norm, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """torch's y and out of one layer from its x and (for out) the y given: with norm = (g [L, H],
-    eps) the block, rmsnorm(x) before gate_up and x added after down."""
-    layer_norm = None if norm is None else (norm[0][layer], norm[1])
-    return (gemm_swiglu_reference(x, w_gate_up, norm=layer_norm),
-            gemm_reference(y, w_down, residual=None if norm is None else x))
+    def outputs(self) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+        """(mid, None without o_proj; y; out) [L, M, ...] from their slices."""
+        return None if self.w.o is None else unsliced(self.mid), unsliced(self.y), unsliced(self.out)
 
 
 def check_persistent(run: Persistent) -> dict:
@@ -155,24 +200,23 @@ def check_persistent(run: Persistent) -> dict:
     in an order fixed by the shapes)."""
     outs = []
     for mode in MODES + ("a launch a layer",):
-        run.y.fill_(float("nan"))
-        run.out.fill_(float("nan"))
+        for t in (run.mid, run.y, run.out):
+            t.fill_(float("nan"))
         if mode == "a launch a layer":
             for layer in range(run.layers):
                 run(*MODES[0], layer=layer)
         else:
             run(*mode)
         torch.cuda.synchronize()
-        outs.append((unsliced(run.y), unsliced(run.out)))
-    y, out = outs[0]
-    errors = [max(relative_error(a, b) for a, b in zip((y[i], out[i]), references(run.x0 if i == 0 else out[i - 1], y[i],
-                                                                                  run.w_gate_up[i], run.w_down[i], run.norm, i)))
+        outs.append(run.outputs())
+    mid, y, out = outs[0]
+    errors = [layer_error(run.w, i, run.x0 if i == 0 else out[i - 1], None if mid is None else mid[i], y[i], out[i])
               for i in range(run.layers)]
-    same = all(torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
-    alone = Persistent(run.x0[:1], run.w_gate_up, run.w_down, run.layers, 1, run.page_k, run.depth, run.norm)
+    same = all(a is None or torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
+    alone = Persistent(run.x0[:1], run.w, run.layers, run.page_k, run.depth)
     alone(*MODES[0])
     torch.cuda.synchronize()
-    invariant = torch.equal(unsliced(alone.y)[:, 0], y[:, 0]) and torch.equal(unsliced(alone.out)[:, 0], out[:, 0])
+    invariant = all(b is None or torch.equal(a[:, 0], b[:, 0]) for a, b in zip(alone.outputs(), outs[0]))
     return {"error": max(errors), "modes bitwise alike": same, "row 0 as alone": invariant}
 
 
@@ -182,6 +226,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=8, help="M, 1..8")
     parser.add_argument("--block", action="store_true",
                         help="the MLP block on both sides: the RMSNorm before gate_up, the residual after down")
+    parser.add_argument("--o-proj", action="store_true",
+                        help="o_proj (with its residual) before the MLP block, on a given attention output (implies --block)")
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
@@ -192,54 +238,48 @@ def main() -> None:
         fail("persistent_mlp.py needs a GPU")
     bandwidth, _ = device_line()
     torch.manual_seed(0)
-    dev, L, m = torch.device("cuda"), args.layers, args.rows
-    w_gate_up = (torch.randn(L, 2 * FFN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
-    w_down = (torch.randn(L, HIDDEN, FFN, device=dev) / FFN**0.5).to(torch.bfloat16)
+    dev, L, m, block = torch.device("cuda"), args.layers, args.rows, args.block or args.o_proj
+    w = Weights((torch.randn(L, 2 * FFN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16),
+                (torch.randn(L, HIDDEN, FFN, device=dev) / FFN**0.5).to(torch.bfloat16))
+    if block:
+        w.norm = ((1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16), 1e-5)
+    if args.o_proj:
+        w.attn = torch.randn(L, m, HIDDEN, device=dev).to(torch.bfloat16)
+        w.o = (torch.randn(L, HIDDEN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
     x0 = torch.randn(m, HIDDEN, device=dev).to(torch.bfloat16)
-    norm = ((1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16), 1e-5) if args.block else None
-    floor_us = (w_gate_up[0].numel() + w_down[0].numel()) * 2 / bandwidth * 1e6
+    floor_us = w.bytes_a_layer() / bandwidth * 1e6
 
-    y = torch.empty(L, m, FFN, dtype=torch.bfloat16, device=dev)
-    out = torch.empty(L, m, HIDDEN, dtype=torch.bfloat16, device=dev)
-
-    def ours(layer: int) -> None:
-        x = x0 if layer == 0 else out[layer - 1]
-        gemm_swiglu(x, w_gate_up[layer], out=y[layer], norm=None if norm is None else (norm[0][layer], norm[1]))
-        gemm(y[layer], w_down[layer], out=out[layer], residual=None if norm is None else x)
-
-    y.fill_(float("nan"))
-    out.fill_(float("nan"))
-    for layer in range(L):
-        ours(layer)
-    ours_error = max(relative_error(a, b) for i in range(L) for a, b in
-                     zip((y[i], out[i]), references(x0 if i == 0 else out[i - 1], y[i], w_gate_up[i], w_down[i], norm, i)))
-
-    rows = [{"side": "ours (2 L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
+    mid, out = (torch.full((L, m, HIDDEN), float("nan"), dtype=torch.bfloat16, device=dev) for _ in range(2))
+    y = torch.full((L, m, FFN), float("nan"), dtype=torch.bfloat16, device=dev)
+    ours = lambda i: ours_layer(w, i, x0 if i == 0 else out[i - 1], mid[i], y[i], out[i])  # noqa: E731
+    for i in range(L):
+        ours(i)
+    ours_error = max(layer_error(w, i, x0 if i == 0 else out[i - 1], mid[i], y[i], out[i]) for i in range(L))
+    launches = 3 if args.o_proj else 2
+    rows = [{"side": f"ours ({launches} L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
              "error": f"{ours_error:.1e}", "modes bitwise alike": "", "row 0 as alone": ""}]
     for page_k, depth in rings:
-        run = Persistent(x0, w_gate_up, w_down, L, m, page_k, depth, norm)
+        run = Persistent(x0, w, L, page_k, depth)
         check = check_persistent(run)
+        same = {"error": f"{check['error']:.1e}", "modes bitwise alike": check["modes bitwise alike"],
+                "row 0 as alone": check["row 0 as alone"]}
         for deep, pages in MODES:
-            us = time_calls(lambda i, mode=(deep, pages): run(*mode), 1) / L
             rows.append({"side": f"persistent {page_k}x{depth}, {'deep' if deep else 'shallow'}, "
                                  f"{'a copy a page' if pages else 'a copy a row'}",
-                         "in flight KB a block": depth * page_k * 32 // 1024, "us a layer": us,
-                         "error": f"{check['error']:.1e}",
-                         "modes bitwise alike": check["modes bitwise alike"],
-                         "row 0 as alone": check["row 0 as alone"]})
+                         "in flight KB a block": depth * page_k * 32 // 1024,
+                         "us a layer": time_calls(lambda i, mode=(deep, pages): run(*mode), 1) / L, **same})
         rows.append({"side": f"persistent {page_k}x{depth}, deep, a copy a page, a launch a layer",
                      "in flight KB a block": depth * page_k * 32 // 1024,
-                     "us a layer": time_calls(lambda i: run(True, True, layer=i), L),
-                     "error": f"{check['error']:.1e}", "modes bitwise alike": check["modes bitwise alike"],
-                     "row 0 as alone": check["row 0 as alone"]})
+                     "us a layer": time_calls(lambda i: run(True, True, layer=i), L), **same})
         del run
     for row in rows:
         row["floor us"] = floor_us
         row["x floor"] = row["us a layer"] / floor_us
-    what = "MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if args.block else "MLP (gate_up + SwiGLU, down)"
+    what = ("o_proj and MLP block (o + residual, RMSNorm, gate_up + SwiGLU, down, residual)" if args.o_proj else
+            "MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if block else "MLP (gate_up + SwiGLU, down)")
     print(f"Llama-3.2-1B's {what}, M = {m}, {L} layers of random bf16 weights\n")
     print_rows(rows)
-    print("\nerror: max |out - torch| / max |torch| over the layers' y and out, on each side's own inputs.")
+    print("\nerror: max |output - torch| / max |torch| over the layers' outputs, on each side's own inputs.")
 
 
 if __name__ == "__main__":
