@@ -2,7 +2,9 @@
 // L layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x) at Llama-3.2-1B's shapes
 // (H = 2048, F = 8192), or with norm_w the MLP block (x = rmsnorm(h) first, out = h + y @ Wd^T, as
 // gemm_reference computes them), and with attn o_proj before it (mid = h + attn @ Wo^T, the block
-// then on mid: a layer after its attention); M <= 8 rows, bf16 in and out, fp32 sums. One launch,
+// then on mid: a layer after its attention), and with w_qkv the qkv projection first (on rmsnorm(h);
+// its output is the attention's input, checked, not read on: the attention itself is not here);
+// M <= 8 rows, bf16 in and out, fp32 sums. One launch,
 // one block an SM; the blocks pass a grid barrier (a counter) after each phase, as a persistent
 // forward would between dependent ops.
 //
@@ -36,6 +38,8 @@
 
 #define HID 2048
 #define FFN 8192
+#define QKV 3072  // q (32 heads), k and v (8 each), of 64
+#define QKV_TILES (QKV / 16)
 #define WARPS 8
 // PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 8) come from the
 // launcher (persistent_mlp.py prepends them); these are its defaults.
@@ -109,10 +113,12 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
                const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
                bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep, int paged,
                const bf16* __restrict__ norm_w, float eps, const bf16* __restrict__ attn,
-               const bf16* __restrict__ w_o, const bf16* __restrict__ paged_o, bf16* mid) {
+               const bf16* __restrict__ w_o, const bf16* __restrict__ paged_o, bf16* mid,
+               const bf16* __restrict__ w_qkv, const bf16* __restrict__ paged_qkv, const bf16* __restrict__ norm_qkv,
+               bf16* qkv) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES + 1];  // the ring's slots, x's slices', g's
-  __shared__ float row_squares[MAX_M];  // with norm_w: each x row's sum of squares (phase A)
+  __shared__ float row_squares[MAX_M];  // a normalized phase's x rows' sums of squares
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
@@ -121,9 +127,11 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const size_t slice_elems = (size_t)M * (PAGE_K + 8);  // a slice in x0, y, out: M rows of PAGE_K + 8
 
   const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
+  const int items_q = w_qkv != nullptr ? (QKV_TILES - b + G - 1) / G : 0;  // qkv tiles b, b + G, ..
+  const int pages_q = ITEM_PAGES * items_q;
   const int pages_o = attn != nullptr && b < HID / 16 ? ITEM_PAGES : 0;  // o_proj: tile b, K = H
   const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0;
-  const int per_layer = pages_o + pages_a + pages_b;  // a layer's pages in order: o, gate_up, down
+  const int per_layer = pages_q + pages_o + pages_a + pages_b;  // a layer's pages in order: qkv, o, gate_up, down
   const int total = layers * per_layer;
   if (items_a > MAX_A_ITEMS || M > MAX_M) return;  // the launcher keeps G >= 128 and M <= MAX_M
 
@@ -131,8 +139,17 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   auto issue = [&](int q) {
     const int l = q / per_layer, slot = q % DEPTH;
     const unsigned dst = ring + slot * PAGE_BYTES, bar = bar0 + 8 * slot;
-    if (q % per_layer < pages_o) {  // o_proj's tile b, page j: as down's, K = H
-      const int j = q % per_layer;
+    if (q % per_layer < pages_q) {  // qkv's tile c, page j % ITEM_PAGES: 16 consecutive rows, K = H
+      const int j = q % per_layer, c = b + (j / ITEM_PAGES) * G;
+      mbar_expect(bar, paged ? PAGE_BYTES : 16 * PAGE_K * 2);
+      if (paged) bulk_copy(dst, paged_qkv + (((size_t)l * QKV_TILES + c) * ITEM_PAGES + j % ITEM_PAGES) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
+      else
+        for (int r = 0; r < 16; ++r)
+          bulk_copy(dst + r * PAGE_ROW, w_qkv + (size_t)l * QKV * HID + (size_t)(16 * c + r) * HID + (j % ITEM_PAGES) * PAGE_K, PAGE_K * 2, bar);
+      return;
+    }
+    if (q % per_layer < pages_q + pages_o) {  // o_proj's tile b, page j: as down's, K = H
+      const int j = q % per_layer - pages_q;
       mbar_expect(bar, paged ? PAGE_BYTES : 16 * PAGE_K * 2);
       if (paged) bulk_copy(dst, paged_o + (((size_t)l * (HID / 16) + b) * ITEM_PAGES + j) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
       else
@@ -140,7 +157,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
           bulk_copy(dst + r * PAGE_ROW, w_o + (size_t)l * HID * HID + (size_t)(16 * b + r) * HID + j * PAGE_K, PAGE_K * 2, bar);
       return;
     }
-    const int j = q % per_layer - pages_o;
+    const int j = q % per_layer - pages_q - pages_o;
     if (paged) {  // the page's image, padding included, one copy (persistent_mlp.py: paged())
       mbar_expect(bar, PAGE_BYTES);
       const size_t page = j < pages_a ? ((size_t)l * 1024 + b + (j / ITEM_PAGES) * G) * ITEM_PAGES + j % ITEM_PAGES
@@ -241,36 +258,22 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
       if (2 * t + 1 < M) dl[r1] = add(v.y, 2), dl[r1 + 8] = add(v.w, 3);
     }
   };
-  unsigned barrier_count = 0;
-  for (int l = 0; l < layers; ++l) {
-    const size_t layer_slices = (size_t)l * ITEM_PAGES * slice_elems;  // x0, out, mid, attn: a layer's
-    const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
-    if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
-      if (threadIdx.x == 0) {
-        limit = deep ? total : l * per_layer + pages_o;
-        issue_up_to(q + DEPTH);
-        if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
-      }
-      if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices);
-      grid_barrier(counters, barrier_count++);
-      hidden = mid + layer_slices;
+  // A phase of 16-row tiles over K = H (qkv, gate_up): this block's `items` tiles b, b + G, .. in
+  // ITEM_PAGES pages each, the warps' sums added in warp order. With g (the RMSNorm's weight, [H])
+  // x slice h becomes bf16(x * g) in place once it has landed, just before the first item's page h
+  // reads it, warp r adding row r's squares of x, slices in order, and r scales the sums in the
+  // epilogue (as gemm_tile.cuh's row_scale). swiglu: a tile is 8 gate rows and their 8 up rows
+  // (gate_up), written as silu(gate) * up to y's slices; else 16 consecutive rows, written to dst
+  // [M][QKV]. g lands beside x by one bulk copy (v155: read by scalar loads, ~+5 us a layer).
+  unsigned g_uses = 0;
+  auto items_phase = [&](int items, const bf16* g_src, bool swiglu, bf16* dst) {
+    if (threadIdx.x == 0 && g_src != nullptr) {
+      mbar_expect(gbar, HID * 2);
+      bulk_copy(xs + NORM_OFFSET, g_src, HID * 2, gbar);
     }
-    // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
-    if (threadIdx.x == 0) {
-      limit = deep ? total : l * per_layer + pages_o + pages_a;
-      issue_up_to(q + DEPTH);
-      load_x(hidden, ITEM_PAGES);
-      if (norm_w != nullptr) {  // g beside x, one bulk copy (v155: read by scalar loads in the pass, ~+5 us a layer)
-        mbar_expect(gbar, HID * 2);
-        bulk_copy(xs + NORM_OFFSET, norm_w + (size_t)l * HID, HID * 2, gbar);
-      }
-    }
-    // With norm_w, x slice h becomes bf16(h * g) in place once it has landed, just before the first
-    // item's page h reads it (the other pages' copies in flight meanwhile), and warp r adds row r's
-    // squares of h, slices in order (a fixed order: r lands in gate_up's epilogue).
     float squares = 0.f;
     auto normalize = [&](int h) {
-      if (h == 0) mbar_wait(gbar, l & 1);
+      if (h == 0) mbar_wait(gbar, g_uses & 1);
       mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
       if (warp < M) {
         const bf16x8* gs = reinterpret_cast<const bf16x8*>(smem + DEPTH * PAGE_BYTES + NORM_OFFSET) + h * PAGE_K / 8;
@@ -293,36 +296,78 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
       }
       __syncthreads();  // the slice normalized before any warp reads it
     };
-    for (int i = 0; i < items_a; ++i) {
+    for (int i = 0; i < items; ++i) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
       for (int h = 0; h < ITEM_PAGES; ++h, ++q) {
-        if (norm_w != nullptr && i == 0) normalize(h);
+        if (g_src != nullptr && i == 0) normalize(h);
         consume(d, h);
       }
       reinterpret_cast<float4*>(partial)[(i * WARPS + warp) * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
     }
-    if (norm_w != nullptr && warp < M && lane == 0) row_squares[warp] = squares;
+    if (g_src != nullptr) {
+      if (items == 0)  // x and g landed all the same: their copies must be done before the next reuse
+        for (int h = 0; h < ITEM_PAGES; ++h) normalize(h);
+      if (warp < M && lane == 0) row_squares[warp] = squares;
+      ++g_uses;
+    } else if (items == 0) {
+      for (int h = 0; h < ITEM_PAGES; ++h) mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
+    }
     x_parity ^= (1u << ITEM_PAGES) - 1;
     __syncthreads();
-    {  // item i = thread / 32: the warps' sums in order; rows 2t, 2t + 1 of gate column 8a + g
-      const int i = threadIdx.x >> 5;
-      if (i < items_a) {
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int w = 0; w < WARPS; ++w) {
-          const float4 p = reinterpret_cast<const float4*>(partial)[(i * WARPS + w) * 32 + lane];
-          v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
-        }
-        if (norm_w != nullptr) {  // the rows' 1 / rms, as gemm_tile.cuh's row_scale
-          const float r0 = 1.f / sqrtf(row_squares[min(2 * t, M - 1)] / (float)HID + eps);
-          const float r1 = 1.f / sqrtf(row_squares[min(2 * t + 1, M - 1)] / (float)HID + eps);
-          v.x *= r0, v.z *= r0, v.y *= r1, v.w *= r1;
-        }
-        const int col = 8 * (b + i * G) + g;  // y in slices, as phase B loads it
-        bf16* yl = y + (l * DOWN_PAGES + col / PAGE_K) * slice_elems + col % PAGE_K;
+    const int i = threadIdx.x >> 5;  // item i, lane: the warps' sums in order; rows 2t, 2t + 1
+    if (i < items) {
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int w = 0; w < WARPS; ++w) {
+        const float4 p = reinterpret_cast<const float4*>(partial)[(i * WARPS + w) * 32 + lane];
+        v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+      }
+      if (g_src != nullptr) {
+        const float r0 = 1.f / sqrtf(row_squares[min(2 * t, M - 1)] / (float)HID + eps);
+        const float r1 = 1.f / sqrtf(row_squares[min(2 * t + 1, M - 1)] / (float)HID + eps);
+        v.x *= r0, v.z *= r0, v.y *= r1, v.w *= r1;
+      }
+      if (swiglu) {  // gate column 8a + g, y in slices as phase B loads it
+        const int col = 8 * (b + i * G) + g;
+        bf16* yl = dst + (col / PAGE_K) * slice_elems + col % PAGE_K;
         if (2 * t < M) yl[(2 * t) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.x), __float2bfloat16(v.z));
         if (2 * t + 1 < M) yl[(2 * t + 1) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.y), __float2bfloat16(v.w));
+      } else {  // columns 16c + g, + 8
+        bf16* ql = dst + 16 * (b + i * G) + g;
+        if (2 * t < M) ql[(2 * t) * QKV] = __float2bfloat16(v.x), ql[(2 * t) * QKV + 8] = __float2bfloat16(v.z);
+        if (2 * t + 1 < M) ql[(2 * t + 1) * QKV] = __float2bfloat16(v.y), ql[(2 * t + 1) * QKV + 8] = __float2bfloat16(v.w);
       }
     }
+  };
+  unsigned barrier_count = 0;
+  for (int l = 0; l < layers; ++l) {
+    const size_t layer_slices = (size_t)l * ITEM_PAGES * slice_elems;  // x0, out, mid, attn: a layer's
+    const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
+    if (w_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
+      if (threadIdx.x == 0) {
+        limit = deep ? total : l * per_layer + pages_q;
+        issue_up_to(q + DEPTH);
+        load_x(hidden, ITEM_PAGES);
+      }
+      items_phase(items_q, norm_qkv + (size_t)l * HID, false, qkv + (size_t)l * M * QKV);
+      grid_barrier(counters, barrier_count++);
+    }
+    if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
+      if (threadIdx.x == 0) {
+        limit = deep ? total : l * per_layer + pages_q + pages_o;
+        issue_up_to(q + DEPTH);
+        if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
+      }
+      if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices);
+      grid_barrier(counters, barrier_count++);
+      hidden = mid + layer_slices;
+    }
+    // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
+    if (threadIdx.x == 0) {
+      limit = deep ? total : l * per_layer + pages_q + pages_o + pages_a;
+      issue_up_to(q + DEPTH);
+      load_x(hidden, ITEM_PAGES);
+    }
+    items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems);
     grid_barrier(counters, barrier_count++);
 
     // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).

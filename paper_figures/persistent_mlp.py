@@ -21,6 +21,8 @@ nothing is served from L2. Sides, each in one CUDA graph:
 --block runs the MLP block on both sides: the RMSNorm before gate_up (ours: inside gemm_swiglu)
 and the residual after down. --o-proj puts o_proj before it (mid = h + attn @ Wo.T on a given
 attention output per layer; ours: gemm with its residual): a layer from its attention's output on.
+--qkv puts the qkv projection on its RMSNorm first (its output checked, not read on: the attention
+between qkv and o is not in the probe; ours: gemm with norm=).
 
 Each side's outputs are checked first (poisoned with NaN): the persistent kernel's y and out of every
 layer against torch on the same inputs (bf16 rounding apart), its four modes bitwise alike, and row
@@ -44,7 +46,7 @@ from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_refere
 
 from paper_figures.timing import device_line, fail, print_rows
 
-HIDDEN, FFN = 2048, 8192  # Llama-3.2-1B
+HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
 THREADS, WARPS, MAX_A_ITEMS = 256, 8, 8
 SOURCE = Path(__file__).with_name("persistent_mlp.cu")
 SHARED_MAX = 227 * 1024  # an H100 / H200 block's shared memory at most
@@ -110,23 +112,31 @@ def paged(w: torch.Tensor, rows: int, page_k: int) -> torch.Tensor:
 class Weights:
     """The probe's L layers, random and distinct per layer (nothing is served from L2): gate_up
     [L, 2F, H] and down [L, H, F]; with the block, norm = (g [L, H], eps); with o_proj, attn [L, M, H]
-    (each layer's attention output, given) and o [L, H, H]."""
+    (each layer's attention output, given) and o [L, H, H]; with qkv, qkv [L, 3072, H] and its norm's
+    g_qkv [L, H] (the same eps)."""
     gate_up: torch.Tensor
     down: torch.Tensor
     norm: tuple[torch.Tensor, float] | None = None
     attn: torch.Tensor | None = None
     o: torch.Tensor | None = None
+    qkv: torch.Tensor | None = None
+    g_qkv: torch.Tensor | None = None
 
     def layer_norm(self, i: int):
         return None if self.norm is None else (self.norm[0][i], self.norm[1])
 
+    def qkv_norm(self, i: int):
+        return self.g_qkv[i], self.norm[1]
+
     def bytes_a_layer(self) -> int:
-        return 2 * sum(w[0].numel() for w in (self.gate_up, self.down, self.o) if w is not None)
+        return 2 * sum(w[0].numel() for w in (self.gate_up, self.down, self.o, self.qkv) if w is not None)
 
 
-def ours_layer(w: Weights, i: int, h, mid, y, out) -> None:
-    """Layer i on our kernels (gemm, gemm_swiglu under PDL): mid = h + attn @ o.T with o_proj, then
-    the MLP (block) on it."""
+def ours_layer(w: Weights, i: int, h, qkv, mid, y, out) -> None:
+    """Layer i on our kernels (gemm, gemm_swiglu under PDL): qkv = rmsnorm(h) @ Wqkv.T with qkv,
+    mid = h + attn @ o.T with o_proj, then the MLP (block) on it."""
+    if w.qkv is not None:
+        gemm(h, w.qkv[i], out=qkv, norm=w.qkv_norm(i))
     if w.o is not None:
         gemm(w.attn[i], w.o[i], out=mid, residual=h)
         h = mid
@@ -134,10 +144,12 @@ def ours_layer(w: Weights, i: int, h, mid, y, out) -> None:
     gemm(y, w.down[i], out=out, residual=h if w.norm is not None else None)
 
 
-def layer_error(w: Weights, i: int, h, mid, y, out) -> float:
-    """The largest relative error of layer i's outputs (mid, y, out) against torch's from the same
-    inputs (h, and mid and y as given)."""
+def layer_error(w: Weights, i: int, h, qkv, mid, y, out) -> float:
+    """The largest relative error of layer i's outputs (qkv, mid, y, out) against torch's from the
+    same inputs (h, and mid and y as given)."""
     errors = []
+    if w.qkv is not None:
+        errors.append(relative_error(qkv, gemm_reference(h, w.qkv[i], norm=w.qkv_norm(i))))
     if w.o is not None:
         errors.append(relative_error(mid, gemm_reference(w.attn[i], w.o[i], residual=h)))
         h = mid
@@ -163,12 +175,14 @@ class Persistent:
         self.x0, self.w = x0, w
         self.paged_gate_up, self.paged_down = paged(w.gate_up, "gate_up", page_k), paged(w.down, "down", page_k)
         self.paged_o = None if w.o is None else paged(w.o, "down", page_k)
+        self.paged_qkv = None if w.qkv is None else paged(w.qkv, "down", page_k)
         self.x0_sliced = sliced(x0, page_k)
         self.attn_sliced = None if w.attn is None else sliced(w.attn[:, :m], page_k)
         dev = x0.device
         self.y = torch.empty(layers, FFN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.out = torch.empty(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.mid = torch.empty_like(self.out)
+        self.qkv = torch.empty(layers, m, QKV, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
 
     def __call__(self, deep: bool, pages: bool, layer: int | None = None) -> None:
@@ -180,17 +194,20 @@ class Persistent:
         null = np.uint64(0)
         o_args = (null,) * 4 if w.o is None else (p(self.attn_sliced[first]), p(w.o[first]), p(self.paged_o[first]),
                                                   p(self.mid[first]))
+        qkv_args = (null,) * 4 if w.qkv is None else (p(w.qkv[first]), p(self.paged_qkv[first]), p(w.g_qkv[first]),
+                                                      p(self.qkv[first]))
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
                         (p(x), p(w.gate_up[first]), p(w.down[first]), p(self.paged_gate_up[first]),
                          p(self.paged_down[first]), p(self.y[first]), p(self.out[first]), p(self.counters), i32(count),
                          i32(self.m), i32(int(deep)), i32(int(pages)),
                          null if w.norm is None else p(w.norm[0][first]), np.float32(0.0 if w.norm is None else w.norm[1]),
-                         *o_args),
+                         *o_args, *qkv_args),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
 
-    def outputs(self) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
-        """(mid, None without o_proj; y; out) [L, M, ...] from their slices."""
-        return None if self.w.o is None else unsliced(self.mid), unsliced(self.y), unsliced(self.out)
+    def outputs(self) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+        """(qkv, None without it; mid, None without o_proj; y; out) [L, M, ...] from their slices."""
+        return (None if self.w.qkv is None else self.qkv.clone(), None if self.w.o is None else unsliced(self.mid),
+                unsliced(self.y), unsliced(self.out))
 
 
 def check_persistent(run: Persistent) -> dict:
@@ -200,7 +217,7 @@ def check_persistent(run: Persistent) -> dict:
     in an order fixed by the shapes)."""
     outs = []
     for mode in MODES + ("a launch a layer",):
-        for t in (run.mid, run.y, run.out):
+        for t in (run.qkv, run.mid, run.y, run.out):
             t.fill_(float("nan"))
         if mode == "a launch a layer":
             for layer in range(run.layers):
@@ -209,9 +226,9 @@ def check_persistent(run: Persistent) -> dict:
             run(*mode)
         torch.cuda.synchronize()
         outs.append(run.outputs())
-    mid, y, out = outs[0]
-    errors = [layer_error(run.w, i, run.x0 if i == 0 else out[i - 1], None if mid is None else mid[i], y[i], out[i])
-              for i in range(run.layers)]
+    qkv, mid, y, out = outs[0]
+    errors = [layer_error(run.w, i, run.x0 if i == 0 else out[i - 1], None if qkv is None else qkv[i],
+                          None if mid is None else mid[i], y[i], out[i]) for i in range(run.layers)]
     same = all(a is None or torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
     alone = Persistent(run.x0[:1], run.w, run.layers, run.page_k, run.depth)
     alone(*MODES[0])
@@ -228,6 +245,8 @@ def main() -> None:
                         help="the MLP block on both sides: the RMSNorm before gate_up, the residual after down")
     parser.add_argument("--o-proj", action="store_true",
                         help="o_proj (with its residual) before the MLP block, on a given attention output (implies --block)")
+    parser.add_argument("--qkv", action="store_true",
+                        help="the qkv projection (on its RMSNorm) first, its output checked, not read on (implies --o-proj)")
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
@@ -238,24 +257,29 @@ def main() -> None:
         fail("persistent_mlp.py needs a GPU")
     bandwidth, _ = device_line()
     torch.manual_seed(0)
-    dev, L, m, block = torch.device("cuda"), args.layers, args.rows, args.block or args.o_proj
+    o_proj = args.o_proj or args.qkv
+    dev, L, m, block = torch.device("cuda"), args.layers, args.rows, args.block or o_proj
     w = Weights((torch.randn(L, 2 * FFN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16),
                 (torch.randn(L, HIDDEN, FFN, device=dev) / FFN**0.5).to(torch.bfloat16))
     if block:
         w.norm = ((1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16), 1e-5)
-    if args.o_proj:
+    if o_proj:
         w.attn = torch.randn(L, m, HIDDEN, device=dev).to(torch.bfloat16)
         w.o = (torch.randn(L, HIDDEN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
+    if args.qkv:
+        w.qkv = (torch.randn(L, QKV, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
+        w.g_qkv = (1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16)
     x0 = torch.randn(m, HIDDEN, device=dev).to(torch.bfloat16)
     floor_us = w.bytes_a_layer() / bandwidth * 1e6
 
     mid, out = (torch.full((L, m, HIDDEN), float("nan"), dtype=torch.bfloat16, device=dev) for _ in range(2))
     y = torch.full((L, m, FFN), float("nan"), dtype=torch.bfloat16, device=dev)
-    ours = lambda i: ours_layer(w, i, x0 if i == 0 else out[i - 1], mid[i], y[i], out[i])  # noqa: E731
+    qkv = torch.full((L, m, QKV), float("nan"), dtype=torch.bfloat16, device=dev)
+    ours = lambda i: ours_layer(w, i, x0 if i == 0 else out[i - 1], qkv[i], mid[i], y[i], out[i])  # noqa: E731
     for i in range(L):
         ours(i)
-    ours_error = max(layer_error(w, i, x0 if i == 0 else out[i - 1], mid[i], y[i], out[i]) for i in range(L))
-    launches = 3 if args.o_proj else 2
+    ours_error = max(layer_error(w, i, x0 if i == 0 else out[i - 1], qkv[i], mid[i], y[i], out[i]) for i in range(L))
+    launches = 2 + o_proj + args.qkv
     rows = [{"side": f"ours ({launches} L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
              "error": f"{ours_error:.1e}", "modes bitwise alike": "", "row 0 as alone": ""}]
     for page_k, depth in rings:
@@ -275,7 +299,9 @@ def main() -> None:
     for row in rows:
         row["floor us"] = floor_us
         row["x floor"] = row["us a layer"] / floor_us
-    what = ("o_proj and MLP block (o + residual, RMSNorm, gate_up + SwiGLU, down, residual)" if args.o_proj else
+    what = ("qkv, o_proj and MLP block (RMSNorm, qkv; o + residual; RMSNorm, gate_up + SwiGLU, down, residual)"
+            if args.qkv else
+            "o_proj and MLP block (o + residual, RMSNorm, gate_up + SwiGLU, down, residual)" if o_proj else
             "MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if block else "MLP (gate_up + SwiGLU, down)")
     print(f"Llama-3.2-1B's {what}, M = {m}, {L} layers of random bf16 weights\n")
     print_rows(rows)
