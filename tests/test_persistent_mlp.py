@@ -68,3 +68,29 @@ def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ")
+
+
+def test_layer_error_checks_each_output_on_its_own_inputs():
+    """layer_error compares qkv, mid, y and out with torch's from the inputs given (h; mid and y as
+    the side produced them): torch's own outputs score 0, and a wrong element in any one shows."""
+    from swiftspec_core.kernels.gemm import gemm_reference
+    from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu_reference
+
+    torch.manual_seed(0)
+    m, h, f, layers = 2, 32, 16, 1
+    bf = torch.bfloat16
+    w = probe.Weights(torch.randn(layers, 2 * f, h).to(bf), torch.randn(layers, h, f).to(bf),
+                      norm=((1 + 0.1 * torch.randn(layers, h)).to(bf), 1e-5), attn=torch.randn(layers, m, h).to(bf),
+                      o=torch.randn(layers, h, h).to(bf), qkv=torch.randn(layers, 48, h).to(bf),
+                      g_qkv=(1 + 0.1 * torch.randn(layers, h)).to(bf))
+    x = torch.randn(m, h).to(bf)
+    qkv = gemm_reference(x, w.qkv[0], norm=w.qkv_norm(0))
+    mid = gemm_reference(w.attn[0], w.o[0], residual=x)
+    y = gemm_swiglu_reference(mid, w.gate_up[0], norm=w.layer_norm(0))
+    out = gemm_reference(y, w.down[0], residual=mid)
+    assert probe.layer_error(w, 0, x, qkv, mid, y, out) == 0
+    for i, t in enumerate((qkv, mid, y, out)):
+        wrong = [qkv, mid, y, out]
+        wrong[i] = t.clone()
+        wrong[i][0, 0] += 1
+        assert probe.layer_error(w, 0, x, *wrong) > 0, i
