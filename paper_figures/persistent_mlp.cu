@@ -1,12 +1,11 @@
-// A persistent probe of the MLP half of a forward (paper_figures/persistent_mlp.py; NOTES v149-v157):
-// L layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x) at Llama-3.2-1B's shapes
-// (H = 2048, F = 8192), or with norm_w the MLP block (x = rmsnorm(h) first, out = h + y @ Wd^T, as
-// gemm_reference computes them), and with attn o_proj before it (mid = h + attn @ Wo^T, the block
-// then on mid: a layer after its attention), and with w_qkv the qkv projection first (on rmsnorm(h);
-// its output is the attention's input, checked, not read on: the attention itself is not here);
-// M <= 8 rows, bf16 in and out, fp32 sums. One launch,
-// one block an SM; the blocks pass a grid barrier (a counter) after each phase, as a persistent
-// forward would between dependent ops.
+// A persistent probe of a forward's GEMMs (paper_figures/persistent_mlp.py; NOTES v149-v160): L
+// layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x) at Llama-3.2-1B's shapes
+// (H = 2048, F = 8192); with norm_w the MLP block (x = rmsnorm(h) first, out = h + y @ Wd^T, as
+// gemm_reference computes them); with attn, o_proj before it (mid = h + attn @ Wo^T, the block then
+// on mid: a layer after its attention); with w_qkv, the qkv projection first (on rmsnorm(h); its
+// output is the attention's input, checked, not read on: the attention itself is not here). M <= 8
+// rows, bf16 in and out, fp32 sums. One launch, one block an SM; the blocks pass a grid barrier (a
+// counter) after each phase, as a persistent forward would between dependent ops.
 //
 // What it asks: whether weights paged into shared memory across a barrier (the next phase's
 // pages already streaming while the last blocks of this one finish and the barrier resolves)
@@ -26,10 +25,14 @@
 //            slice becomes bf16(h * g) in shared memory first and r scales the sums in the epilogue;
 //   phase B (down): item c = rows 16c .. 16c + 15 of Wd (128 items: blocks 0..127), K = F in
 //            DOWN_PAGES pages, warp w on its k of each page, pages in order; with norm_w h added;
-//   phase O (o_proj, with attn): as phase B on Wo's tiles, K = H, x the layer's attention output;
-//   x of a phase (x, or y) lands in shared memory after the barrier, a slice (the M rows of one
-//            page's k, [M][PAGE_K + 8] in global memory as in shared) a bulk copy and an mbarrier;
-//            x0, y and out are kept so (persistent_mlp.py: sliced(), unsliced()).
+//   phase Q (qkv, with w_qkv): as phase A (items_phase) on 16 consecutive rows a tile, the norm's g
+//            norm_qkv, written plain to qkv [L][M][QKV];
+//   phase O (o_proj, with attn): as phase B (tile_phase) on Wo's tiles, K = H, x the layer's
+//            attention output, plus the layer's input h, into mid;
+//   a layer runs Q, O, A, B (those present), a grid barrier after each;
+//   x of a phase lands in shared memory after the barrier, a slice (the M rows of one page's k,
+//            [M][PAGE_K + 8] in global memory as in shared) a bulk copy and an mbarrier; x0, attn,
+//            mid, y and out are kept so (persistent_mlp.py: sliced(), unsliced()).
 // Row-invariant by construction: a row's sums run in an order fixed by the shapes and G (rows past
 // M are computed from row 0's x and dropped); the probe checks it bitwise and the outputs against
 // torch within bf16 rounding. A probe, not a kernel of the runtime.

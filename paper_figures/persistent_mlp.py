@@ -1,34 +1,33 @@
-"""A persistent forward's first measurement (NOTES v149-v159): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
-on a GPU (--rows M, --rings PAGE_KxDEPTH,..).
+"""A persistent forward's first measurements (NOTES v149-v160): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
+on a GPU (--rows M, --block, --o-proj, --qkv, --rings PAGE_KxDEPTH,..).
 
 The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
 weights paged into shared memory while the blocks wait on their dependencies) instead of one kernel
-a projection. Before building one, this asks the question it rests on with the part of a layer that
-has no attention: L layers of the MLP at the Llama-3.2-1B's shapes (gate_up with SwiGLU, then down,
-the next layer's x the last one's output), M rows, random bf16 weights, distinct per layer, so
-nothing is served from L2. Sides, each in one CUDA graph:
+a projection. Before building one, this asks the question it rests on with the parts of a layer
+that are GEMMs, at the Llama-3.2-1B's shapes: L layers (the next layer's input the last one's
+output), M rows, random bf16 weights, distinct per layer, so nothing is served from L2.
 
-- ours: today's kernels, gemm_swiglu then gemm, 2 L launches under PDL (the forward's MLP, without
-  its norm and residual);
+- By default the MLP: gate_up with SwiGLU, then down. --block: the MLP block, the RMSNorm before
+  gate_up and the residual after down. --o-proj: o_proj with its residual before the block, on a
+  given attention output per layer (mid = h + attn @ Wo.T): a layer from its attention's output
+  on. --qkv: the qkv projection on its RMSNorm first (its output checked, not read on: the
+  attention between qkv and o is not in the probe, only its barrier).
+
+Sides, each in one CUDA graph:
+- ours: today's kernels under PDL, a launch an op (gemm with norm= for qkv, gemm with residual= for
+  o and down, gemm_swiglu with norm= for gate_up);
 - persistent: paper_figures/persistent_mlp.cu, one launch, a grid barrier after every phase, each
   block's weight pages streaming through a ring of shared-memory slots, in four modes: deep (pages
   cross the barriers) or shallow (a phase's pages issued only once its barrier passed: what the
   paging is worth), and a page as one bulk copy of its image laid out on the host (paged()) or as
-  one copy a weight row (what the copy count costs). x, y and out are kept in slices (sliced()),
-  one a page's k, so a page waits only for its own slice. Also deep with a copy a page in a launch
-  a layer: what a forward that keeps its attention kernels would launch for each layer's MLP.
+  one copy a weight row (what the copy count costs). Activations are kept in slices (sliced()), one
+  a page's k, so a page waits only for its own slice. Also deep with a copy a page in a launch a
+  layer: what a forward that keeps its attention kernels would launch for each layer.
 
---block runs the MLP block on both sides: the RMSNorm before gate_up (ours: inside gemm_swiglu)
-and the residual after down. --o-proj puts o_proj before it (mid = h + attn @ Wo.T on a given
-attention output per layer; ours: gemm with its residual): a layer from its attention's output on.
---qkv puts the qkv projection on its RMSNorm first (its output checked, not read on: the attention
-between qkv and o is not in the probe; ours: gemm with norm=).
-
-Each side's outputs are checked first (poisoned with NaN): the persistent kernel's y and out of every
-layer against torch on the same inputs (bf16 rounding apart), its four modes bitwise alike, and row
-0 bitwise as in a run of that row alone; ours against torch. Rows: us a layer (median of graph
-replays), the floor (weight bytes / measured copy bandwidth; the page images read 0.8% more) and
-the ratio.
+Each side's outputs (poisoned with NaN first) are checked against torch layer by layer on that
+side's own inputs (layer_error: bf16 rounding apart); the persistent kernel's modes must agree
+bitwise, and row 0 with a run of that row alone. Rows: us a layer (median of graph replays), the
+floor (weight bytes / measured copy bandwidth; the page images read 0.8% more) and the ratio.
 """
 from __future__ import annotations
 
@@ -94,13 +93,13 @@ def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
     return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
 
 
-def paged(w: torch.Tensor, rows: int, page_k: int) -> torch.Tensor:
+def paged(w: torch.Tensor, layout: str, page_k: int) -> torch.Tensor:
     """w [L, N, K] as the kernel's page images: [L, N / 16, K / page_k, 16, page_k + 8] (each page's
-    16 rows padded by 16 bytes, as in shared memory), rows 16 i .. 16 i + 15 of w for page row i,
-    except for gate_up (rows = "gate_up"): gate rows 8 i .. 8 i + 7, then up rows 8 i .. of the
-    second half."""
+    16 rows padded by 16 bytes, as in shared memory). Tile i holds rows 16 i .. 16 i + 15 of w
+    (layout "down": down, o, qkv), or for gate_up (layout "gate_up") gate rows 8 i .. 8 i + 7, then
+    up rows 8 i .. of the second half."""
     layers, n, k = w.shape
-    if rows == "gate_up":  # [L, 2, F / 8, 8, K] -> [L, F / 8, 2 * 8, K]: gate's 8 rows, then up's
+    if layout == "gate_up":  # [L, 2, F / 8, 8, K] -> [L, F / 8, 2 * 8, K]: gate's 8 rows, then up's
         w = w.view(layers, 2, n // 16, 8, k).transpose(1, 2).reshape(layers, n // 16, 16, k)
     else:
         w = w.view(layers, n // 16, 16, k)
