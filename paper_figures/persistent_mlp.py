@@ -43,7 +43,7 @@ from swiftspec_core.kernels import build
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 
-from paper_figures.timing import device_line, fail, print_rows
+from paper_figures.timing import device_line, fail, print_rows, relative_error
 
 HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
 THREADS, WARPS, MAX_A_ITEMS = 256, 8, 8
@@ -86,11 +86,6 @@ def parse_rings(text: str, rows: int) -> list[tuple[int, int]]:
             fail(f"ring {page_k}x{depth}: PAGE_K 512 or 1024, DEPTH at least 2, and at most {SHARED_MAX} bytes of "
                  f"shared memory at M = {rows} (it would take {need})")
     return rings
-
-
-def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
-    """max |got - want| / max |want| (NaN where got holds NaN: an unwritten output)."""
-    return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
 
 
 def paged(w: torch.Tensor, layout: str, page_k: int) -> torch.Tensor:
