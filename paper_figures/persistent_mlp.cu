@@ -1,9 +1,9 @@
-// A persistent probe of a forward's GEMMs (paper_figures/persistent_mlp.py; NOTES v149-v160): L
+// A persistent probe of a forward's layers (paper_figures/persistent_mlp.py; NOTES v149-v161): L
 // layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x) at Llama-3.2-1B's shapes
 // (H = 2048, F = 8192); with norm_w the MLP block (x = rmsnorm(h) first, out = h + y @ Wd^T, as
 // gemm_reference computes them); with attn, o_proj before it (mid = h + attn @ Wo^T, the block then
 // on mid: a layer after its attention); with w_qkv, the qkv projection first (on rmsnorm(h); its
-// output is the attention's input, checked, not read on: the attention itself is not here). M <= 8
+// output is the attention's input, checked; with k_cache the attention between qkv and o). M <= 8
 // rows, bf16 in and out, fp32 sums. One launch, one block an SM; the blocks pass a grid barrier (a
 // counter) after each phase, as a persistent forward would between dependent ops.
 //
@@ -29,7 +29,12 @@
 //            norm_qkv, written plain to qkv [L][M][QKV];
 //   phase O (o_proj, with attn): as phase B (tile_phase) on Wo's tiles, K = H, x the layer's
 //            attention output, plus the layer's input h, into mid;
-//   a layer runs Q, O, A, B (those present), a grid barrier after each;
+//   phases S and R (the attention, with k_cache: persistent_attention.cuh): qkv's epilogue puts q
+//            with RoPE into qbuf and k, v into the caches; S's items (kv head, chunk of 64
+//            positions) page their chunk's k and v rows like weights (a chunk holding this step's
+//            rows only after Q's barrier) and write partials; R merges them, a warp a q row, into
+//            attn in slices, o's x;
+//   a layer runs Q, S, R, O, A, B (those present), a grid barrier after each;
 //   x of a phase lands in shared memory after the barrier, a slice (the M rows of one page's k,
 //            [M][PAGE_K + 8] in global memory as in shared) a bulk copy and an mbarrier; x0, attn,
 //            mid, y and out are kept so (persistent_mlp.py: sliced(), unsliced()).
@@ -38,6 +43,7 @@
 // torch within bf16 rounding. A probe, not a kernel of the runtime.
 #include "common.cuh"
 #include "mma.cuh"
+#include "rope.cuh"
 
 #define HID 2048
 #define FFN 8192
@@ -66,7 +72,9 @@
 #define NORM_OFFSET (ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES)  // in the x / y region: g (with norm_w)
 #define REGION_A (NORM_OFFSET + HID * 2)
 #define REGION_B (DOWN_PAGES * SLICE_BYTES)
-#define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_A > REGION_B ? REGION_A : REGION_B))  // ring, then x / y
+#define REGION_S (REGION_A + QBUF_BYTES + 2 * 4 * QROWS * 4)  // the attention: x's, q's copy, its maxima and sums
+#define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
+#define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > REGION_S ? REGION_AB : REGION_S))  // ring, then x / y
 
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -96,6 +104,8 @@ __device__ __forceinline__ void ldmatrix_x4_at(unsigned (&r)[4], unsigned addres
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
 }
 
+#include "persistent_attention.cuh"  // persistent_mlp.py puts its text here (it is not one of cuda/'s)
+
 // Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G.
 __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e) {
   __syncthreads();
@@ -115,10 +125,12 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, const bf16* __restrict__ w_down,
                const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
                bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep, int paged,
-               const bf16* __restrict__ norm_w, float eps, const bf16* __restrict__ attn,
+               const bf16* __restrict__ norm_w, float eps, bf16* attn,
                const bf16* __restrict__ w_o, const bf16* __restrict__ paged_o, bf16* mid,
                const bf16* __restrict__ w_qkv, const bf16* __restrict__ paged_qkv, const bf16* __restrict__ norm_qkv,
-               bf16* qkv) {
+               bf16* qkv, bf16* k_cache, bf16* v_cache, const float* __restrict__ rope_cos,
+               const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, int prefix,
+               int chunks, int cache_rows, float scale_log2) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES + 1];  // the ring's slots, x's slices', g's
   __shared__ float row_squares[MAX_M];  // a normalized phase's x rows' sums of squares
@@ -132,9 +144,17 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
   const int items_q = w_qkv != nullptr ? (QKV_TILES - b + G - 1) / G : 0;  // qkv tiles b, b + G, ..
   const int pages_q = ITEM_PAGES * items_q;
+  // With the attention (k_cache): its items (kv head, chunk) b, b + G, .., a page each (the chunk's k
+  // and v rows). A chunk holding this step's rows (from P on) is written by phase Q: its page must
+  // not be issued before Q's barrier (late); pages past it wait with it.
+  const bool attention = k_cache != nullptr;
+  const int items_s = attention ? (KV_HEADS * chunks - b + G - 1) / G : 0, pages_s = items_s;
+  int first_late = items_s;
+  for (int i = items_s - 1; i >= 0; --i)
+    if (CHUNK * ((b + i * G) % chunks) + CHUNK > prefix) first_late = i;
   const int pages_o = attn != nullptr && b < HID / 16 ? ITEM_PAGES : 0;  // o_proj: tile b, K = H
   const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0;
-  const int per_layer = pages_q + pages_o + pages_a + pages_b;  // a layer's pages in order: qkv, o, gate_up, down
+  const int per_layer = pages_q + pages_s + pages_o + pages_a + pages_b;  // a layer's pages: qkv, attention, o, gate_up, down
   const int total = layers * per_layer;
   if (items_a > MAX_A_ITEMS || M > MAX_M) return;  // the launcher keeps G >= 128 and M <= MAX_M
 
@@ -142,17 +162,27 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   auto issue = [&](int q) {
     const int l = q / per_layer, slot = q % DEPTH;
     const unsigned dst = ring + slot * PAGE_BYTES, bar = bar0 + 8 * slot;
-    if (q % per_layer < pages_q) {  // qkv's tile c, page j % ITEM_PAGES: 16 consecutive rows, K = H
-      const int j = q % per_layer, c = b + (j / ITEM_PAGES) * G;
+    if (q % per_layer < pages_q) {  // qkv's tile c, page j % ITEM_PAGES: 16 rows (with the attention,
+      const int j = q % per_layer, c = b + (j / ITEM_PAGES) * G;  // qkv_tile_row's), K = H
       mbar_expect(bar, paged ? PAGE_BYTES : 16 * PAGE_K * 2);
       if (paged) bulk_copy(dst, paged_qkv + (((size_t)l * QKV_TILES + c) * ITEM_PAGES + j % ITEM_PAGES) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
       else
-        for (int r = 0; r < 16; ++r)
-          bulk_copy(dst + r * PAGE_ROW, w_qkv + (size_t)l * QKV * HID + (size_t)(16 * c + r) * HID + (j % ITEM_PAGES) * PAGE_K, PAGE_K * 2, bar);
+        for (int r = 0; r < 16; ++r) {
+          const int row = attention ? qkv_tile_row(c, r) : 16 * c + r;
+          bulk_copy(dst + r * PAGE_ROW, w_qkv + (size_t)l * QKV * HID + (size_t)row * HID + (j % ITEM_PAGES) * PAGE_K, PAGE_K * 2, bar);
+        }
       return;
     }
-    if (q % per_layer < pages_q + pages_o) {  // o_proj's tile b, page j: as down's, K = H
-      const int j = q % per_layer - pages_q;
+    if (q % per_layer < pages_q + pages_s) {  // the attention's item: its chunk's k rows, then its v rows
+      const int it = b + (q % per_layer - pages_q) * G, kh = it / chunks, c = it % chunks;
+      const size_t at = (((size_t)l * KV_HEADS + kh) * cache_rows + CHUNK * c) * (HD + 8);
+      mbar_expect(bar, 2 * KV_CHUNK_BYTES);
+      bulk_copy(dst, k_cache + at, KV_CHUNK_BYTES, bar);
+      bulk_copy(dst + KV_CHUNK_BYTES, v_cache + at, KV_CHUNK_BYTES, bar);
+      return;
+    }
+    if (q % per_layer < pages_q + pages_s + pages_o) {  // o_proj's tile b, page j: as down's, K = H
+      const int j = q % per_layer - pages_q - pages_s;
       mbar_expect(bar, paged ? PAGE_BYTES : 16 * PAGE_K * 2);
       if (paged) bulk_copy(dst, paged_o + (((size_t)l * (HID / 16) + b) * ITEM_PAGES + j) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
       else
@@ -160,7 +190,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
           bulk_copy(dst + r * PAGE_ROW, w_o + (size_t)l * HID * HID + (size_t)(16 * b + r) * HID + j * PAGE_K, PAGE_K * 2, bar);
       return;
     }
-    const int j = q % per_layer - pages_q - pages_o;
+    const int j = q % per_layer - pages_q - pages_s - pages_o;
     if (paged) {  // the page's image, padding included, one copy (persistent_mlp.py: paged())
       mbar_expect(bar, PAGE_BYTES);
       const size_t page = j < pages_a ? ((size_t)l * 1024 + b + (j / ITEM_PAGES) * G) * ITEM_PAGES + j % ITEM_PAGES
@@ -181,6 +211,10 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     }
   };
   int issued = 0, limit = 0;  // pages issued so far; deep = 0: not past the current phase's last
+  // Deep: as far as the first late page of layer `from` on (none without the attention).
+  auto deep_limit = [&](int from) {
+    return first_late < items_s ? min(total, from * per_layer + pages_q + first_late) : total;
+  };
   auto issue_up_to = [&](int q_end) {  // thread 0: pages [issued, min(q_end, limit))
     fence_async_shared();
     for (const int end = min(q_end, limit); issued < end; ++issued) issue(issued);
@@ -269,7 +303,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   // (gate_up), written as silu(gate) * up to y's slices; else 16 consecutive rows, written to dst
   // [M][QKV]. g lands beside x by one bulk copy (v155: read by scalar loads, ~+5 us a layer).
   unsigned g_uses = 0;
-  auto items_phase = [&](int items, const bf16* g_src, bool swiglu, bf16* dst) {
+  auto items_phase = [&](int items, const bf16* g_src, bool swiglu, bf16* dst, int layer) {
     if (threadIdx.x == 0 && g_src != nullptr) {
       mbar_expect(gbar, HID * 2);
       bulk_copy(xs + NORM_OFFSET, g_src, HID * 2, gbar);
@@ -334,10 +368,16 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         bf16* yl = dst + (col / PAGE_K) * slice_elems + col % PAGE_K;
         if (2 * t < M) yl[(2 * t) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.x), __float2bfloat16(v.z));
         if (2 * t + 1 < M) yl[(2 * t + 1) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.y), __float2bfloat16(v.w));
-      } else {  // columns 16c + g, + 8
-        bf16* ql = dst + 16 * (b + i * G) + g;
-        if (2 * t < M) ql[(2 * t) * QKV] = __float2bfloat16(v.x), ql[(2 * t) * QKV + 8] = __float2bfloat16(v.z);
-        if (2 * t + 1 < M) ql[(2 * t + 1) * QKV] = __float2bfloat16(v.y), ql[(2 * t + 1) * QKV + 8] = __float2bfloat16(v.w);
+      } else {  // rows g and g + 8 of tile c (16c + g, + 8; with the attention qkv_tile_row's)
+        const int c = b + i * G;
+        const bf16 x[4] = {__float2bfloat16(v.x), __float2bfloat16(v.y), __float2bfloat16(v.z), __float2bfloat16(v.w)};
+        bf16* q0 = dst + (attention ? qkv_tile_row(c, g) : 16 * c + g);
+        bf16* q8 = dst + (attention ? qkv_tile_row(c, g + 8) : 16 * c + g + 8);
+        if (2 * t < M) q0[(2 * t) * QKV] = x[0], q8[(2 * t) * QKV] = x[2];
+        if (2 * t + 1 < M) q0[(2 * t + 1) * QKV] = x[1], q8[(2 * t + 1) * QKV] = x[3];
+        if (attention)
+          qkv_to_attention(c, g, t, x, M, prefix, rope_cos, rope_sin, qbuf, k_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8),
+                           v_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8), cache_rows);
       }
     }
   };
@@ -347,16 +387,57 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
     if (w_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
       if (threadIdx.x == 0) {
-        limit = deep ? total : l * per_layer + pages_q;
+        limit = deep ? deep_limit(l) : l * per_layer + pages_q;
         issue_up_to(q + DEPTH);
         load_x(hidden, ITEM_PAGES);
       }
-      items_phase(items_q, norm_qkv + (size_t)l * HID, false, qkv + (size_t)l * M * QKV);
+      items_phase(items_q, norm_qkv + (size_t)l * HID, false, qkv + (size_t)l * M * QKV, l);
+      grid_barrier(counters, barrier_count++);
+    }
+    if (attention) {  // Phase S: the attention's items; then phase R: the merge into attn[l]'s slices
+      const unsigned q_smem = xs + ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES + HID * 2;  // qbuf's copy
+      const AttentionScratch scratch = {reinterpret_cast<float*>(smem + (q_smem - ring) + QBUF_BYTES),
+                                        reinterpret_cast<float*>(smem + (q_smem - ring) + QBUF_BYTES) + 4 * QROWS,
+                                        partial};
+      if (threadIdx.x == 0) {
+        limit = deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s;
+        issue_up_to(q + DEPTH);
+        if (items_s) {
+          fence_async_shared();
+          mbar_expect(xbar, QBUF_BYTES);
+          bulk_copy(q_smem, qbuf, QBUF_BYTES, xbar);
+        }
+      }
+      if (items_s) {
+        mbar_wait(xbar, x_parity & 1);
+        for (int i = 0; i < items_s; ++i, ++q) {
+          const int it = b + i * G, kh = it / chunks, c = it % chunks;
+          mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
+          attention_item(ring + (q % DEPTH) * PAGE_BYTES, q_smem + kh * QROWS * KV_ROW, scratch, c, prefix, M,
+                         scale_log2, part_ml + ((size_t)kh * chunks + c) * QROWS * 2,
+                         part_o + ((size_t)kh * chunks + c) * QROWS * HD);
+          if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);  // attention_item ended in a barrier
+        }
+        x_parity ^= 1u;
+      }
+      grid_barrier(counters, barrier_count++);
+      // Phase R: warp w of block b merges rows (kv head, row) = 8b + w, + 8G, ..; row tok GQ + j is
+      // token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn[l], in slices.
+      for (int item = WARPS * b + warp; item < KV_HEADS * QROWS; item += WARPS * G) {
+        const int kh = item / QROWS, row = item % QROWS, tok = row / GQ;
+        if (tok >= M) continue;
+        float r[2];
+        merge_row(part_ml + (size_t)kh * chunks * QROWS * 2, part_o + (size_t)kh * chunks * QROWS * HD, chunks, row, r);
+        const int col = (kh * GQ + row % GQ) * HD + 2 * lane;
+        bf16* at = attn + layer_slices + (col / PAGE_K) * slice_elems + tok * (PAGE_K + 8) + col % PAGE_K;
+        at[0] = __float2bfloat16_rn(r[0]);
+        at[1] = __float2bfloat16_rn(r[1]);
+      }
       grid_barrier(counters, barrier_count++);
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
       if (threadIdx.x == 0) {
-        limit = deep ? total : l * per_layer + pages_q + pages_o;
+        limit = deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s + pages_o;
         issue_up_to(q + DEPTH);
         if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
       }
@@ -366,16 +447,16 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
     }
     // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
     if (threadIdx.x == 0) {
-      limit = deep ? total : l * per_layer + pages_q + pages_o + pages_a;
+      limit = deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s + pages_o + pages_a;
       issue_up_to(q + DEPTH);
       load_x(hidden, ITEM_PAGES);
     }
-    items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems);
+    items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems, l);
     grid_barrier(counters, barrier_count++);
 
     // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
     if (threadIdx.x == 0) {
-      limit = deep ? total : (l + 1) * per_layer;
+      limit = deep ? deep_limit(l + 1) : (l + 1) * per_layer;
       issue_up_to(q + DEPTH);
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, DOWN_PAGES);
     }

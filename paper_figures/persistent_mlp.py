@@ -1,5 +1,5 @@
-"""A persistent forward's first measurements (NOTES v149-v160): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
-on a GPU (--rows M, --block, --o-proj, --qkv, --rings PAGE_KxDEPTH,..).
+"""A persistent forward's first measurements (NOTES v149-v161): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
+on a GPU (--rows M, --block, --o-proj, --qkv, --attention, --context P, --rings PAGE_KxDEPTH,..).
 
 The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
 weights paged into shared memory while the blocks wait on their dependencies) instead of one kernel
@@ -11,7 +11,9 @@ output), M rows, random bf16 weights, distinct per layer, so nothing is served f
   gate_up and the residual after down. --o-proj: o_proj with its residual before the block, on a
   given attention output per layer (mid = h + attn @ Wo.T): a layer from its attention's output
   on. --qkv: the qkv projection on its RMSNorm first (its output checked, not read on: the
-  attention between qkv and o is not in the probe, only its barrier).
+  attention between qkv and o is not in the probe, only its barrier). --attention: the whole layer,
+  the attention between qkv and o (a chain of the M tokens after --context cached ones; ours:
+  tree_attention with the append; persistent: persistent_attention.cuh's phases S and R).
 
 Sides, each in one CUDA graph:
 - ours: today's kernels under PDL, a launch an op (gemm with norm= for qkv, gemm with residual= for
@@ -32,46 +34,24 @@ floor (weight bytes / measured copy bandwidth; the page images read 0.8% more) a
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_core.kernels import build
+from swiftspec_core.kernels.attention import tree_attention, tree_attention_reference
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 
+from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, Q_HEADS, QKV, QROWS, SHARED_MAX,
+                                             STATIC_RESERVE, THREADS, kernel_source, paged, shared_bytes, sliced,
+                                             unsliced)
 from paper_figures.timing import device_line, fail, print_rows, relative_error
 
-HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
-THREADS, WARPS, MAX_A_ITEMS = 256, 8, 8
-SOURCE = Path(__file__).with_name("persistent_mlp.cu")
-SHARED_MAX = 227 * 1024  # an H100 / H200 block's shared memory at most
-STATIC_RESERVE = 256  # the kernel's mbarriers (static shared memory)
 MODES = ((True, True), (False, True), (True, False), (False, False))  # (deep, a copy a page)
-
-
-def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
-    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices and partials or phase B's y
-    slices (a slice: max_m rows of page_k + 8)."""
-    row = page_k * 2 + 16
-    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * 32 * 16 + HIDDEN * 2  # x, partials, g
-    return depth * 16 * row + max(region_a, FFN // page_k * max_m * row)
-
-
-def sliced(x: torch.Tensor, page_k: int) -> torch.Tensor:
-    """[..., M, K] as the kernel keeps x0, y and out: [..., K / page_k, M, page_k + 8] (padding zero)."""
-    *lead, m, k = x.shape
-    x = x.reshape(*lead, m, k // page_k, page_k).transpose(-2, -3)
-    return torch.nn.functional.pad(x, (0, 8)).contiguous()
-
-
-def unsliced(x: torch.Tensor) -> torch.Tensor:
-    """sliced()'s inverse: [..., S, M, page_k + 8] -> [..., M, S page_k]."""
-    *lead, slices, m, row = x.shape
-    return x[..., :row - 8].transpose(-2, -3).reshape(*lead, m, slices * (row - 8))
 
 
 def parse_rings(text: str, rows: int) -> list[tuple[int, int]]:
@@ -88,18 +68,6 @@ def parse_rings(text: str, rows: int) -> list[tuple[int, int]]:
     return rings
 
 
-def paged(w: torch.Tensor, layout: str, page_k: int) -> torch.Tensor:
-    """w [L, N, K] as the kernel's page images: [L, N / 16, K / page_k, 16, page_k + 8] (each page's
-    16 rows padded by 16 bytes, as in shared memory). Tile i holds rows 16 i .. 16 i + 15 of w
-    (layout "down": down, o, qkv), or for gate_up (layout "gate_up") gate rows 8 i .. 8 i + 7, then
-    up rows 8 i .. of the second half."""
-    layers, n, k = w.shape
-    if layout == "gate_up":  # [L, 2, F / 8, 8, K] -> [L, F / 8, 2 * 8, K]: gate's 8 rows, then up's
-        w = w.view(layers, 2, n // 16, 8, k).transpose(1, 2).reshape(layers, n // 16, 16, k)
-    else:
-        w = w.view(layers, n // 16, 16, k)
-    w = w.view(layers, n // 16, 16, k // page_k, page_k).transpose(2, 3)  # [L, items, pages, 16, page_k]
-    return torch.nn.functional.pad(w, (0, 8)).contiguous()
 
 
 @dataclass
@@ -115,6 +83,7 @@ class Weights:
     o: torch.Tensor | None = None
     qkv: torch.Tensor | None = None
     g_qkv: torch.Tensor | None = None
+    attention: "Attention | None" = None  # with it, attn is computed from qkv, not given
 
     def layer_norm(self, i: int):
         return None if self.norm is None else (self.norm[0][i], self.norm[1])
@@ -123,29 +92,85 @@ class Weights:
         return self.g_qkv[i], self.norm[1]
 
     def bytes_a_layer(self) -> int:
-        return 2 * sum(w[0].numel() for w in (self.gate_up, self.down, self.o, self.qkv) if w is not None)
+        """A layer's weights, and with the attention the cache rows it reads (k and v, the span)."""
+        cache = 0 if self.attention is None else 2 * 2 * self.attention.span * KV_HEADS * HEAD_DIM
+        return cache + 2 * sum(w[0].numel() for w in (self.gate_up, self.down, self.o, self.qkv) if w is not None)
 
 
-def ours_layer(w: Weights, i: int, h, qkv, mid, y, out) -> None:
-    """Layer i on our kernels (gemm, gemm_swiglu under PDL): qkv = rmsnorm(h) @ Wqkv.T with qkv,
-    mid = h + attn @ o.T with o_proj, then the MLP (block) on it."""
+@dataclass
+class Attention:
+    """A chain of the M new tokens after `prefix` cached ones (a draft step's tree with one path):
+    the RoPE tables [rows, 64] fp32 and each layer's caches in the engine's layout [L, rows, KV, 64]
+    (rows from prefix on zero until appended), rows = prefix + M rounded up to a chunk."""
+    prefix: int
+    m: int
+    cos: torch.Tensor
+    sin: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+
+    @staticmethod
+    def random(layers: int, prefix: int, m: int, device) -> "Attention":
+        rows = -(-(prefix + m) // CHUNK) * CHUNK
+        inv_freq = 500000.0 ** -(torch.arange(0, HEAD_DIM, 2, device=device, dtype=torch.float32) / HEAD_DIM)
+        angles = torch.arange(rows, device=device, dtype=torch.float32)[:, None] * inv_freq  # [rows, 32]
+        angles = torch.cat([angles, angles], dim=1)  # rotate_half's layout: pair (i, i + 32)
+        k, v = (torch.randn(layers, rows, KV_HEADS, HEAD_DIM, device=device).to(torch.bfloat16) for _ in range(2))
+        k[:, prefix:], v[:, prefix:] = 0, 0
+        return Attention(prefix, m, angles.cos(), angles.sin(), k, v)
+
+    @property
+    def span(self) -> int:
+        return self.prefix + self.m
+
+    @property
+    def chunks(self) -> int:
+        return self.k.shape[1] // CHUNK
+
+    def block(self) -> torch.Tensor:
+        """staged.py's block of the chain: token t at position and row prefix + t, its prefix the
+        cache rows below prefix, then rows prefix .. prefix + t visible (padded with its own)."""
+        t = torch.arange(self.m)
+        visible = torch.minimum(torch.arange(self.m)[None, :], t[:, None]) + self.prefix  # [M, M]
+        cols = torch.stack([torch.zeros_like(t), self.prefix + t, self.prefix + t, torch.full_like(t, self.prefix)], 1)
+        return torch.cat([cols, visible], dim=1).to(self.k.device)
+
+    def run(self, qkv, i: int, out, k=None, v=None, reference: bool = False) -> torch.Tensor:
+        """The attention of layer i (ours: tree_attention with the append; reference: its torch twin
+        on copies of the caches) from qkv [M, 3072] into out [M, H]."""
+        k = self.k[i] if k is None else k
+        v = self.v[i] if v is None else v
+        run = tree_attention_reference if reference else tree_attention
+        return run(qkv, self.block(), self.cos, self.sin, k, v, self.span, Q_HEADS, KV_HEADS, out=out, append=True)
+
+
+def ours_layer(w: Weights, i: int, h, qkv, attn, mid, y, out) -> None:
+    """Layer i on our kernels (gemm, gemm_swiglu, tree_attention under PDL): qkv = rmsnorm(h) @
+    Wqkv.T with qkv; the attention into attn with it (else attn is given); mid = h + attn @ o.T with
+    o_proj, then the MLP (block) on it."""
     if w.qkv is not None:
         gemm(h, w.qkv[i], out=qkv, norm=w.qkv_norm(i))
+    if w.attention is not None:
+        w.attention.run(qkv, i, attn)
     if w.o is not None:
-        gemm(w.attn[i], w.o[i], out=mid, residual=h)
+        gemm(attn, w.o[i], out=mid, residual=h)
         h = mid
     gemm_swiglu(h, w.gate_up[i], out=y, norm=w.layer_norm(i))
     gemm(y, w.down[i], out=out, residual=h if w.norm is not None else None)
 
 
-def layer_error(w: Weights, i: int, h, qkv, mid, y, out) -> float:
-    """The largest relative error of layer i's outputs (qkv, mid, y, out) against torch's from the
-    same inputs (h, and mid and y as given)."""
+def layer_error(w: Weights, i: int, h, qkv, attn, mid, y, out) -> float:
+    """The largest relative error of layer i's outputs (qkv, attn with the attention, mid, y, out)
+    against torch's from the same inputs (h, and qkv, attn, mid and y as given)."""
     errors = []
     if w.qkv is not None:
         errors.append(relative_error(qkv, gemm_reference(h, w.qkv[i], norm=w.qkv_norm(i))))
+    if w.attention is not None:
+        a = w.attention
+        reference = a.run(qkv, i, None, k=a.k[i].clone(), v=a.v[i].clone(), reference=True)
+        errors.append(relative_error(attn, reference))
     if w.o is not None:
-        errors.append(relative_error(mid, gemm_reference(w.attn[i], w.o[i], residual=h)))
+        errors.append(relative_error(mid, gemm_reference(attn, w.o[i], residual=h)))
         h = mid
     errors.append(relative_error(y, gemm_swiglu_reference(h, w.gate_up[i], norm=w.layer_norm(i))))
     errors.append(relative_error(out, gemm_reference(y, w.down[i], residual=h if w.norm is not None else None)))
@@ -161,18 +186,24 @@ class Persistent:
             fail(f"the probe deals 1024 gate_up items to at most 8 a block: it needs >= 128 SMs, this GPU has {sms}")
         m = x0.shape[0]
         self.shared = shared_bytes(page_k, depth, m)
-        defines = f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {m}\n"
-        module = build.compile_source(build.inline_includes(defines + SOURCE.read_text()))
-        self.fn = module.get_function("persistent_mlp")
+        self.fn = build.compile_source(kernel_source(page_k, depth, m)).get_function("persistent_mlp")
         self.fn.max_dynamic_shared_size_bytes = self.shared
         self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
         self.x0, self.w = x0, w
         self.paged_gate_up, self.paged_down = paged(w.gate_up, "gate_up", page_k), paged(w.down, "down", page_k)
         self.paged_o = None if w.o is None else paged(w.o, "down", page_k)
-        self.paged_qkv = None if w.qkv is None else paged(w.qkv, "down", page_k)
+        self.paged_qkv = None if w.qkv is None else paged(w.qkv, "qkv_rope" if w.attention else "down", page_k)
         self.x0_sliced = sliced(x0, page_k)
-        self.attn_sliced = None if w.attn is None else sliced(w.attn[:, :m], page_k)
         dev = x0.device
+        a = w.attention
+        if a is None:
+            self.attn_sliced = None if w.attn is None else sliced(w.attn[:, :m], page_k)
+        else:  # written by the kernel's merge; its caches in persistent_attention.cuh's layout
+            self.attn_sliced = torch.zeros(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
+            self.k_cache, self.v_cache = (torch.nn.functional.pad(c.transpose(1, 2), (0, 8)).contiguous() for c in (a.k, a.v))
+            self.qbuf = torch.zeros(KV_HEADS, QROWS, HEAD_DIM + 8, dtype=torch.bfloat16, device=dev)
+            self.part_ml = torch.zeros(KV_HEADS, a.chunks, QROWS, 2, device=dev)
+            self.part_o = torch.zeros(KV_HEADS, a.chunks, QROWS, HEAD_DIM, device=dev)
         self.y = torch.empty(layers, FFN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.out = torch.empty(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.mid = torch.empty_like(self.out)
@@ -190,18 +221,24 @@ class Persistent:
                                                   p(self.mid[first]))
         qkv_args = (null,) * 4 if w.qkv is None else (p(w.qkv[first]), p(self.paged_qkv[first]), p(w.g_qkv[first]),
                                                       p(self.qkv[first]))
+        a = w.attention
+        attention_args = (null,) * 7 + (i32(0),) * 3 + (np.float32(0),) if a is None else (
+            p(self.k_cache[first]), p(self.v_cache[first]), p(a.cos), p(a.sin), p(self.qbuf), p(self.part_ml),
+            p(self.part_o), i32(a.prefix), i32(a.chunks), i32(a.k.shape[1]), np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)))
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
                         (p(x), p(w.gate_up[first]), p(w.down[first]), p(self.paged_gate_up[first]),
                          p(self.paged_down[first]), p(self.y[first]), p(self.out[first]), p(self.counters), i32(count),
                          i32(self.m), i32(int(deep)), i32(int(pages)),
                          null if w.norm is None else p(w.norm[0][first]), np.float32(0.0 if w.norm is None else w.norm[1]),
-                         *o_args, *qkv_args),
+                         *o_args, *qkv_args, *attention_args),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
 
-    def outputs(self) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor, torch.Tensor]:
-        """(qkv, None without it; mid, None without o_proj; y; out) [L, M, ...] from their slices."""
-        return (None if self.w.qkv is None else self.qkv.clone(), None if self.w.o is None else unsliced(self.mid),
-                unsliced(self.y), unsliced(self.out))
+    def outputs(self) -> tuple:
+        """(qkv, attn (the attention's output), mid, y, out) [L, M, ...] from their slices; None for
+        what the run has not (qkv, attn without the attention, mid without o_proj)."""
+        return (None if self.w.qkv is None else self.qkv.clone(),
+                None if self.w.attention is None else unsliced(self.attn_sliced),
+                None if self.w.o is None else unsliced(self.mid), unsliced(self.y), unsliced(self.out))
 
 
 def check_persistent(run: Persistent) -> dict:
@@ -211,7 +248,7 @@ def check_persistent(run: Persistent) -> dict:
     in an order fixed by the shapes)."""
     outs = []
     for mode in MODES + ("a launch a layer",):
-        for t in (run.qkv, run.mid, run.y, run.out):
+        for t in (run.qkv, run.mid, run.y, run.out) + ((run.attn_sliced,) if run.w.attention else ()):
             t.fill_(float("nan"))
         if mode == "a launch a layer":
             for layer in range(run.layers):
@@ -220,9 +257,12 @@ def check_persistent(run: Persistent) -> dict:
             run(*mode)
         torch.cuda.synchronize()
         outs.append(run.outputs())
-    qkv, mid, y, out = outs[0]
-    errors = [layer_error(run.w, i, run.x0 if i == 0 else out[i - 1], None if qkv is None else qkv[i],
-                          None if mid is None else mid[i], y[i], out[i]) for i in range(run.layers)]
+    qkv, attn, mid, y, out = outs[0]
+    pick = lambda t, i: None if t is None else t[i]  # noqa: E731
+    given = run.w.attn  # the attention output o_proj reads when the attention is not run
+    errors = [layer_error(run.w, i, run.x0 if i == 0 else out[i - 1], pick(qkv, i),
+                          pick(attn, i) if run.w.attention else pick(given, i), pick(mid, i), y[i], out[i])
+              for i in range(run.layers)]
     same = all(a is None or torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
     alone = Persistent(run.x0[:1], run.w, run.layers, run.page_k, run.depth)
     alone(*MODES[0])
@@ -241,26 +281,35 @@ def main() -> None:
                         help="o_proj (with its residual) before the MLP block, on a given attention output (implies --block)")
     parser.add_argument("--qkv", action="store_true",
                         help="the qkv projection (on its RMSNorm) first, its output checked, not read on (implies --o-proj)")
+    parser.add_argument("--attention", action="store_true",
+                        help="the attention between qkv and o on both sides: a chain of M tokens after --context cached "
+                             "ones, RoPE and the append inside (implies --qkv)")
+    parser.add_argument("--context", type=int, default=1000, help="cached positions before the M new ones (--attention)")
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
-    if not 1 <= args.rows <= 8 or args.layers < 1:
-        fail(f"--rows takes 1..8 and --layers at least 1 (got {args.rows}, {args.layers})")
+    if not 1 <= args.rows <= 8 or args.layers < 1 or args.context < 0:
+        fail(f"--rows takes 1..8, --layers at least 1 and --context at least 0 "
+             f"(got {args.rows}, {args.layers}, {args.context})")
     rings = parse_rings(args.rings, args.rows)
     if not torch.cuda.is_available():
         fail("persistent_mlp.py needs a GPU")
     bandwidth, _ = device_line()
     torch.manual_seed(0)
-    o_proj = args.o_proj or args.qkv
+    with_qkv = args.qkv or args.attention
+    o_proj = args.o_proj or with_qkv
     dev, L, m, block = torch.device("cuda"), args.layers, args.rows, args.block or o_proj
     w = Weights((torch.randn(L, 2 * FFN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16),
                 (torch.randn(L, HIDDEN, FFN, device=dev) / FFN**0.5).to(torch.bfloat16))
     if block:
         w.norm = ((1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16), 1e-5)
     if o_proj:
-        w.attn = torch.randn(L, m, HIDDEN, device=dev).to(torch.bfloat16)
         w.o = (torch.randn(L, HIDDEN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
-    if args.qkv:
+        if not args.attention:
+            w.attn = torch.randn(L, m, HIDDEN, device=dev).to(torch.bfloat16)
+    if args.attention:
+        w.attention = Attention.random(L, args.context, m, dev)
+    if with_qkv:
         w.qkv = (torch.randn(L, QKV, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
         w.g_qkv = (1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16)
     x0 = torch.randn(m, HIDDEN, device=dev).to(torch.bfloat16)
@@ -269,11 +318,14 @@ def main() -> None:
     mid, out = (torch.full((L, m, HIDDEN), float("nan"), dtype=torch.bfloat16, device=dev) for _ in range(2))
     y = torch.full((L, m, FFN), float("nan"), dtype=torch.bfloat16, device=dev)
     qkv = torch.full((L, m, QKV), float("nan"), dtype=torch.bfloat16, device=dev)
-    ours = lambda i: ours_layer(w, i, x0 if i == 0 else out[i - 1], qkv[i], mid[i], y[i], out[i])  # noqa: E731
+    attn = w.attn if w.attention is None else torch.full((L, m, HIDDEN), float("nan"), dtype=torch.bfloat16, device=dev)
+    pick = lambda t, i: None if t is None else t[i]  # noqa: E731
+    sides = lambda i: (x0 if i == 0 else out[i - 1], qkv[i], pick(attn, i), mid[i], y[i], out[i])  # noqa: E731
+    ours = lambda i: ours_layer(w, i, *sides(i))  # noqa: E731
     for i in range(L):
         ours(i)
-    ours_error = max(layer_error(w, i, x0 if i == 0 else out[i - 1], qkv[i], mid[i], y[i], out[i]) for i in range(L))
-    launches = 2 + o_proj + args.qkv
+    ours_error = max(layer_error(w, i, *sides(i)) for i in range(L))
+    launches = 2 + o_proj + with_qkv + args.attention
     rows = [{"side": f"ours ({launches} L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
              "error": f"{ours_error:.1e}", "modes bitwise alike": "", "row 0 as alone": ""}]
     for page_k, depth in rings:
@@ -293,11 +345,14 @@ def main() -> None:
     for row in rows:
         row["floor us"] = floor_us
         row["x floor"] = row["us a layer"] / floor_us
-    what = ("qkv, o_proj and MLP block (RMSNorm, qkv; o + residual; RMSNorm, gate_up + SwiGLU, down, residual)"
-            if args.qkv else
+    what = (f"layer (RMSNorm, qkv; the attention over {args.context} cached positions and a chain of M; "
+            "o + residual; RMSNorm, gate_up + SwiGLU, down, residual)" if args.attention else
+            "qkv, o_proj and MLP block (RMSNorm, qkv; o + residual; RMSNorm, gate_up + SwiGLU, down, residual)"
+            if with_qkv else
             "o_proj and MLP block (o + residual, RMSNorm, gate_up + SwiGLU, down, residual)" if o_proj else
             "MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if block else "MLP (gate_up + SwiGLU, down)")
-    print(f"Llama-3.2-1B's {what}, M = {m}, {L} layers of random bf16 weights\n")
+    print(f"Llama-3.2-1B's {what}, M = {m}, {L} layers of random bf16 weights"
+          f"{'; the floor counts the cache rows read' if args.attention else ''}\n")
     print_rows(rows)
     print("\nerror: max |output - torch| / max |torch| over the layers' outputs, on each side's own inputs.")
 

@@ -14,6 +14,7 @@ import torch
 from swiftspec_core.kernels import build
 
 sys.path.insert(0, str(build.CUDA_DIR.parent))
+from paper_figures import persistent_layouts as layouts  # noqa: E402
 from paper_figures import persistent_mlp as probe  # noqa: E402
 
 
@@ -21,7 +22,7 @@ from paper_figures import persistent_mlp as probe  # noqa: E402
 def test_gate_up_pages_hold_gate_rows_then_up_rows(page_k):
     layers, f, k = 2, 32, 2048
     w = torch.randn(layers, 2 * f, k)
-    pages = probe.paged(w, "gate_up", page_k)  # [L, F / 8, K / page_k, 16, page_k + 8]
+    pages = layouts.paged(w, "gate_up", page_k)  # [L, F / 8, K / page_k, 16, page_k + 8]
     assert pages.shape == (layers, f // 8, k // page_k, 16, page_k + 8) and pages.is_contiguous()
     for layer, item, page, row in [(0, 0, 0, 0), (1, 3, 1, 7), (1, 2, 0, 8), (0, 3, k // page_k - 1, 15)]:
         source = 8 * item + row if row < 8 else f + 8 * item + row - 8
@@ -32,7 +33,7 @@ def test_gate_up_pages_hold_gate_rows_then_up_rows(page_k):
 def test_down_pages_hold_sixteen_consecutive_rows():
     layers, n, k, page_k = 2, 64, 4096, 1024
     w = torch.randn(layers, n, k)
-    pages = probe.paged(w, "down", page_k)
+    pages = layouts.paged(w, "down", page_k)
     assert pages.shape == (layers, n // 16, k // page_k, 16, page_k + 8)
     for layer, item, page, row in [(0, 0, 0, 0), (1, 3, 2, 15), (0, 1, 3, 9)]:
         assert torch.equal(pages[layer, item, page, row, :page_k], w[layer, 16 * item + row, page * page_k:(page + 1) * page_k])
@@ -40,8 +41,8 @@ def test_down_pages_hold_sixteen_consecutive_rows():
 
 def test_slices_round_trip_and_hold_a_pages_k():
     x = torch.randn(3, 5, 2048)
-    s = probe.sliced(x, 1024)  # [3, 2, 5, 1032]
-    assert s.shape == (3, 2, 5, 1032) and torch.equal(probe.unsliced(s), x)
+    s = layouts.sliced(x, 1024)  # [3, 2, 5, 1032]
+    assert s.shape == (3, 2, 5, 1032) and torch.equal(layouts.unsliced(s), x)
     assert torch.equal(s[1, 1, 4, :1024], x[1, 4, 1024:]) and not s[..., 1024:].any()
 
 
@@ -49,10 +50,9 @@ def test_slices_round_trip_and_hold_a_pages_k():
 def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    defines = f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {rows}\n"
-    check = f"\nstatic_assert(SMEM_BYTES == {probe.shared_bytes(page_k, depth, rows)}, \"shared_bytes\");\n"
+    check = f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows)}, \"shared_bytes\");\n"
     src = tmp_path / "persistent_mlp.cu"
-    src.write_text(build.inline_includes(defines + probe.SOURCE.read_text() + check))
+    src.write_text(layouts.kernel_source(page_k, depth, rows) + check)
     cmd = build.nvcc_command(str(src), str(tmp_path / "p.cubin"), "sm_90a", "-Xptxas", "-v")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -88,9 +88,36 @@ def test_layer_error_checks_each_output_on_its_own_inputs():
     mid = gemm_reference(w.attn[0], w.o[0], residual=x)
     y = gemm_swiglu_reference(mid, w.gate_up[0], norm=w.layer_norm(0))
     out = gemm_reference(y, w.down[0], residual=mid)
-    assert probe.layer_error(w, 0, x, qkv, mid, y, out) == 0
+    assert probe.layer_error(w, 0, x, qkv, w.attn[0], mid, y, out) == 0
     for i, t in enumerate((qkv, mid, y, out)):
         wrong = [qkv, mid, y, out]
         wrong[i] = t.clone()
         wrong[i][0, 0] += 1
-        assert probe.layer_error(w, 0, x, *wrong) > 0, i
+        assert probe.layer_error(w, 0, x, wrong[0], w.attn[0], *wrong[1:]) > 0, i
+
+
+def test_qkv_rope_tiles_hold_rope_pairs_and_cover_every_row():
+    rows = layouts.qkv_rope_rows()  # [192, 16]
+    assert sorted(rows.flatten().tolist()) == list(range(layouts.QKV))
+    head, d0 = 5 // 4, 8 * (5 % 4)  # tile 5: q head 1, dims 8..15 and 40..47
+    assert rows[5].tolist() == [64 * head + d0 + r for r in range(8)] + [64 * head + d0 + 32 + r for r in range(8)]
+    assert rows[4 * 32].tolist()[:1] == [2048] and rows[160].tolist() == list(range(2560, 2576))  # k head 0; v
+    w = torch.randn(1, layouts.QKV, 2048)
+    pages = layouts.paged(w, "qkv_rope", 1024)
+    assert torch.equal(pages[0, 5, 1, 9, :1024], w[0, rows[5, 9], 1024:])
+
+
+def test_the_chain_attention_sees_its_prefix_and_earlier_tokens_only():
+    """Attention.block() and its reference (tree_attention_reference on the staged chain): a token's
+    output does not change when the tokens after it do, and does when one before it does."""
+    torch.manual_seed(0)
+    a = probe.Attention.random(1, 70, 4, "cpu")  # prefix 70: the chain crosses a chunk boundary
+    qkv = torch.randn(4, layouts.QKV).to(torch.bfloat16)
+    base = a.run(qkv, 0, None, k=a.k[0].clone(), v=a.v[0].clone(), reference=True)
+    later = qkv.clone()
+    later[3] = torch.randn(layouts.QKV).to(torch.bfloat16)
+    changed = a.run(later, 0, None, k=a.k[0].clone(), v=a.v[0].clone(), reference=True)
+    assert torch.equal(changed[:3], base[:3]) and not torch.equal(changed[3], base[3])
+    earlier = qkv.clone()
+    earlier[0, 2048 + 512:] = torch.randn(512).to(torch.bfloat16)  # token 0's v (q 2048, k 512, v 512)
+    assert not torch.equal(a.run(earlier, 0, None, k=a.k[0].clone(), v=a.v[0].clone(), reference=True)[1], base[1])

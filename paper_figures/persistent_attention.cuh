@@ -1,0 +1,189 @@
+// The attention phases of the persistent probe (persistent_mlp.cu includes this; NOTES v161):
+// Llama-3.2-1B's 32 q heads and 8 kv heads of 64, M <= 8 new tokens at positions P .. P + M - 1
+// after P cached ones, a chain (token i sees positions 0 .. P + i), as a draft step's tree with one
+// path. Its own layouts, which the host mirrors (persistent_mlp.py):
+//   qkv tiles with RoPE pairs together: tile c < 160 is q or k head c / 4 (heads 32.. are k), its
+//     dims d0 .. d0 + 7 and d0 + 32 .. (d0 = 8 (c % 4)); tiles 160.. are 16 rows of v each;
+//   the caches k_cache, v_cache [KV][rows][HD + 8] (a layer's; padded rows: a 64-position chunk of
+//     one kv head is one bulk copy, and 8 ldmatrix rows hit distinct banks);
+//   q after RoPE: qbuf [KV][QROWS][HD + 8], row tok * GQ + j for q head kv * GQ + j;
+//   partials: part_ml [KV][chunks][QROWS][2] (the chunk's max, log2 units, and its sum of exp2),
+//     part_o [KV][chunks][QROWS][HD] (unnormalized, fp32).
+// Numerics as cuda/attention.cu's: q and k with RoPE in fp32 (rope.cuh's rope_pair) rounded once,
+// fp32 scores, each softmax weight rounded to bf16 for the value product while the sums use fp32;
+// a chunk's sums and the merge in chunk order (positions at fixed boundaries): a query's bits do
+// not depend on M or on the other queries.
+// (Inserted as text after persistent_mlp.cu's helpers; rope.cuh is included there.)
+
+#define KV_HEADS 8
+#define Q_HEADS 32
+#define HD 64
+#define GQ (Q_HEADS / KV_HEADS)
+#define CHUNK 64
+#define QROWS 32                            // a kv head's q rows: M * GQ <= 32
+#define KV_ROW ((HD + 8) * 2)               // 144 bytes
+#define KV_CHUNK_BYTES (CHUNK * KV_ROW)     // one kv head's 64 positions of k (or v)
+#define QBUF_BYTES (KV_HEADS * QROWS * KV_ROW)
+#define ROPE_TILES (4 * (Q_HEADS + KV_HEADS))  // qkv tiles of q and k heads
+
+// Row r (0..15) of qkv's tile c in the attention's layout.
+__device__ __forceinline__ int qkv_tile_row(int c, int r) {
+  if (c < ROPE_TILES) return HD * (c / 4) + 8 * (c % 4) + (r < 8 ? r : r + 24);
+  return HD * (Q_HEADS + KV_HEADS) + 16 * (c - ROPE_TILES) + r;
+}
+
+// What qkv's epilogue does with the attention for lane (g, t) of tile c: x[0..3] the bf16 outputs
+// of rows g (x[0]: token 2t, x[1]: 2t + 1) and g + 8 (x[2], x[3]). RoPE at position P + token on
+// the pair (row g, row g + 8) = (dim d, d + 32) of a q or k head; q into qbuf, k and v into the
+// caches at row P + token.
+__device__ __forceinline__ void qkv_to_attention(int c, int g, int t, const bf16 (&x)[4], int M, int P,
+                                                 const float* cos_t, const float* sin_t, bf16* qbuf,
+                                                 bf16* k_cache, bf16* v_cache, int cache_rows) {
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const int tok = 2 * t + e, pos = P + tok;
+    if (tok >= M) continue;
+    if (c < ROPE_TILES) {
+      const int head = c / 4, d = 8 * (c % 4) + g;
+      const float* cs = cos_t + (size_t)pos * HD;
+      const float* sn = sin_t + (size_t)pos * HD;
+      float y1, y2;
+      rope_pair(__bfloat162float(x[e]), __bfloat162float(x[2 + e]), cs[d], sn[d], cs[d + 32], sn[d + 32], y1, y2);
+      bf16* dst = head < Q_HEADS
+                      ? qbuf + ((size_t)(head / GQ) * QROWS + tok * GQ + head % GQ) * (HD + 8)
+                      : k_cache + ((size_t)(head - Q_HEADS) * cache_rows + pos) * (HD + 8);
+      dst[d] = __float2bfloat16_rn(y1);
+      dst[d + 32] = __float2bfloat16_rn(y2);
+    } else {
+      const int v = 16 * (c - ROPE_TILES) + g;  // v's rows v and v + 8: kv head v / 64
+      v_cache[((size_t)(v / HD) * cache_rows + pos) * (HD + 8) + v % HD] = x[e];
+      v_cache[((size_t)((v + 8) / HD) * cache_rows + pos) * (HD + 8) + (v + 8) % HD] = x[2 + e];
+    }
+  }
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
+}
+
+// Shared scratch of an attention item: each position group's row maxima and sums, then the four
+// groups' partial outputs (o: in the probe's partial region, 32 KB).
+struct AttentionScratch {
+  float* mx;  // [4][QROWS]
+  float* sm;  // [4][QROWS]
+  float* o;   // [4][2][16][HD]
+};
+
+// Item (kv head, chunk c) of the whole block (8 warps; every thread calls it): warp w takes q rows
+// 16 (w % 2) .. + 15 against the chunk's positions 16 (w / 2) .. + 15; kv: the chunk's k rows then
+// its v rows in shared memory; q: the kv head's QROWS q rows. Writes the chunk's partials.
+__device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const AttentionScratch& s, int c, int P,
+                                               int M, float scale_log2, float* part_ml, float* part_o) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int rt = warp & 1, pg = warp >> 1;
+  float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};  // scores: 2 position tiles of 8
+#pragma unroll
+  for (int ks = 0; ks < HD / 16; ++ks) {
+    unsigned a[4], b[4];
+    ldmatrix_x4_at(a, q + (16 * rt + (lane & 15)) * KV_ROW + 2 * (16 * ks + 8 * (lane >> 4)));
+    ldmatrix_x4_at(b, kv + (16 * pg + 8 * (lane >> 4) + (lane & 7)) * KV_ROW + 2 * (16 * ks + 8 * ((lane >> 3) & 1)));
+    mma_16816(sc[0], a[0], a[1], a[2], a[3], b[0], b[1]);
+    mma_16816(sc[1], a[0], a[1], a[2], a[3], b[2], b[3]);
+  }
+  // Scale to log2 units and mask: row 16 rt + g (+ 8 for e >= 2) is token row / GQ; position 64c + ..
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = 16 * rt + g + 8 * (e >> 1), pos = CHUNK * c + 16 * pg + 8 * nt + 2 * t + (e & 1);
+      const float v = pos <= P + row / GQ ? sc[nt][e] * scale_log2 : -INFINITY;
+      sc[nt][e] = v;
+      mx[e >> 1] = fmaxf(mx[e >> 1], v);
+    }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+  }
+  if (t == 0) s.mx[pg * QROWS + 16 * rt + g] = mx[0], s.mx[pg * QROWS + 16 * rt + g + 8] = mx[1];
+  __syncthreads();
+  float m[2], l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = 16 * rt + g + 8 * h;
+    m[h] = fmaxf(fmaxf(s.mx[row], s.mx[QROWS + row]), fmaxf(s.mx[2 * QROWS + row], s.mx[3 * QROWS + row]));
+  }
+  unsigned p[4];  // the weights as the value product's A fragment (bf16), their sums in fp32
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    float w[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      w[e] = m[e >> 1] == -INFINITY ? 0.f : exp2f(sc[nt][e] - m[e >> 1]);
+      l[e >> 1] += w[e];
+    }
+    p[2 * nt] = pack2(__float2bfloat16_rn(w[0]), __float2bfloat16_rn(w[1]));
+    p[2 * nt + 1] = pack2(__float2bfloat16_rn(w[2]), __float2bfloat16_rn(w[3]));
+  }
+  // p[0]: row g, positions 0..7 (k 2t); p[1]: row g + 8; p[2], p[3]: positions 8..15: the mma's a0..a3
+  // are (row g, k 2t), (row g + 8, k 2t), (row g, k 2t + 8), (row g + 8, k 2t + 8).
+  const unsigned a0 = p[0], a1 = p[1], a2 = p[2], a3 = p[3];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+  }
+  if (t == 0) s.sm[pg * QROWS + 16 * rt + g] = l[0], s.sm[pg * QROWS + 16 * rt + g + 8] = l[1];
+  float o[HD / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < HD / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
+#pragma unroll
+  for (int dp = 0; dp < HD / 16; ++dp) {  // dim tiles 2 dp, 2 dp + 1: v rows (positions) transposed
+    unsigned b[4];
+    ldmatrix_x4_trans_at(b, kv + KV_CHUNK_BYTES + (16 * pg + (lane & 7) + 8 * ((lane >> 3) & 1)) * KV_ROW +
+                                2 * 8 * (2 * dp + (lane >> 4)));
+    mma_16816(o[2 * dp], a0, a1, a2, a3, b[0], b[1]);
+    mma_16816(o[2 * dp + 1], a0, a1, a2, a3, b[2], b[3]);
+  }
+  float* ow = s.o + (pg * 2 + rt) * 16 * HD;
+#pragma unroll
+  for (int dt = 0; dt < HD / 8; ++dt) {
+    ow[g * HD + 8 * dt + 2 * t] = o[dt][0], ow[g * HD + 8 * dt + 2 * t + 1] = o[dt][1];
+    ow[(g + 8) * HD + 8 * dt + 2 * t] = o[dt][2], ow[(g + 8) * HD + 8 * dt + 2 * t + 1] = o[dt][3];
+  }
+  __syncthreads();
+  // The chunk's partials: the four position groups added in order.
+  for (int e = threadIdx.x; e < QROWS * HD; e += blockDim.x) {
+    const int row = e / HD, d = e % HD, at = (row >> 4) * 16 * HD + (row & 15) * HD + d;
+    part_o[e] = ((s.o[at] + s.o[2 * 16 * HD + at]) + s.o[4 * 16 * HD + at]) + s.o[6 * 16 * HD + at];
+  }
+  if (threadIdx.x < QROWS) {
+    const int row = threadIdx.x;
+    const float mm = fmaxf(fmaxf(s.mx[row], s.mx[QROWS + row]), fmaxf(s.mx[2 * QROWS + row], s.mx[3 * QROWS + row]));
+    part_ml[2 * row] = mm;
+    part_ml[2 * row + 1] = ((s.sm[row] + s.sm[QROWS + row]) + s.sm[2 * QROWS + row]) + s.sm[3 * QROWS + row];
+  }
+  __syncthreads();  // the scratch free again
+}
+
+// One q row of a kv head merged over its chunks (part_ml, part_o: that kv head's), in chunk order,
+// by a warp: -> result, dims 2 lane and 2 lane + 1 of the row's output.
+__device__ __forceinline__ void merge_row(const float* part_ml, const float* part_o, int chunks, int row,
+                                          float (&result)[2]) {
+  const int lane = threadIdx.x & 31;
+  float m = -INFINITY;
+  for (int c = 0; c < chunks; ++c) m = fmaxf(m, part_ml[(size_t)c * QROWS * 2 + 2 * row]);
+  float total = 0.f, o0 = 0.f, o1 = 0.f;
+  for (int c = 0; c < chunks; ++c) {
+    const float mc = part_ml[(size_t)c * QROWS * 2 + 2 * row];
+    const float w = mc == -INFINITY ? 0.f : exp2f(mc - m);
+    total += w * part_ml[(size_t)c * QROWS * 2 + 2 * row + 1];
+    const float* oc = part_o + ((size_t)c * QROWS + row) * HD;
+    o0 += w * oc[2 * lane];
+    o1 += w * oc[2 * lane + 1];
+  }
+  result[0] = o0 / total;
+  result[1] = o1 / total;
+}
