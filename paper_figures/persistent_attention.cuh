@@ -187,3 +187,21 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
   result[0] = o0 / total;
   result[1] = o1 / total;
 }
+
+// Phase R: warp w of block b merges q rows (kv head, row) = 8b + w, + 8G, ..; row tok GQ + j is
+// token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn, a layer's o input in slices
+// ([H / page_k][M][page_k + 8], slice_elems apart).
+__device__ __forceinline__ void merge_phase(const float* part_ml, const float* part_o, int chunks, int M, bf16* attn,
+                                            size_t slice_elems, int page_k) {
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  for (int item = warps * blockIdx.x + (threadIdx.x >> 5); item < KV_HEADS * QROWS; item += warps * gridDim.x) {
+    const int kh = item / QROWS, row = item % QROWS, tok = row / GQ;
+    if (tok >= M) continue;
+    float r[2];
+    merge_row(part_ml + (size_t)kh * chunks * QROWS * 2, part_o + (size_t)kh * chunks * QROWS * HD, chunks, row, r);
+    const int col = (kh * GQ + row % GQ) * HD + 2 * lane;
+    bf16* at = attn + (col / page_k) * slice_elems + tok * (page_k + 8) + col % page_k;
+    at[0] = __float2bfloat16_rn(r[0]);
+    at[1] = __float2bfloat16_rn(r[1]);
+  }
+}

@@ -1,46 +1,26 @@
-// A persistent probe of a forward's layers (paper_figures/persistent_mlp.py; NOTES v149-v161): L
-// layers of y = swiglu(x @ Wgu^T), out = y @ Wd^T (the next layer's x) at Llama-3.2-1B's shapes
-// (H = 2048, F = 8192); with norm_w the MLP block (x = rmsnorm(h) first, out = h + y @ Wd^T, as
-// gemm_reference computes them); with attn, o_proj before it (mid = h + attn @ Wo^T, the block then
-// on mid: a layer after its attention); with w_qkv, the qkv projection first (on rmsnorm(h); its
-// output is the attention's input, checked; with k_cache the attention between qkv and o). M <= 8
-// rows, bf16 in and out, fp32 sums. One launch, one block an SM; the blocks pass a grid barrier (a
-// counter) after each phase, as a persistent forward would between dependent ops.
-//
-// What it asks: whether weights paged into shared memory across a barrier (the next phase's
-// pages already streaming while the last blocks of this one finish and the barrier resolves)
-// take the ~2 us of "first bytes" and tail a kernel boundary costs (NOTES v122, v145). `deep`
-// pages across barriers; without it a block issues a phase's pages only once the barrier passed
-// (what a kernel boundary without prefetch does).
-//
-// Layout of the work:
-//   page   = 16 weight rows x PAGE_K k (16 or 32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix
-//            rows hit distinct banks), copied by 16 bulk copies of a row each (cp.async.bulk, one
-//            mbarrier a ring slot), or with `paged` by one copy of the page's image from weights
-//            laid out so on the host; a block streams its pages through a ring of DEPTH slots, in
-//            one sequence over every layer and phase;
-//   phase A (gate_up + SwiGLU): item a = gate rows 8a .. 8a + 7 and up rows F + 8a .. (the mma's
-//            16 A rows), K = H in ITEM_PAGES pages; block b takes items b, b + G, ..; warp w sums
-//            its 16 STEPS k of each page; the warps' sums added in warp order; with norm_w each x
-//            slice becomes bf16(h * g) in shared memory first and r scales the sums in the epilogue;
-//   phase B (down): item c = rows 16c .. 16c + 15 of Wd (128 items: blocks 0..127), K = F in
-//            DOWN_PAGES pages, warp w on its k of each page, pages in order; with norm_w h added;
-//   phase Q (qkv, with w_qkv): as phase A (items_phase) on 16 consecutive rows a tile, the norm's g
-//            norm_qkv, written plain to qkv [L][M][QKV];
-//   phase O (o_proj, with attn): as phase B (tile_phase) on Wo's tiles, K = H, x the layer's
-//            attention output, plus the layer's input h, into mid;
-//   phases S and R (the attention, with k_cache: persistent_attention.cuh): qkv's epilogue puts q
-//            with RoPE into qbuf and k, v into the caches; S's items (kv head, chunk of 64
-//            positions) page their chunk's k and v rows like weights (a chunk holding this step's
-//            rows only after Q's barrier) and write partials; R merges them, a warp a q row, into
-//            attn in slices, o's x;
-//   a layer runs Q, S, R, O, A, B (those present), a grid barrier after each;
-//   x of a phase lands in shared memory after the barrier, a slice (the M rows of one page's k,
-//            [M][PAGE_K + 8] in global memory as in shared) a bulk copy and an mbarrier; x0, attn,
-//            mid, y and out are kept so (persistent_mlp.py: sliced(), unsliced()).
-// Row-invariant by construction: a row's sums run in an order fixed by the shapes and G (rows past
-// M are computed from row 0's x and dropped); the probe checks it bitwise and the outputs against
-// torch within bf16 rounding. A probe, not a kernel of the runtime.
+// A persistent probe of a forward's layers (paper_figures/persistent_mlp.py runs it and says what it
+// asks; NOTES v149-v161), Llama-3.2-1B's shapes (H = 2048, F = 8192), M <= 8 rows, bf16 in and out,
+// fp32 sums. One launch, one block an SM; a layer runs these phases (those present), a grid barrier
+// (a counter) after each:
+//   Q (w_qkv): qkv = rmsnorm(h) @ Wqkv^T (items_phase, 16 rows a tile); with k_cache its epilogue
+//      puts q with RoPE into qbuf and k, v into the caches (persistent_attention.cuh);
+//   S, R (k_cache): the attention's items (kv head, chunk of 64 positions) page their chunk's k and v
+//      rows like weights (a chunk holding this step's rows only after Q's barrier) and write
+//      partials; R merges them, a warp a q row, into attn;
+//   O (attn): mid = h + attn @ Wo^T (tile_phase: tile b, K = H); h becomes mid;
+//   A: y = swiglu(x @ Wgu^T) (items_phase: a tile is gate rows 8a .. and their up rows), x = h, with
+//      norm_w rmsnorm(h): each x slice becomes bf16(h * g) in shared memory as the first item reaches
+//      it, and r scales the sums in the epilogue;
+//   B: out = y @ Wd^T (tile_phase: rows 16c .., K = F), with norm_w + h.
+// Pages: 16 weight rows x PAGE_K k (32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
+// distinct banks), one bulk copy of the page's image laid out on the host (`paged`; else 16, one a
+// row), streamed through a ring of DEPTH slots in one sequence over every layer and phase; `deep`
+// issues pages across barriers, else a phase's only once its barrier passed. Warp w sums its STEPS
+// k steps of each page; the warps' sums are added in warp order. A phase's x lands after its barrier
+// in slices (the M rows of one page's k, [M][PAGE_K + 8] in global memory as in shared), a bulk copy
+// and an mbarrier each (persistent_layouts.sliced()). Row-invariant by construction: a row's sums
+// run in an order fixed by the shapes and G (rows past M computed from row 0's x and dropped); the
+// probe checks it bitwise and the outputs against torch. A probe, not a kernel of the runtime.
 #include "common.cuh"
 #include "mma.cuh"
 #include "rope.cuh"
@@ -76,50 +56,8 @@
 #define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
 #define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > REGION_S ? REGION_AB : REGION_S))  // ring, then x / y
 
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(unsigned bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n WAIT:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra WAIT;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-}
-__device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-// Generic-proxy accesses before, async-proxy (bulk copy) accesses after.
-__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-__device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
-
-__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, unsigned address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(address) : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4_at(unsigned (&r)[4], unsigned address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
-}
-
-#include "persistent_attention.cuh"  // persistent_mlp.py puts its text here (it is not one of cuda/'s)
-
-// Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G.
-__device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-    atomicAdd(arrived, 1u);
-    const unsigned target = (e + 1) * gridDim.x;
-    unsigned seen;
-    do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
-    while (seen < target);
-    fence_async_global();  // the y / out it acquired, read next by bulk copies
-  }
-  __syncthreads();
-}
+#include "persistent_ring.cuh"       // persistent_layouts.kernel_source puts these two files' text here
+#include "persistent_attention.cuh"  // (they are not among cuda/'s headers)
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, const bf16* __restrict__ w_down,
@@ -191,7 +129,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
       return;
     }
     const int j = q % per_layer - pages_q - pages_s - pages_o;
-    if (paged) {  // the page's image, padding included, one copy (persistent_mlp.py: paged())
+    if (paged) {  // the page's image, padding included, one copy (persistent_layouts.paged())
       mbar_expect(bar, PAGE_BYTES);
       const size_t page = j < pages_a ? ((size_t)l * 1024 + b + (j / ITEM_PAGES) * G) * ITEM_PAGES + j % ITEM_PAGES
                                       : ((size_t)l * (HID / 16) + b) * DOWN_PAGES + (j - pages_a);
@@ -421,18 +359,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         x_parity ^= 1u;
       }
       grid_barrier(counters, barrier_count++);
-      // Phase R: warp w of block b merges rows (kv head, row) = 8b + w, + 8G, ..; row tok GQ + j is
-      // token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn[l], in slices.
-      for (int item = WARPS * b + warp; item < KV_HEADS * QROWS; item += WARPS * G) {
-        const int kh = item / QROWS, row = item % QROWS, tok = row / GQ;
-        if (tok >= M) continue;
-        float r[2];
-        merge_row(part_ml + (size_t)kh * chunks * QROWS * 2, part_o + (size_t)kh * chunks * QROWS * HD, chunks, row, r);
-        const int col = (kh * GQ + row % GQ) * HD + 2 * lane;
-        bf16* at = attn + layer_slices + (col / PAGE_K) * slice_elems + tok * (PAGE_K + 8) + col % PAGE_K;
-        at[0] = __float2bfloat16_rn(r[0]);
-        at[1] = __float2bfloat16_rn(r[1]);
-      }
+      merge_phase(part_ml, part_o, chunks, M, attn + layer_slices, slice_elems, PAGE_K);  // phase R
       grid_barrier(counters, barrier_count++);
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
