@@ -68,8 +68,6 @@ def parse_rings(text: str, rows: int) -> list[tuple[int, int]]:
     return rings
 
 
-
-
 @dataclass
 class Weights:
     """The probe's L layers, random and distinct per layer (nothing is served from L2): gate_up
