@@ -15,6 +15,7 @@
 // not depend on M or on the other queries.
 // (Inserted as text after persistent_mlp.cu's helpers; rope.cuh is included there.)
 
+#define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
 #define KV_HEADS 8
 #define Q_HEADS 32
 #define HD 64
@@ -92,13 +93,13 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
     mma_16816(sc[1], a[0], a[1], a[2], a[3], b[2], b[3]);
   }
   // Scale to log2 units and mask: row 16 rt + g (+ 8 for e >= 2) is token row / GQ; position 64c + ..
-  float mx[2] = {-INFINITY, -INFINITY};
+  float mx[2] = {NEG_INF, NEG_INF};
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = 16 * rt + g + 8 * (e >> 1), pos = CHUNK * c + 16 * pg + 8 * nt + 2 * t + (e & 1);
-      const float v = pos <= P + row / GQ ? sc[nt][e] * scale_log2 : -INFINITY;
+      const float v = pos <= P + row / GQ ? sc[nt][e] * scale_log2 : NEG_INF;
       sc[nt][e] = v;
       mx[e >> 1] = fmaxf(mx[e >> 1], v);
     }
@@ -121,7 +122,7 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
     float w[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      w[e] = m[e >> 1] == -INFINITY ? 0.f : exp2f(sc[nt][e] - m[e >> 1]);
+      w[e] = m[e >> 1] == NEG_INF ? 0.f : exp2f(sc[nt][e] - m[e >> 1]);
       l[e >> 1] += w[e];
     }
     p[2 * nt] = pack2(__float2bfloat16_rn(w[0]), __float2bfloat16_rn(w[1]));
@@ -173,12 +174,12 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
 __device__ __forceinline__ void merge_row(const float* part_ml, const float* part_o, int chunks, int row,
                                           float (&result)[2]) {
   const int lane = threadIdx.x & 31;
-  float m = -INFINITY;
+  float m = NEG_INF;
   for (int c = 0; c < chunks; ++c) m = fmaxf(m, part_ml[(size_t)c * QROWS * 2 + 2 * row]);
   float total = 0.f, o0 = 0.f, o1 = 0.f;
   for (int c = 0; c < chunks; ++c) {
     const float mc = part_ml[(size_t)c * QROWS * 2 + 2 * row];
-    const float w = mc == -INFINITY ? 0.f : exp2f(mc - m);
+    const float w = mc == NEG_INF ? 0.f : exp2f(mc - m);
     total += w * part_ml[(size_t)c * QROWS * 2 + 2 * row + 1];
     const float* oc = part_o + ((size_t)c * QROWS + row) * HD;
     o0 += w * oc[2 * lane];

@@ -95,17 +95,28 @@ class Weights:
         return cache + 2 * sum(w[0].numel() for w in (self.gate_up, self.down, self.o, self.qkv) if w is not None)
 
 
+def chain_block(prefix: int, m: int) -> torch.Tensor:
+    """staged.py's block of a chain of m tokens: token t at position and row prefix + t, its prefix
+    the cache rows below prefix, then rows prefix .. prefix + t visible (padded with its own)."""
+    t = torch.arange(m)
+    visible = torch.minimum(torch.arange(m)[None, :], t[:, None]) + prefix  # [M, M]
+    cols = torch.stack([torch.zeros_like(t), prefix + t, prefix + t, torch.full_like(t, prefix)], 1)
+    return torch.cat([cols, visible], dim=1)
+
+
 @dataclass
 class Attention:
     """A chain of the M new tokens after `prefix` cached ones (a draft step's tree with one path):
-    the RoPE tables [rows, 64] fp32 and each layer's caches in the engine's layout [L, rows, KV, 64]
-    (rows from prefix on zero until appended), rows = prefix + M rounded up to a chunk."""
+    the RoPE tables [rows, 64] fp32, each layer's caches in the engine's layout [L, rows, KV, 64]
+    (rows from prefix on zero until appended), rows = prefix + M rounded up to a chunk, and the
+    chain's block on the caches' device (built here: no host copy inside a graph capture)."""
     prefix: int
     m: int
     cos: torch.Tensor
     sin: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
+    block: torch.Tensor
 
     @staticmethod
     def random(layers: int, prefix: int, m: int, device) -> "Attention":
@@ -115,7 +126,7 @@ class Attention:
         angles = torch.cat([angles, angles], dim=1)  # rotate_half's layout: pair (i, i + 32)
         k, v = (torch.randn(layers, rows, KV_HEADS, HEAD_DIM, device=device).to(torch.bfloat16) for _ in range(2))
         k[:, prefix:], v[:, prefix:] = 0, 0
-        return Attention(prefix, m, angles.cos(), angles.sin(), k, v)
+        return Attention(prefix, m, angles.cos(), angles.sin(), k, v, chain_block(prefix, m).to(device))
 
     @property
     def span(self) -> int:
@@ -125,21 +136,13 @@ class Attention:
     def chunks(self) -> int:
         return self.k.shape[1] // CHUNK
 
-    def block(self) -> torch.Tensor:
-        """staged.py's block of the chain: token t at position and row prefix + t, its prefix the
-        cache rows below prefix, then rows prefix .. prefix + t visible (padded with its own)."""
-        t = torch.arange(self.m)
-        visible = torch.minimum(torch.arange(self.m)[None, :], t[:, None]) + self.prefix  # [M, M]
-        cols = torch.stack([torch.zeros_like(t), self.prefix + t, self.prefix + t, torch.full_like(t, self.prefix)], 1)
-        return torch.cat([cols, visible], dim=1).to(self.k.device)
-
     def run(self, qkv, i: int, out, k=None, v=None, reference: bool = False) -> torch.Tensor:
         """The attention of layer i (ours: tree_attention with the append; reference: its torch twin
         on copies of the caches) from qkv [M, 3072] into out [M, H]."""
         k = self.k[i] if k is None else k
         v = self.v[i] if v is None else v
         run = tree_attention_reference if reference else tree_attention
-        return run(qkv, self.block(), self.cos, self.sin, k, v, self.span, Q_HEADS, KV_HEADS, out=out, append=True)
+        return run(qkv, self.block, self.cos, self.sin, k, v, self.span, Q_HEADS, KV_HEADS, out=out, append=True)
 
 
 def ours_layer(w: Weights, i: int, h, qkv, attn, mid, y, out) -> None:

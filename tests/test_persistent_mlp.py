@@ -108,7 +108,7 @@ def test_qkv_rope_tiles_hold_rope_pairs_and_cover_every_row():
 
 
 def test_the_chain_attention_sees_its_prefix_and_earlier_tokens_only():
-    """Attention.block() and its reference (tree_attention_reference on the staged chain): a token's
+    """chain_block and its reference (tree_attention_reference on the staged chain): a token's
     output does not change when the tokens after it do, and does when one before it does."""
     torch.manual_seed(0)
     a = probe.Attention.random(1, 70, 4, "cpu")  # prefix 70: the chain crosses a chunk boundary
