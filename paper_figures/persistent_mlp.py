@@ -1,5 +1,6 @@
 """A persistent forward's first measurements (NOTES v149-v161): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
-on a GPU (--rows M, --block, --o-proj, --qkv, --attention, --context P, --rings PAGE_KxDEPTH,..).
+on a GPU (--rows M, --block, --o-proj, --qkv, --attention, --context P, --rings PAGE_KxDEPTH,..,
+--timeline: then the layer's time phase by phase, persistent_timeline.py).
 
 The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
 weights paged into shared memory while the blocks wait on their dependencies) instead of one kernel
@@ -49,6 +50,7 @@ from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_refere
 from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, Q_HEADS, QKV, QROWS, SHARED_MAX,
                                              STATIC_RESERVE, THREADS, kernel_source, paged, shared_bytes, sliced,
                                              unsliced)
+from paper_figures.persistent_timeline import phase_names, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error
 
 MODES = ((True, True), (False, True), (True, False), (False, False))  # (deep, a copy a page)
@@ -211,9 +213,10 @@ class Persistent:
         self.qkv = torch.empty(layers, m, QKV, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
 
-    def __call__(self, deep: bool, pages: bool, layer: int | None = None) -> None:
+    def __call__(self, deep: bool, pages: bool, layer: int | None = None, stamps: torch.Tensor | None = None) -> None:
         """Every layer in one launch, or (layer i) that layer alone: the launch a forward that kept
-        its attention kernels would make for each layer's MLP."""
+        its attention kernels would make for each layer's MLP. stamps: int64 [barriers + 1, G, 2],
+        written with the blocks' %globaltimer stamps (persistent_timeline.py)."""
         p, i32, w = build.ptr, np.int32, self.w
         first, count = (0, self.layers) if layer is None else (layer, 1)
         x = self.x0_sliced if first == 0 else self.out[first - 1]
@@ -231,7 +234,7 @@ class Persistent:
                          p(self.paged_down[first]), p(self.y[first]), p(self.out[first]), p(self.counters), i32(count),
                          i32(self.m), i32(int(deep)), i32(int(pages)),
                          null if w.norm is None else p(w.norm[0][first]), np.float32(0.0 if w.norm is None else w.norm[1]),
-                         *o_args, *qkv_args, *attention_args),
+                         *o_args, *qkv_args, *attention_args, null if stamps is None else p(stamps)),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
 
     def outputs(self) -> tuple:
@@ -286,6 +289,8 @@ def main() -> None:
                         help="the attention between qkv and o on both sides: a chain of M tokens after --context cached "
                              "ones, RoPE and the append inside (implies --qkv)")
     parser.add_argument("--context", type=int, default=1000, help="cached positions before the M new ones (--attention)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="then where the first ring's deep, paged layer spends its time, phase by phase")
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
@@ -356,6 +361,16 @@ def main() -> None:
           f"{'; the floor counts the cache rows read' if args.attention else ''}\n")
     print_rows(rows)
     print("\nerror: max |output - torch| / max |torch| over the layers' outputs, on each side's own inputs.")
+    if args.timeline:
+        names = phase_names(with_qkv, args.attention, o_proj)
+        run = Persistent(x0, w, L, *rings[0])
+        stamps = torch.zeros(L * len(names) + 1, run.sms, 2, dtype=torch.int64, device=dev)
+        for _ in range(3):  # warm; the last run's stamps are read
+            run(True, True, stamps=stamps)
+        torch.cuda.synchronize()
+        print(f"\nWhere a layer's time goes, persistent {rings[0][0]}x{rings[0][1]} deep, a copy a page "
+              "(one run after two, medians over layers 2..; persistent_timeline.py says what each column is)\n")
+        print_rows(summarize(stamps.cpu().numpy(), names))
 
 
 if __name__ == "__main__":

@@ -30,16 +30,27 @@ __device__ __forceinline__ void ldmatrix_x4_at(unsigned (&r)[4], unsigned addres
 }
 
 
-// Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G.
-__device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e) {
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+// Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G. With stamps (the
+// probe's --timeline: [barriers + 1][G][2], entry 0 the block's start), thread 0 writes the
+// %globaltimer ns of its arrival and of its departure at entry e + 1 (persistent_timeline.py).
+__device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsigned long long* stamps) {
   __syncthreads();
   if (threadIdx.x == 0) {
+    unsigned long long* at = stamps == nullptr ? nullptr : stamps + 2 * ((size_t)(e + 1) * gridDim.x + blockIdx.x);
+    if (at != nullptr) at[0] = global_ns();
     asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
     atomicAdd(arrived, 1u);
     const unsigned target = (e + 1) * gridDim.x;
     unsigned seen;
     do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
     while (seen < target);
+    if (at != nullptr) at[1] = global_ns();
     fence_async_global();  // the y / out it acquired, read next by bulk copies
   }
   __syncthreads();

@@ -1,0 +1,47 @@
+"""Where a persistent layer's time goes (persistent_mlp.py --timeline; NOTES v162): the kernel's
+thread 0 of every block stamps %globaltimer at its start and at each grid barrier, on arrival and
+on departure (persistent_ring.cuh), into stamps [barriers + 1][G][2] (ns). A phase is the work
+between two barriers; per phase, over the layers after the first (its start is the launch's):
+- block us: a block's arrival less its own departure from the barrier before (median over blocks);
+- last us: the last arrival less the median departure before: the phase on the critical path;
+- release us: the median departure less the last arrival: the barrier's hand-over;
+- last block: the block that arrived last most often (an imbalance shows as one block or a set).
+The stamps step in 0.256 us on an H200 (NOTES v145); medians over blocks and layers see through it."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+
+def phase_names(qkv: bool, attention: bool, o_proj: bool) -> list[str]:
+    """A layer's phases in the kernel's order (persistent_mlp.cu): each ends in a grid barrier."""
+    return ((["Q (qkv)"] if qkv else []) + (["S (attention items)", "R (merge)"] if attention else [])
+            + (["O (o_proj)"] if o_proj else []) + ["A (gate_up)", "B (down)"])
+
+
+def summarize(stamps: np.ndarray, names: list[str]) -> list[dict]:
+    """stamps [layers * len(names) + 1, G, 2] (ns) -> a row a phase (medians over layers 2.., or the
+    one layer) and a last row, the layer: the phases' last + release summed."""
+    per_layer = len(names)
+    barriers = stamps.shape[0] - 1
+    if barriers % per_layer or barriers == 0:
+        raise ValueError(f"{barriers} barriers are not whole layers of {per_layer} phases")
+    layers = barriers // per_layer
+    first = 1 if layers > 1 else 0
+    rows = []
+    for p, name in enumerate(names):
+        block, last, release, who = [], [], [], Counter()
+        for layer in range(first, layers):
+            e = layer * per_layer + p + 1
+            arrive, left_before, leave = stamps[e, :, 0], stamps[e - 1, :, 1], stamps[e, :, 1]
+            block.append(np.median(arrive - left_before))
+            last.append(arrive.max() - np.median(left_before))
+            release.append(np.median(leave) - arrive.max())
+            who[int(arrive.argmax())] += 1
+        rows.append({"phase": name, "block us": np.median(block) / 1e3, "last us": np.median(last) / 1e3,
+                     "release us": np.median(release) / 1e3, "last block": who.most_common(1)[0][0]})
+    rows.append({"phase": "the layer (last + release summed)", "block us": "",
+                 "last us": sum(r["last us"] for r in rows), "release us": sum(r["release us"] for r in rows),
+                 "last block": ""})
+    return rows

@@ -1,0 +1,42 @@
+"""persistent_timeline.summarize on stamps built by hand: each column is the quantity its docstring
+names, and stamps that are not whole layers are refused."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from swiftspec_core.kernels import build
+
+sys.path.insert(0, str(build.CUDA_DIR.parent))
+from paper_figures import persistent_timeline as timeline  # noqa: E402
+
+
+def stamps_of(work_ns: list[list[int]], release_ns: int, layers: int) -> np.ndarray:
+    """Blocks that leave each barrier together `release_ns` after the last arrival; block j's work
+    in phase p is work_ns[p][j]."""
+    phases, blocks = len(work_ns), len(work_ns[0])
+    stamps = np.zeros((layers * phases + 1, blocks, 2), dtype=np.int64)
+    stamps[0] = 1000
+    for e in range(1, layers * phases + 1):
+        stamps[e, :, 0] = stamps[e - 1, :, 1] + np.array(work_ns[(e - 1) % phases])
+        stamps[e, :, 1] = stamps[e, :, 0].max() + release_ns
+    return stamps
+
+
+def test_each_phase_reads_its_median_block_its_last_block_and_the_release():
+    names = timeline.phase_names(qkv=False, attention=False, o_proj=False)
+    assert names == ["A (gate_up)", "B (down)"]
+    rows = timeline.summarize(stamps_of([[3000, 4000, 9000], [2000, 2000, 1000]], 500, layers=3), names)
+    a, b, layer = rows
+    assert (a["block us"], a["last us"], a["release us"], a["last block"]) == (4.0, 9.0, 0.5, 2)
+    assert (b["block us"], b["last us"], b["release us"], b["last block"]) == (2.0, 2.0, 0.5, 0)
+    assert (layer["last us"], layer["release us"]) == (11.0, 1.0)
+
+
+def test_the_attention_layer_has_six_phases_and_partial_layers_are_refused():
+    names = timeline.phase_names(qkv=True, attention=True, o_proj=True)
+    assert len(names) == 6 and names[1].startswith("S") and names[2].startswith("R")
+    with pytest.raises(ValueError):
+        timeline.summarize(np.zeros((6, 4, 2), dtype=np.int64), names)
