@@ -169,21 +169,37 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
   __syncthreads();  // the scratch free again
 }
 
-// One q row of a kv head merged over its chunks (part_ml, part_o: that kv head's), in chunk order,
-// by a warp: -> result, dims 2 lane and 2 lane + 1 of the row's output.
+// One q row of a kv head merged over its chunks (part_ml, part_o: that kv head's) by a warp: ->
+// result, dims 2 lane and 2 lane + 1 of the row's output. Lane c reads chunk c's max and sum (c,
+// c + 32, ..: one L2 round trip for up to 32 chunks, not one a chunk); the weights' sum is a fixed
+// shuffle tree and the outputs run in chunk order, eight chunks' loads in flight (the order depends
+// on the chunk count only: a row's bits do not depend on M or on its neighbours).
 __device__ __forceinline__ void merge_row(const float* part_ml, const float* part_o, int chunks, int row,
                                           float (&result)[2]) {
   const int lane = threadIdx.x & 31;
   float m = NEG_INF;
-  for (int c = 0; c < chunks; ++c) m = fmaxf(m, part_ml[(size_t)c * QROWS * 2 + 2 * row]);
+  for (int c = lane; c < chunks; c += 32) m = fmaxf(m, part_ml[(size_t)c * QROWS * 2 + 2 * row]);
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
   float total = 0.f, o0 = 0.f, o1 = 0.f;
-  for (int c = 0; c < chunks; ++c) {
-    const float mc = part_ml[(size_t)c * QROWS * 2 + 2 * row];
-    const float w = mc == NEG_INF ? 0.f : exp2f(mc - m);
-    total += w * part_ml[(size_t)c * QROWS * 2 + 2 * row + 1];
-    const float* oc = part_o + ((size_t)c * QROWS + row) * HD;
-    o0 += w * oc[2 * lane];
-    o1 += w * oc[2 * lane + 1];
+  for (int c0 = 0; c0 < chunks; c0 += 32) {
+    float w = 0.f, weighted = 0.f;  // lane c's chunk c0 + c
+    if (c0 + lane < chunks) {
+      const float2 ml = *reinterpret_cast<const float2*>(part_ml + (size_t)(c0 + lane) * QROWS * 2 + 2 * row);
+      w = ml.x == NEG_INF ? 0.f : exp2f(ml.x - m);
+      weighted = w * ml.y;
+    }
+#pragma unroll
+    for (int x = 16; x > 0; x >>= 1) weighted += __shfl_xor_sync(0xffffffffu, weighted, x);
+    total += weighted;
+    const int n = min(32, chunks - c0);
+#pragma unroll 8
+    for (int c = 0; c < n; ++c) {
+      const float wc = __shfl_sync(0xffffffffu, w, c);
+      const float2 oc = *reinterpret_cast<const float2*>(part_o + ((size_t)(c0 + c) * QROWS + row) * HD + 2 * lane);
+      o0 += wc * oc.x;
+      o1 += wc * oc.y;
+    }
   }
   result[0] = o0 / total;
   result[1] = o1 / total;

@@ -1,10 +1,12 @@
 """Where a persistent layer's time goes (persistent_mlp.py --timeline; NOTES v162): the kernel's
-thread 0 of every block stamps %globaltimer at its start and at each grid barrier, on arrival and
-on departure (persistent_ring.cuh), into stamps [barriers + 1][G][2] (ns). A phase is the work
+barrier thread of every block stamps %globaltimer at its start and at each grid barrier, on
+arrival, after its fence and on departure (persistent_ring.cuh), into stamps [barriers + 1][G][3]
+(ns). A phase is the work
 between two barriers; per phase, over the layers after the first (its start is the launch's):
 - block us: a block's arrival less its own departure from the barrier before (median over blocks);
 - last us: the last arrival less the median departure before: the phase on the critical path;
 - release us: the median departure less the last arrival: the barrier's hand-over;
+- fence us: of it, the last block's fence (its writes made visible before it counts itself);
 - last block: the block that arrived last most often (an imbalance shows as one block or a set).
 The stamps step in 0.256 us on an H200 (NOTES v145); medians over blocks and layers see through it."""
 from __future__ import annotations
@@ -21,7 +23,7 @@ def phase_names(qkv: bool, attention: bool, o_proj: bool) -> list[str]:
 
 
 def summarize(stamps: np.ndarray, names: list[str]) -> list[dict]:
-    """stamps [layers * len(names) + 1, G, 2] (ns) -> a row a phase (medians over layers 2.., or the
+    """stamps [layers * len(names) + 1, G, 3] (ns) -> a row a phase (medians over layers 2.., or the
     one layer) and a last row, the layer: the phases' last + release summed."""
     per_layer = len(names)
     barriers = stamps.shape[0] - 1
@@ -31,17 +33,20 @@ def summarize(stamps: np.ndarray, names: list[str]) -> list[dict]:
     first = 1 if layers > 1 else 0
     rows = []
     for p, name in enumerate(names):
-        block, last, release, who = [], [], [], Counter()
+        block, last, release, fence, who = [], [], [], [], Counter()
         for layer in range(first, layers):
             e = layer * per_layer + p + 1
-            arrive, left_before, leave = stamps[e, :, 0], stamps[e - 1, :, 1], stamps[e, :, 1]
+            arrive, fenced, leave, left_before = stamps[e, :, 0], stamps[e, :, 1], stamps[e, :, 2], stamps[e - 1, :, 2]
+            lastb = int(arrive.argmax())
             block.append(np.median(arrive - left_before))
-            last.append(arrive.max() - np.median(left_before))
-            release.append(np.median(leave) - arrive.max())
-            who[int(arrive.argmax())] += 1
+            last.append(arrive[lastb] - np.median(left_before))
+            release.append(np.median(leave) - arrive[lastb])
+            fence.append(fenced[lastb] - arrive[lastb])
+            who[lastb] += 1
         rows.append({"phase": name, "block us": np.median(block) / 1e3, "last us": np.median(last) / 1e3,
-                     "release us": np.median(release) / 1e3, "last block": who.most_common(1)[0][0]})
+                     "release us": np.median(release) / 1e3, "fence us": np.median(fence) / 1e3,
+                     "last block": who.most_common(1)[0][0]})
     rows.append({"phase": "the layer (last + release summed)", "block us": "",
                  "last us": sum(r["last us"] for r in rows), "release us": sum(r["release us"] for r in rows),
-                 "last block": ""})
+                 "fence us": sum(r["fence us"] for r in rows), "last block": ""})
     return rows

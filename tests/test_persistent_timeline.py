@@ -13,15 +13,16 @@ sys.path.insert(0, str(build.CUDA_DIR.parent))
 from paper_figures import persistent_timeline as timeline  # noqa: E402
 
 
-def stamps_of(work_ns: list[list[int]], release_ns: int, layers: int) -> np.ndarray:
-    """Blocks that leave each barrier together `release_ns` after the last arrival; block j's work
-    in phase p is work_ns[p][j]."""
+def stamps_of(work_ns: list[list[int]], release_ns: int, layers: int, fence_ns: int = 200) -> np.ndarray:
+    """Blocks that leave each barrier together `release_ns` after the last arrival, each fenced
+    `fence_ns` after its arrival; block j's work in phase p is work_ns[p][j]."""
     phases, blocks = len(work_ns), len(work_ns[0])
-    stamps = np.zeros((layers * phases + 1, blocks, 2), dtype=np.int64)
+    stamps = np.zeros((layers * phases + 1, blocks, 3), dtype=np.int64)
     stamps[0] = 1000
     for e in range(1, layers * phases + 1):
-        stamps[e, :, 0] = stamps[e - 1, :, 1] + np.array(work_ns[(e - 1) % phases])
-        stamps[e, :, 1] = stamps[e, :, 0].max() + release_ns
+        stamps[e, :, 0] = stamps[e - 1, :, 2] + np.array(work_ns[(e - 1) % phases])
+        stamps[e, :, 1] = stamps[e, :, 0] + fence_ns
+        stamps[e, :, 2] = stamps[e, :, 0].max() + release_ns
     return stamps
 
 
@@ -30,7 +31,7 @@ def test_each_phase_reads_its_median_block_its_last_block_and_the_release():
     assert names == ["A (gate_up)", "B (down)"]
     rows = timeline.summarize(stamps_of([[3000, 4000, 9000], [2000, 2000, 1000]], 500, layers=3), names)
     a, b, layer = rows
-    assert (a["block us"], a["last us"], a["release us"], a["last block"]) == (4.0, 9.0, 0.5, 2)
+    assert (a["block us"], a["last us"], a["release us"], a["fence us"], a["last block"]) == (4.0, 9.0, 0.5, 0.2, 2)
     assert (b["block us"], b["last us"], b["release us"], b["last block"]) == (2.0, 2.0, 0.5, 0)
     assert (layer["last us"], layer["release us"]) == (11.0, 1.0)
 
@@ -39,4 +40,4 @@ def test_the_attention_layer_has_six_phases_and_partial_layers_are_refused():
     names = timeline.phase_names(qkv=True, attention=True, o_proj=True)
     assert len(names) == 6 and names[1].startswith("S") and names[2].startswith("R")
     with pytest.raises(ValueError):
-        timeline.summarize(np.zeros((6, 4, 2), dtype=np.int64), names)
+        timeline.summarize(np.zeros((6, 4, 3), dtype=np.int64), names)
