@@ -68,7 +68,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
                const bf16* __restrict__ w_qkv, const bf16* __restrict__ paged_qkv, const bf16* __restrict__ norm_qkv,
                bf16* qkv, bf16* k_cache, bf16* v_cache, const float* __restrict__ rope_cos,
                const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, int prefix,
-               int chunks, int cache_rows, float scale_log2, unsigned long long* stamps, int barrier_warp) {
+               int chunks, int cache_rows, float scale_log2, unsigned long long* stamps) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES + 1];  // the ring's slots, x's slices', g's
   __shared__ float row_squares[MAX_M];  // a normalized phase's x rows' sums of squares
@@ -331,7 +331,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         load_x(hidden, ITEM_PAGES);
       }
       items_phase(items_q, norm_qkv + (size_t)l * HID, false, qkv + (size_t)l * M * QKV, l);
-      grid_barrier(counters, barrier_count++, stamps, barrier_warp);
+      grid_barrier(counters, barrier_count++, stamps);
     }
     if (attention) {  // Phase S: the attention's items; then phase R: the merge into attn[l]'s slices
       const unsigned q_smem = xs + ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES + HID * 2;  // qbuf's copy
@@ -361,9 +361,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         }
         x_parity ^= 1u;
       }
-      grid_barrier(counters, barrier_count++, stamps, barrier_warp);
+      grid_barrier(counters, barrier_count++, stamps);
       merge_phase(part_ml, part_o, chunks, M, attn + layer_slices, slice_elems, PAGE_K);  // phase R
-      grid_barrier(counters, barrier_count++, stamps, barrier_warp);
+      grid_barrier(counters, barrier_count++, stamps);
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
       if (threadIdx.x == 0) {
@@ -372,7 +372,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
         if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
       }
       if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices);
-      grid_barrier(counters, barrier_count++, stamps, barrier_warp);
+      grid_barrier(counters, barrier_count++, stamps);
       hidden = mid + layer_slices;
     }
     // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
@@ -382,7 +382,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
       load_x(hidden, ITEM_PAGES);
     }
     items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems, l);
-    grid_barrier(counters, barrier_count++, stamps, barrier_warp);
+    grid_barrier(counters, barrier_count++, stamps);
 
     // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
     if (threadIdx.x == 0) {
@@ -391,7 +391,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, DOWN_PAGES);
     }
     if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices);
-    grid_barrier(counters, barrier_count++, stamps, barrier_warp);
+    grid_barrier(counters, barrier_count++, stamps);
   }
   // Reset for the next launch once every block has passed the last barrier.
   if (threadIdx.x == 0 && atomicAdd(counters + 1, 1u) == (unsigned)G - 1) {

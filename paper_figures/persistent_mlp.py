@@ -213,12 +213,10 @@ class Persistent:
         self.qkv = torch.empty(layers, m, QKV, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
 
-    def __call__(self, deep: bool, pages: bool, layer: int | None = None, stamps: torch.Tensor | None = None,
-                 barrier_warp: int = 0) -> None:
+    def __call__(self, deep: bool, pages: bool, layer: int | None = None, stamps: torch.Tensor | None = None) -> None:
         """Every layer in one launch, or (layer i) that layer alone: the launch a forward that kept
         its attention kernels would make for each layer's MLP. stamps: int64 [barriers + 1, G, 3],
-        written with the blocks' %globaltimer stamps (persistent_timeline.py); barrier_warp: the
-        warp whose lane 0 does the grid barriers (persistent_ring.cuh)."""
+        written with the blocks' %globaltimer stamps (persistent_timeline.py)."""
         p, i32, w = build.ptr, np.int32, self.w
         first, count = (0, self.layers) if layer is None else (layer, 1)
         x = self.x0_sliced if first == 0 else self.out[first - 1]
@@ -236,8 +234,7 @@ class Persistent:
                          p(self.paged_down[first]), p(self.y[first]), p(self.out[first]), p(self.counters), i32(count),
                          i32(self.m), i32(int(deep)), i32(int(pages)),
                          null if w.norm is None else p(w.norm[0][first]), np.float32(0.0 if w.norm is None else w.norm[1]),
-                         *o_args, *qkv_args, *attention_args, null if stamps is None else p(stamps),
-                         i32(barrier_warp)),
+                         *o_args, *qkv_args, *attention_args, null if stamps is None else p(stamps)),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
 
     def poison(self) -> None:
@@ -282,17 +279,6 @@ def check_persistent(run: Persistent) -> dict:
     return {"error": max(errors), "modes bitwise alike": same, "row 0 as alone": invariant}
 
 
-def same_bits(run: Persistent, warp_a: int, warp_b: int) -> bool:
-    """The deep, paged run's outputs (poisoned first) with the barriers by warp_a and by warp_b alike."""
-    outs = []
-    for warp in (warp_a, warp_b):
-        run.poison()
-        run(True, True, barrier_warp=warp)
-        torch.cuda.synchronize()
-        outs.append(run.outputs())
-    return all(a is None or torch.equal(a, b) for a, b in zip(*outs))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=16)
@@ -308,10 +294,7 @@ def main() -> None:
                              "ones, RoPE and the append inside (implies --qkv)")
     parser.add_argument("--context", type=int, default=1000, help="cached positions before the M new ones (--attention)")
     parser.add_argument("--timeline", action="store_true",
-                        help="then where the first ring's deep, paged layer spends its time, phase by phase")
-    parser.add_argument("--barrier-warps", default="0",
-                        help="the warps whose lane 0 does the grid barriers, comma-separated: the deep, paged mode "
-                             "(and --timeline) for each (NOTES v163)")
+                        help="then where the first ring's layer spends its time (deep and shallow, a copy a page), phase by phase")
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
@@ -319,12 +302,6 @@ def main() -> None:
         fail(f"--rows takes 1..8, --layers at least 1 and --context at least 0 "
              f"(got {args.rows}, {args.layers}, {args.context})")
     rings = parse_rings(args.rings, args.rows)
-    try:
-        barrier_warps = [int(w) for w in args.barrier_warps.split(",")]
-    except ValueError:
-        barrier_warps = [-1]
-    if not all(0 <= w < THREADS // 32 for w in barrier_warps):
-        fail(f"--barrier-warps takes warps 0..{THREADS // 32 - 1}, comma-separated (got {args.barrier_warps!r})")
     if not torch.cuda.is_available():
         fail("persistent_mlp.py needs a GPU")
     bandwidth, _ = device_line()
@@ -374,11 +351,6 @@ def main() -> None:
         rows.append({"side": f"persistent {page_k}x{depth}, deep, a copy a page, a launch a layer",
                      "in flight KB a block": depth * page_k * 32 // 1024,
                      "us a layer": time_calls(lambda i: run(True, True, layer=i), L), **same})
-        for warp in barrier_warps[1:]:
-            rows.append({"side": f"persistent {page_k}x{depth}, deep, a copy a page, barrier by warp {warp}",
-                         "in flight KB a block": depth * page_k * 32 // 1024,
-                         "us a layer": time_calls(lambda i, warp=warp: run(True, True, barrier_warp=warp), 1) / L,
-                         **same, "modes bitwise alike": same_bits(run, barrier_warps[0], warp)})
         del run
     for row in rows:
         row["floor us"] = floor_us
@@ -397,13 +369,13 @@ def main() -> None:
         names = phase_names(with_qkv, args.attention, o_proj)
         run = Persistent(x0, w, L, *rings[0])
         stamps = torch.zeros(L * len(names) + 1, run.sms, 3, dtype=torch.int64, device=dev)
-        for warp in barrier_warps:
+        for deep in (True, False):
             for _ in range(3):  # warm; the last run's stamps are read
-                run(True, True, stamps=stamps, barrier_warp=warp)
+                run(deep, True, stamps=stamps)
             torch.cuda.synchronize()
-            print(f"\nWhere a layer's time goes, persistent {rings[0][0]}x{rings[0][1]} deep, a copy a page, "
-                  f"barrier by warp {warp} (one run after two, medians over layers 2..; persistent_timeline.py "
-                  "says what each column is)\n")
+            print(f"\nWhere a layer's time goes, persistent {rings[0][0]}x{rings[0][1]}, "
+                  f"{'deep' if deep else 'shallow'}, a copy a page (one run after two, medians over layers 2..; "
+                  "persistent_timeline.py says what each column is)\n")
             print_rows(summarize(stamps.cpu().numpy(), names))
 
 

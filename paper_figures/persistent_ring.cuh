@@ -36,16 +36,14 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
-// Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G; lane 0 of warp
-// `barrier_warp` arrives and spins for the block (0 is thread 0, which issues the ring's bulk
-// copies: NOTES v163 asks whether its fence waits for them). With stamps (the probe's --timeline:
-// [barriers + 1][G][3], entry 0 the block's start), it writes the %globaltimer ns of its arrival,
-// of its fence's end and of its departure at entry e + 1 (persistent_timeline.py). Thread 0 then
-// fences the generic proxy against the async one: the y / out acquired here are read next by its
-// bulk copies.
-__device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsigned long long* stamps, int barrier_warp) {
+// Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G. With stamps (the
+// probe's --timeline: [barriers + 1][G][3], entry 0 the block's start), thread 0 writes the
+// %globaltimer ns of its arrival, of its fence's end and of its departure at entry e + 1
+// (persistent_timeline.py). (The barrier by another warp than the bulk copies' thread 0 changed
+// nothing: NOTES v163.)
+__device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsigned long long* stamps) {
   __syncthreads();
-  if (threadIdx.x == 32 * barrier_warp) {
+  if (threadIdx.x == 0) {
     unsigned long long* at = stamps == nullptr ? nullptr : stamps + 3 * ((size_t)(e + 1) * gridDim.x + blockIdx.x);
     if (at != nullptr) at[0] = global_ns();
     asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
@@ -56,7 +54,7 @@ __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsi
     do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
     while (seen < target);
     if (at != nullptr) at[2] = global_ns();
+    fence_async_global();  // the y / out it acquired, read next by bulk copies
   }
   __syncthreads();
-  if (threadIdx.x == 0) fence_async_global();
 }

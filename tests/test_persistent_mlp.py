@@ -60,8 +60,7 @@ def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
 
 
 @pytest.mark.parametrize("argv", [["--rows", "9"], ["--layers", "0"], ["--rings", "1024"], ["--rings", "2048x3"],
-                                  ["--rings", "1024x1"], ["--rings", "1024x9"], ["--barrier-warps", "0,8"],
-                                  ["--barrier-warps", "one"]])
+                                  ["--rings", "1024x1"], ["--rings", "1024x9"]])
 def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["persistent_mlp.py", *argv])
     with pytest.raises(SystemExit) as exit_:
