@@ -170,11 +170,10 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
 }
 
 // One q row of a kv head merged over its chunks (part_ml, part_o: that kv head's) by a warp: ->
-// result, dims 2 lane and 2 lane + 1 of the row's output. Under the weight stream an L2 round trip
-// costs ~0.6 us (NOTES v163), so the loads go out together: lane c reads chunk c's max and sum
-// (c < 32 at once), then the outputs of 32 chunks at once. The weights' sum is a fixed shuffle tree
-// and the outputs add in chunk order (the order depends on the chunk count only: a row's bits do
-// not depend on M or on its neighbours).
+// result, dims 2 lane and 2 lane + 1 of the row's output. Lane c reads chunk c's max and sum (c,
+// c + 32, ..: one L2 round trip for up to 32 chunks, not one a chunk); the weights' sum is a fixed
+// shuffle tree and the outputs run in chunk order, eight chunks' loads in flight (the order depends
+// on the chunk count only: a row's bits do not depend on M or on its neighbours).
 __device__ __forceinline__ void merge_row(const float* part_ml, const float* part_o, int chunks, int row,
                                           float (&result)[2]) {
   const int lane = threadIdx.x & 31;
@@ -193,16 +192,13 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
 #pragma unroll
     for (int x = 16; x > 0; x >>= 1) weighted += __shfl_xor_sync(0xffffffffu, weighted, x);
     total += weighted;
-    float2 oc[32];  // chunk c0 + c's dims 2 lane, 2 lane + 1 (zero past the last chunk)
-#pragma unroll
-    for (int c = 0; c < 32; ++c)
-      oc[c] = c0 + c < chunks ? *reinterpret_cast<const float2*>(part_o + ((size_t)(c0 + c) * QROWS + row) * HD + 2 * lane)
-                              : make_float2(0.f, 0.f);
-#pragma unroll
-    for (int c = 0; c < 32; ++c) {
+    const int n = min(32, chunks - c0);
+#pragma unroll 8
+    for (int c = 0; c < n; ++c) {
       const float wc = __shfl_sync(0xffffffffu, w, c);
-      o0 += wc * oc[c].x;
-      o1 += wc * oc[c].y;
+      const float2 oc = *reinterpret_cast<const float2*>(part_o + ((size_t)(c0 + c) * QROWS + row) * HD + 2 * lane);
+      o0 += wc * oc.x;
+      o1 += wc * oc.y;
     }
   }
   result[0] = o0 / total;

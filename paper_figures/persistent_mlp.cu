@@ -59,6 +59,61 @@
 #include "persistent_ring.cuh"       // persistent_layouts.kernel_source puts these two files' text here
 #include "persistent_attention.cuh"  // (they are not among cuda/'s headers)
 
+// What a block's page sequence reads, and where its ring is (thread 0 issues it: issue_pages).
+struct PageSource {
+  const bf16 *w_qkv, *paged_qkv, *w_o, *paged_o, *w_gate_up, *paged_gate_up, *w_down, *paged_down, *k_cache, *v_cache;
+  unsigned ring, bar0;
+  int b, G, paged, attention, chunks, cache_rows, pages_q, pages_s, pages_o, pages_a, per_layer;
+};
+
+// Pages [from, to) of block b's sequence into their ring slots (thread 0). A layer's pages: qkv's
+// tiles b, b + G, .. (ITEM_PAGES each; with the attention qkv_tile_row's rows), the attention's
+// items (their chunk's k rows, then its v rows), o's tile b, gate_up's tiles b, b + G, .. (gate
+// rows 8a .., then their up rows), down's tile b (DOWN_PAGES). A weight page is one bulk copy of
+// its image (paged()) or 16 copies, one a row. Not inlined: inlined at each of its call sites it
+// made the kernel ~250 KB of code, fetched again by every phase of every layer (NOTES v165).
+__device__ __noinline__ void issue_pages(const PageSource& s, int from, int to) {
+  for (int q = from; q < to; ++q) {
+    const int l = q / s.per_layer, j = q % s.per_layer, slot = q % DEPTH;
+    const unsigned dst = s.ring + slot * PAGE_BYTES, bar = s.bar0 + 8 * slot;
+    if (s.pages_q <= j && j < s.pages_q + s.pages_s) {
+      const int it = s.b + (j - s.pages_q) * s.G, kh = it / s.chunks, c = it % s.chunks;
+      const size_t at = (((size_t)l * KV_HEADS + kh) * s.cache_rows + CHUNK * c) * (HD + 8);
+      mbar_expect(bar, 2 * KV_CHUNK_BYTES);
+      bulk_copy(dst, s.k_cache + at, KV_CHUNK_BYTES, bar);
+      bulk_copy(dst + KV_CHUNK_BYTES, s.v_cache + at, KV_CHUNK_BYTES, bar);
+      continue;
+    }
+    // The weight's tile and page, its tiles and pages a layer, its rows and K.
+    const bf16 *w, *image;
+    int tile, page, tiles, tile_pages, rows, K, kind;  // kind: 0 qkv, 1 gate_up, 2 o or down
+    const int jo = j - s.pages_q - s.pages_s, ja = jo - s.pages_o;
+    if (j < s.pages_q)
+      w = s.w_qkv, image = s.paged_qkv, tile = s.b + (j / ITEM_PAGES) * s.G, page = j % ITEM_PAGES, tiles = QKV_TILES,
+      tile_pages = ITEM_PAGES, rows = QKV, K = HID, kind = 0;
+    else if (jo < s.pages_o)
+      w = s.w_o, image = s.paged_o, tile = s.b, page = jo, tiles = HID / 16, tile_pages = ITEM_PAGES, rows = HID,
+      K = HID, kind = 2;
+    else if (ja < s.pages_a)
+      w = s.w_gate_up, image = s.paged_gate_up, tile = s.b + (ja / ITEM_PAGES) * s.G, page = ja % ITEM_PAGES,
+      tiles = FFN / 8, tile_pages = ITEM_PAGES, rows = 2 * FFN, K = HID, kind = 1;
+    else
+      w = s.w_down, image = s.paged_down, tile = s.b, page = ja - s.pages_a, tiles = HID / 16, tile_pages = DOWN_PAGES,
+      rows = HID, K = FFN, kind = 2;
+    if (s.paged) {
+      mbar_expect(bar, PAGE_BYTES);
+      bulk_copy(dst, image + (((size_t)l * tiles + tile) * tile_pages + page) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
+      continue;
+    }
+    mbar_expect(bar, 16 * PAGE_K * 2);
+    for (int r = 0; r < 16; ++r) {
+      const int row = kind == 0 ? (s.attention ? qkv_tile_row(tile, r) : 16 * tile + r)
+                    : kind == 1 ? (r < 8 ? 8 * tile + r : FFN + 8 * tile + r - 8) : 16 * tile + r;
+      bulk_copy(dst + r * PAGE_ROW, w + (size_t)l * rows * K + (size_t)row * K + page * PAGE_K, PAGE_K * 2, bar);
+    }
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, const bf16* __restrict__ w_down,
                const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
@@ -96,58 +151,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const int total = layers * per_layer;
   if (items_a > MAX_A_ITEMS || M > MAX_M) return;  // the launcher keeps G >= 128 and M <= MAX_M
 
-  // Page q of this block's sequence into its slot (thread 0).
-  auto issue = [&](int q) {
-    const int l = q / per_layer, slot = q % DEPTH;
-    const unsigned dst = ring + slot * PAGE_BYTES, bar = bar0 + 8 * slot;
-    if (q % per_layer < pages_q) {  // qkv's tile c, page j % ITEM_PAGES: 16 rows (with the attention,
-      const int j = q % per_layer, c = b + (j / ITEM_PAGES) * G;  // qkv_tile_row's), K = H
-      mbar_expect(bar, paged ? PAGE_BYTES : 16 * PAGE_K * 2);
-      if (paged) bulk_copy(dst, paged_qkv + (((size_t)l * QKV_TILES + c) * ITEM_PAGES + j % ITEM_PAGES) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
-      else
-        for (int r = 0; r < 16; ++r) {
-          const int row = attention ? qkv_tile_row(c, r) : 16 * c + r;
-          bulk_copy(dst + r * PAGE_ROW, w_qkv + (size_t)l * QKV * HID + (size_t)row * HID + (j % ITEM_PAGES) * PAGE_K, PAGE_K * 2, bar);
-        }
-      return;
-    }
-    if (q % per_layer < pages_q + pages_s) {  // the attention's item: its chunk's k rows, then its v rows
-      const int it = b + (q % per_layer - pages_q) * G, kh = it / chunks, c = it % chunks;
-      const size_t at = (((size_t)l * KV_HEADS + kh) * cache_rows + CHUNK * c) * (HD + 8);
-      mbar_expect(bar, 2 * KV_CHUNK_BYTES);
-      bulk_copy(dst, k_cache + at, KV_CHUNK_BYTES, bar);
-      bulk_copy(dst + KV_CHUNK_BYTES, v_cache + at, KV_CHUNK_BYTES, bar);
-      return;
-    }
-    if (q % per_layer < pages_q + pages_s + pages_o) {  // o_proj's tile b, page j: as down's, K = H
-      const int j = q % per_layer - pages_q - pages_s;
-      mbar_expect(bar, paged ? PAGE_BYTES : 16 * PAGE_K * 2);
-      if (paged) bulk_copy(dst, paged_o + (((size_t)l * (HID / 16) + b) * ITEM_PAGES + j) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
-      else
-        for (int r = 0; r < 16; ++r)
-          bulk_copy(dst + r * PAGE_ROW, w_o + (size_t)l * HID * HID + (size_t)(16 * b + r) * HID + j * PAGE_K, PAGE_K * 2, bar);
-      return;
-    }
-    const int j = q % per_layer - pages_q - pages_s - pages_o;
-    if (paged) {  // the page's image, padding included, one copy (persistent_layouts.paged())
-      mbar_expect(bar, PAGE_BYTES);
-      const size_t page = j < pages_a ? ((size_t)l * 1024 + b + (j / ITEM_PAGES) * G) * ITEM_PAGES + j % ITEM_PAGES
-                                      : ((size_t)l * (HID / 16) + b) * DOWN_PAGES + (j - pages_a);
-      bulk_copy(dst, (j < pages_a ? paged_gate_up : paged_down) + page * (PAGE_BYTES / 2), PAGE_BYTES, bar);
-      return;
-    }
-    mbar_expect(bar, 16 * PAGE_K * 2);
-    for (int r = 0; r < 16; ++r) {
-      const bf16* src;
-      if (j < pages_a) {
-        const int a = b + (j / ITEM_PAGES) * G, row = r < 8 ? 8 * a + r : FFN + 8 * a + r - 8;
-        src = w_gate_up + (size_t)l * 2 * FFN * HID + (size_t)row * HID + (j % ITEM_PAGES) * PAGE_K;
-      } else {
-        src = w_down + (size_t)l * HID * FFN + (size_t)(16 * b + r) * FFN + (j - pages_a) * PAGE_K;
-      }
-      bulk_copy(dst + r * PAGE_ROW, src, PAGE_K * 2, bar);
-    }
-  };
+  const PageSource pages = {w_qkv, paged_qkv, w_o, paged_o, w_gate_up, paged_gate_up, w_down, paged_down, k_cache,
+                           v_cache, ring, bar0, b, G, paged, attention, chunks, cache_rows, pages_q, pages_s, pages_o,
+                           pages_a, per_layer};
   int issued = 0, limit = 0;  // pages issued so far; deep = 0: not past the current phase's last
   // Deep: as far as the first late page of layer `from` on (none without the attention).
   auto deep_limit = [&](int from) {
@@ -155,7 +161,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   };
   auto issue_up_to = [&](int q_end) {  // thread 0: pages [issued, min(q_end, limit))
     fence_async_shared();
-    for (const int end = min(q_end, limit); issued < end; ++issued) issue(issued);
+    const int end = min(q_end, limit);
+    if (issued < end) issue_pages(pages, issued, end), issued = end;
   };
   // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in global and shared memory), a copy
   // and an mbarrier each, so a page waits only for its own slice. Bit s of x_parity: the phase of
