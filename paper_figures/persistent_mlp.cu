@@ -2,7 +2,7 @@
 // asks; NOTES v149-v161), Llama-3.2-1B's shapes (H = 2048, F = 8192), M <= 8 rows, bf16 in and out,
 // fp32 sums. One launch, one block an SM; a layer runs these phases (those present), a grid barrier
 // (a counter) after each:
-//   Q (w_qkv): qkv = rmsnorm(h) @ Wqkv^T (items_phase, 16 rows a tile); with k_cache its epilogue
+//   Q (paged_qkv): qkv = rmsnorm(h) @ Wqkv^T (items_phase, 16 rows a tile); with k_cache its epilogue
 //      puts q with RoPE into qbuf and k, v into the caches (persistent_attention.cuh);
 //   S, R (k_cache): the attention's items (kv head, chunk of 64 positions) page their chunk's k and v
 //      rows like weights (a chunk holding this step's rows only after Q's barrier) and write
@@ -13,8 +13,8 @@
 //      it, and r scales the sums in the epilogue;
 //   B: out = y @ Wd^T (tile_phase: rows 16c .., K = F), with norm_w + h.
 // Pages: 16 weight rows x PAGE_K k (32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
-// distinct banks), one bulk copy of the page's image laid out on the host (`paged`; else 16, one a
-// row), streamed through a ring of DEPTH slots in one sequence over every layer and phase; `deep`
+// distinct banks), one bulk copy of the page's image laid out on the host (persistent_layouts.paged),
+// streamed through a ring of DEPTH slots in one sequence over every layer and phase; `deep`
 // issues pages across barriers, else a phase's only once its barrier passed. Warp w sums its STEPS
 // k steps of each page; the warps' sums are added in warp order. A phase's x lands after its barrier
 // in slices (the M rows of one page's k, [M][PAGE_K + 8] in global memory as in shared), a bulk copy
@@ -59,68 +59,12 @@
 #include "persistent_ring.cuh"       // persistent_layouts.kernel_source puts these two files' text here
 #include "persistent_attention.cuh"  // (they are not among cuda/'s headers)
 
-// What a block's page sequence reads, and where its ring is (thread 0 issues it: issue_pages).
-struct PageSource {
-  const bf16 *w_qkv, *paged_qkv, *w_o, *paged_o, *w_gate_up, *paged_gate_up, *w_down, *paged_down, *k_cache, *v_cache;
-  unsigned ring, bar0;
-  int b, G, paged, attention, chunks, cache_rows, pages_q, pages_s, pages_o, pages_a, per_layer;
-};
-
-// Pages [from, to) of block b's sequence into their ring slots (thread 0). A layer's pages: qkv's
-// tiles b, b + G, .. (ITEM_PAGES each; with the attention qkv_tile_row's rows), the attention's
-// items (their chunk's k rows, then its v rows), o's tile b, gate_up's tiles b, b + G, .. (gate
-// rows 8a .., then their up rows), down's tile b (DOWN_PAGES). A weight page is one bulk copy of
-// its image (paged()) or 16 copies, one a row. Not inlined: inlined at each of its call sites it
-// made the kernel ~250 KB of code, fetched again by every phase of every layer (NOTES v165).
-__device__ __noinline__ void issue_pages(const PageSource& s, int from, int to) {
-  for (int q = from; q < to; ++q) {
-    const int l = q / s.per_layer, j = q % s.per_layer, slot = q % DEPTH;
-    const unsigned dst = s.ring + slot * PAGE_BYTES, bar = s.bar0 + 8 * slot;
-    if (s.pages_q <= j && j < s.pages_q + s.pages_s) {
-      const int it = s.b + (j - s.pages_q) * s.G, kh = it / s.chunks, c = it % s.chunks;
-      const size_t at = (((size_t)l * KV_HEADS + kh) * s.cache_rows + CHUNK * c) * (HD + 8);
-      mbar_expect(bar, 2 * KV_CHUNK_BYTES);
-      bulk_copy(dst, s.k_cache + at, KV_CHUNK_BYTES, bar);
-      bulk_copy(dst + KV_CHUNK_BYTES, s.v_cache + at, KV_CHUNK_BYTES, bar);
-      continue;
-    }
-    // The weight's tile and page, its tiles and pages a layer, its rows and K.
-    const bf16 *w, *image;
-    int tile, page, tiles, tile_pages, rows, K, kind;  // kind: 0 qkv, 1 gate_up, 2 o or down
-    const int jo = j - s.pages_q - s.pages_s, ja = jo - s.pages_o;
-    if (j < s.pages_q)
-      w = s.w_qkv, image = s.paged_qkv, tile = s.b + (j / ITEM_PAGES) * s.G, page = j % ITEM_PAGES, tiles = QKV_TILES,
-      tile_pages = ITEM_PAGES, rows = QKV, K = HID, kind = 0;
-    else if (jo < s.pages_o)
-      w = s.w_o, image = s.paged_o, tile = s.b, page = jo, tiles = HID / 16, tile_pages = ITEM_PAGES, rows = HID,
-      K = HID, kind = 2;
-    else if (ja < s.pages_a)
-      w = s.w_gate_up, image = s.paged_gate_up, tile = s.b + (ja / ITEM_PAGES) * s.G, page = ja % ITEM_PAGES,
-      tiles = FFN / 8, tile_pages = ITEM_PAGES, rows = 2 * FFN, K = HID, kind = 1;
-    else
-      w = s.w_down, image = s.paged_down, tile = s.b, page = ja - s.pages_a, tiles = HID / 16, tile_pages = DOWN_PAGES,
-      rows = HID, K = FFN, kind = 2;
-    if (s.paged) {
-      mbar_expect(bar, PAGE_BYTES);
-      bulk_copy(dst, image + (((size_t)l * tiles + tile) * tile_pages + page) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
-      continue;
-    }
-    mbar_expect(bar, 16 * PAGE_K * 2);
-    for (int r = 0; r < 16; ++r) {
-      const int row = kind == 0 ? (s.attention ? qkv_tile_row(tile, r) : 16 * tile + r)
-                    : kind == 1 ? (r < 8 ? 8 * tile + r : FFN + 8 * tile + r - 8) : 16 * tile + r;
-      bulk_copy(dst + r * PAGE_ROW, w + (size_t)l * rows * K + (size_t)row * K + page * PAGE_K, PAGE_K * 2, bar);
-    }
-  }
-}
-
 extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
-persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, const bf16* __restrict__ w_down,
-               const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
-               bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep, int paged,
+persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
+               bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep,
                const bf16* __restrict__ norm_w, float eps, bf16* attn,
-               const bf16* __restrict__ w_o, const bf16* __restrict__ paged_o, bf16* mid,
-               const bf16* __restrict__ w_qkv, const bf16* __restrict__ paged_qkv, const bf16* __restrict__ norm_qkv,
+               const bf16* __restrict__ paged_o, bf16* mid, const bf16* __restrict__ paged_qkv,
+               const bf16* __restrict__ norm_qkv,
                bf16* qkv, bf16* k_cache, bf16* v_cache, const float* __restrict__ rope_cos,
                const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, int prefix,
                int chunks, int cache_rows, float scale_log2, unsigned long long* stamps) {
@@ -135,7 +79,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const size_t slice_elems = (size_t)M * (PAGE_K + 8);  // a slice in x0, y, out: M rows of PAGE_K + 8
 
   const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
-  const int items_q = w_qkv != nullptr ? (QKV_TILES - b + G - 1) / G : 0;  // qkv tiles b, b + G, ..
+  const int items_q = paged_qkv != nullptr ? (QKV_TILES - b + G - 1) / G : 0;  // qkv tiles b, b + G, ..
   const int pages_q = ITEM_PAGES * items_q;
   // With the attention (k_cache): its items (kv head, chunk) b, b + G, .., a page each (the chunk's k
   // and v rows). A chunk holding this step's rows (from P on) is written by phase Q: its page must
@@ -151,9 +95,36 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   const int total = layers * per_layer;
   if (items_a > MAX_A_ITEMS || M > MAX_M) return;  // the launcher keeps G >= 128 and M <= MAX_M
 
-  const PageSource pages = {w_qkv, paged_qkv, w_o, paged_o, w_gate_up, paged_gate_up, w_down, paged_down, k_cache,
-                           v_cache, ring, bar0, b, G, paged, attention, chunks, cache_rows, pages_q, pages_s, pages_o,
-                           pages_a, per_layer};
+  // Page q of this block's sequence into its slot (thread 0): one bulk copy of the page's image
+  // (persistent_layouts.paged(): a tile's 16 rows of PAGE_K, padding included), or for the
+  // attention's item its chunk's k rows, then its v rows. A layer's pages: qkv's tiles b, b + G, ..,
+  // the attention's items, o's tile b, gate_up's tiles b, b + G, .., down's tile b. (A page as 16
+  // copies, one a row, was 1.5x slower (v150, v151); its code went with it: NOTES v166.)
+  auto issue = [&](int q) {
+    const int l = q / per_layer, j = q % per_layer, slot = q % DEPTH;
+    const unsigned dst = ring + slot * PAGE_BYTES, bar = bar0 + 8 * slot;
+    if (pages_q <= j && j < pages_q + pages_s) {
+      const int it = b + (j - pages_q) * G, kh = it / chunks, c = it % chunks;
+      const size_t at = (((size_t)l * KV_HEADS + kh) * cache_rows + CHUNK * c) * (HD + 8);
+      mbar_expect(bar, 2 * KV_CHUNK_BYTES);
+      bulk_copy(dst, k_cache + at, KV_CHUNK_BYTES, bar);
+      bulk_copy(dst + KV_CHUNK_BYTES, v_cache + at, KV_CHUNK_BYTES, bar);
+      return;
+    }
+    const int jo = j - pages_q - pages_s, ja = jo - pages_o;  // page j of o's, of gate_up's (then down's)
+    const bf16* images;
+    int tiles, tile, tile_pages, page;  // the weight's tiles a layer, this page's tile, a tile's pages, its page
+    if (j < pages_q)
+      images = paged_qkv, tiles = QKV_TILES, tile = b + (j / ITEM_PAGES) * G, tile_pages = ITEM_PAGES, page = j % ITEM_PAGES;
+    else if (jo < pages_o)
+      images = paged_o, tiles = HID / 16, tile = b, tile_pages = ITEM_PAGES, page = jo;
+    else if (ja < pages_a)
+      images = paged_gate_up, tiles = FFN / 8, tile = b + (ja / ITEM_PAGES) * G, tile_pages = ITEM_PAGES, page = ja % ITEM_PAGES;
+    else
+      images = paged_down, tiles = HID / 16, tile = b, tile_pages = DOWN_PAGES, page = ja - pages_a;
+    mbar_expect(bar, PAGE_BYTES);
+    bulk_copy(dst, images + (((size_t)l * tiles + tile) * tile_pages + page) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
+  };
   int issued = 0, limit = 0;  // pages issued so far; deep = 0: not past the current phase's last
   // Deep: as far as the first late page of layer `from` on (none without the attention).
   auto deep_limit = [&](int from) {
@@ -161,8 +132,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   };
   auto issue_up_to = [&](int q_end) {  // thread 0: pages [issued, min(q_end, limit))
     fence_async_shared();
-    const int end = min(q_end, limit);
-    if (issued < end) issue_pages(pages, issued, end), issued = end;
+#pragma unroll 1  // one copy of issue's code a call site: the kernel's code is fetched again each phase (v166)
+    for (const int end = min(q_end, limit); issued < end; ++issued) issue(issued);
   };
   // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in global and shared memory), a copy
   // and an mbarrier each, so a page waits only for its own slice. Bit s of x_parity: the phase of
@@ -331,7 +302,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ w_gate_up, 
   for (int l = 0; l < layers; ++l) {
     const size_t layer_slices = (size_t)l * ITEM_PAGES * slice_elems;  // x0, out, mid, attn: a layer's
     const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
-    if (w_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
+    if (paged_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
       if (threadIdx.x == 0) {
         limit = deep ? deep_limit(l) : l * per_layer + pages_q;
         issue_up_to(q + DEPTH);

@@ -20,11 +20,11 @@ Sides, each in one CUDA graph:
 - ours: today's kernels under PDL, a launch an op (gemm with norm= for qkv, gemm with residual= for
   o and down, gemm_swiglu with norm= for gate_up);
 - persistent: paper_figures/persistent_mlp.cu, one launch, a grid barrier after every phase, each
-  block's weight pages streaming through a ring of shared-memory slots, in four modes: deep (pages
-  cross the barriers) or shallow (a phase's pages issued only once its barrier passed: what the
-  paging is worth), and a page as one bulk copy of its image laid out on the host (paged()) or as
-  one copy a weight row (what the copy count costs). Activations are kept in slices (sliced()), one
-  a page's k, so a page waits only for its own slice. Also deep with a copy a page in a launch a
+  block's weight pages (one bulk copy of each page's image laid out on the host, paged()) streaming
+  through a ring of shared-memory slots, in two modes: deep (pages cross the barriers) or shallow
+  (a phase's pages issued only once its barrier passed: what the paging is worth). (A page as one
+  copy a weight row, 1.5x slower, was a mode until NOTES v166.) Activations are kept in slices
+  (sliced()), one a page's k, so a page waits only for its own slice. Also deep in a launch a
   layer: what a forward that keeps its attention kernels would launch for each layer.
 
 Each side's outputs (poisoned with NaN first) are checked against torch layer by layer on that
@@ -53,7 +53,7 @@ from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_H
 from paper_figures.persistent_timeline import phase_names, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error
 
-MODES = ((True, True), (False, True), (True, False), (False, False))  # (deep, a copy a page)
+MODES = (True, False)  # deep, shallow
 
 
 def parse_rings(text: str, rows: int) -> list[tuple[int, int]]:
@@ -213,7 +213,7 @@ class Persistent:
         self.qkv = torch.empty(layers, m, QKV, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
 
-    def __call__(self, deep: bool, pages: bool, layer: int | None = None, stamps: torch.Tensor | None = None) -> None:
+    def __call__(self, deep: bool, layer: int | None = None, stamps: torch.Tensor | None = None) -> None:
         """Every layer in one launch, or (layer i) that layer alone: the launch a forward that kept
         its attention kernels would make for each layer's MLP. stamps: int64 [barriers + 1, G, 3],
         written with the blocks' %globaltimer stamps (persistent_timeline.py)."""
@@ -221,18 +221,16 @@ class Persistent:
         first, count = (0, self.layers) if layer is None else (layer, 1)
         x = self.x0_sliced if first == 0 else self.out[first - 1]
         null = np.uint64(0)
-        o_args = (null,) * 4 if w.o is None else (p(self.attn_sliced[first]), p(w.o[first]), p(self.paged_o[first]),
-                                                  p(self.mid[first]))
-        qkv_args = (null,) * 4 if w.qkv is None else (p(w.qkv[first]), p(self.paged_qkv[first]), p(w.g_qkv[first]),
+        o_args = (null,) * 3 if w.o is None else (p(self.attn_sliced[first]), p(self.paged_o[first]), p(self.mid[first]))
+        qkv_args = (null,) * 3 if w.qkv is None else (p(self.paged_qkv[first]), p(w.g_qkv[first]),
                                                       p(self.qkv[first]))
         a = w.attention
         attention_args = (null,) * 7 + (i32(0),) * 3 + (np.float32(0),) if a is None else (
             p(self.k_cache[first]), p(self.v_cache[first]), p(a.cos), p(a.sin), p(self.qbuf), p(self.part_ml),
             p(self.part_o), i32(a.prefix), i32(a.chunks), i32(a.k.shape[1]), np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)))
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
-                        (p(x), p(w.gate_up[first]), p(w.down[first]), p(self.paged_gate_up[first]),
-                         p(self.paged_down[first]), p(self.y[first]), p(self.out[first]), p(self.counters), i32(count),
-                         i32(self.m), i32(int(deep)), i32(int(pages)),
+                        (p(x), p(self.paged_gate_up[first]), p(self.paged_down[first]), p(self.y[first]),
+                         p(self.out[first]), p(self.counters), i32(count), i32(self.m), i32(int(deep)),
                          null if w.norm is None else p(w.norm[0][first]), np.float32(0.0 if w.norm is None else w.norm[1]),
                          *o_args, *qkv_args, *attention_args, null if stamps is None else p(stamps)),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
@@ -252,7 +250,7 @@ class Persistent:
 
 def check_persistent(run: Persistent) -> dict:
     """Every mode's outputs (poisoned first) against torch layer by layer, on the kernel's own inputs;
-    the modes (deep or shallow, rows or pages, one launch or a launch a layer) must agree bitwise,
+    the modes (deep or shallow, one launch or a launch a layer) must agree bitwise,
     and row 0 with row 0 of a run of that row alone (its bits do not depend on M: a row's sums run
     in an order fixed by the shapes)."""
     outs = []
@@ -260,9 +258,9 @@ def check_persistent(run: Persistent) -> dict:
         run.poison()
         if mode == "a launch a layer":
             for layer in range(run.layers):
-                run(*MODES[0], layer=layer)
+                run(MODES[0], layer=layer)
         else:
-            run(*mode)
+            run(mode)
         torch.cuda.synchronize()
         outs.append(run.outputs())
     qkv, attn, mid, y, out = outs[0]
@@ -273,7 +271,7 @@ def check_persistent(run: Persistent) -> dict:
               for i in range(run.layers)]
     same = all(a is None or torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
     alone = Persistent(run.x0[:1], run.w, run.layers, run.page_k, run.depth)
-    alone(*MODES[0])
+    alone(MODES[0])
     torch.cuda.synchronize()
     invariant = all(b is None or torch.equal(a[:, 0], b[:, 0]) for a, b in zip(alone.outputs(), outs[0]))
     return {"error": max(errors), "modes bitwise alike": same, "row 0 as alone": invariant}
@@ -294,7 +292,7 @@ def main() -> None:
                              "ones, RoPE and the append inside (implies --qkv)")
     parser.add_argument("--context", type=int, default=1000, help="cached positions before the M new ones (--attention)")
     parser.add_argument("--timeline", action="store_true",
-                        help="then where the first ring's layer spends its time (deep and shallow, a copy a page), phase by phase")
+                        help="then where the first ring's layer spends its time (deep and shallow), phase by phase")
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
@@ -343,14 +341,13 @@ def main() -> None:
         check = check_persistent(run)
         same = {"error": f"{check['error']:.1e}", "modes bitwise alike": check["modes bitwise alike"],
                 "row 0 as alone": check["row 0 as alone"]}
-        for deep, pages in MODES:
-            rows.append({"side": f"persistent {page_k}x{depth}, {'deep' if deep else 'shallow'}, "
-                                 f"{'a copy a page' if pages else 'a copy a row'}",
+        for deep in MODES:
+            rows.append({"side": f"persistent {page_k}x{depth}, {'deep' if deep else 'shallow'}",
                          "in flight KB a block": depth * page_k * 32 // 1024,
-                         "us a layer": time_calls(lambda i, mode=(deep, pages): run(*mode), 1) / L, **same})
-        rows.append({"side": f"persistent {page_k}x{depth}, deep, a copy a page, a launch a layer",
+                         "us a layer": time_calls(lambda i, deep=deep: run(deep), 1) / L, **same})
+        rows.append({"side": f"persistent {page_k}x{depth}, deep, a launch a layer",
                      "in flight KB a block": depth * page_k * 32 // 1024,
-                     "us a layer": time_calls(lambda i: run(True, True, layer=i), L), **same})
+                     "us a layer": time_calls(lambda i: run(True, layer=i), L), **same})
         del run
     for row in rows:
         row["floor us"] = floor_us
@@ -369,12 +366,12 @@ def main() -> None:
         names = phase_names(with_qkv, args.attention, o_proj)
         run = Persistent(x0, w, L, *rings[0])
         stamps = torch.zeros(L * len(names) + 1, run.sms, 3, dtype=torch.int64, device=dev)
-        for deep in (True, False):
+        for deep in MODES:
             for _ in range(3):  # warm; the last run's stamps are read
-                run(deep, True, stamps=stamps)
+                run(deep, stamps=stamps)
             torch.cuda.synchronize()
             print(f"\nWhere a layer's time goes, persistent {rings[0][0]}x{rings[0][1]}, "
-                  f"{'deep' if deep else 'shallow'}, a copy a page (one run after two, medians over layers 2..; "
+                  f"{'deep' if deep else 'shallow'} (one run after two, medians over layers 2..; "
                   "persistent_timeline.py says what each column is)\n")
             print_rows(summarize(stamps.cpu().numpy(), names))
 
