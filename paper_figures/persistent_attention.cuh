@@ -78,9 +78,11 @@ struct AttentionScratch {
 
 // Item (kv head, chunk c) of the whole block (8 warps; every thread calls it): warp w takes q rows
 // 16 (w % 2) .. + 15 against the chunk's positions 16 (w / 2) .. + 15; kv: the chunk's k rows then
-// its v rows in shared memory; q: the kv head's QROWS q rows. Writes the chunk's partials.
+// its v rows in shared memory; q: the kv head's QROWS q rows. Writes the chunk's partials. Marks
+// 2, 3, 4 (--timeline): scores and maxima in shared memory, outputs there, partials written.
 __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const AttentionScratch& s, int c, int P,
-                                               int M, float scale_log2, float* part_ml, float* part_o) {
+                                               int M, float scale_log2, float* part_ml, float* part_o,
+                                               unsigned long long* marks) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int rt = warp & 1, pg = warp >> 1;
   float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};  // scores: 2 position tiles of 8
@@ -110,6 +112,7 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
   }
   if (t == 0) s.mx[pg * QROWS + 16 * rt + g] = mx[0], s.mx[pg * QROWS + 16 * rt + g + 8] = mx[1];
   __syncthreads();
+  mark(marks, 2);
   float m[2], l[2] = {0.f, 0.f};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -155,6 +158,7 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
     ow[(g + 8) * HD + 8 * dt + 2 * t] = o[dt][2], ow[(g + 8) * HD + 8 * dt + 2 * t + 1] = o[dt][3];
   }
   __syncthreads();
+  mark(marks, 3);
   // The chunk's partials: the four position groups added in order.
   for (int e = threadIdx.x; e < QROWS * HD; e += blockDim.x) {
     const int row = e / HD, d = e % HD, at = (row >> 4) * 16 * HD + (row & 15) * HD + d;
@@ -167,6 +171,7 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
     part_ml[2 * row + 1] = ((s.sm[row] + s.sm[QROWS + row]) + s.sm[2 * QROWS + row]) + s.sm[3 * QROWS + row];
   }
   __syncthreads();  // the scratch free again
+  mark(marks, 4);
 }
 
 // One q row of a kv head merged over its chunks (part_ml, part_o: that kv head's) by a warp: ->
@@ -175,12 +180,13 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
 // shuffle tree and the outputs run in chunk order, eight chunks' loads in flight (the order depends
 // on the chunk count only: a row's bits do not depend on M or on its neighbours).
 __device__ __forceinline__ void merge_row(const float* part_ml, const float* part_o, int chunks, int row,
-                                          float (&result)[2]) {
+                                          float (&result)[2], unsigned long long* marks) {
   const int lane = threadIdx.x & 31;
   float m = NEG_INF;
   for (int c = lane; c < chunks; c += 32) m = fmaxf(m, part_ml[(size_t)c * QROWS * 2 + 2 * row]);
 #pragma unroll
   for (int x = 16; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
+  mark(marks, 0);
   float total = 0.f, o0 = 0.f, o1 = 0.f;
   for (int c0 = 0; c0 < chunks; c0 += 32) {
     float w = 0.f, weighted = 0.f;  // lane c's chunk c0 + c
@@ -207,18 +213,22 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
 
 // Phase R: warp w of block b merges q rows (kv head, row) = 8b + w, + 8G, ..; row tok GQ + j is
 // token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn, a layer's o input in slices
-// ([H / page_k][M][page_k + 8], slice_elems apart).
+// ([H / page_k][M][page_k + 8], slice_elems apart). Marks 0, 1, 2 (--timeline: thread 0's row):
+// its chunks' maxima read, merged, written.
 __device__ __forceinline__ void merge_phase(const float* part_ml, const float* part_o, int chunks, int M, bf16* attn,
-                                            size_t slice_elems, int page_k) {
+                                            size_t slice_elems, int page_k, unsigned long long* marks) {
   const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
   for (int item = warps * blockIdx.x + (threadIdx.x >> 5); item < KV_HEADS * QROWS; item += warps * gridDim.x) {
     const int kh = item / QROWS, row = item % QROWS, tok = row / GQ;
     if (tok >= M) continue;
     float r[2];
-    merge_row(part_ml + (size_t)kh * chunks * QROWS * 2, part_o + (size_t)kh * chunks * QROWS * HD, chunks, row, r);
+    merge_row(part_ml + (size_t)kh * chunks * QROWS * 2, part_o + (size_t)kh * chunks * QROWS * HD, chunks, row, r,
+              marks);
+    mark(marks, 1);
     const int col = (kh * GQ + row % GQ) * HD + 2 * lane;
     bf16* at = attn + (col / page_k) * slice_elems + tok * (page_k + 8) + col % page_k;
     at[0] = __float2bfloat16_rn(r[0]);
     at[1] = __float2bfloat16_rn(r[1]);
+    mark(marks, 2);
   }
 }

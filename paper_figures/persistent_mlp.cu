@@ -148,7 +148,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   };
 
   if (threadIdx.x == 0) {
-    if (stamps != nullptr) stamps[3 * b] = stamps[3 * b + 1] = stamps[3 * b + 2] = global_ns();  // the block's start
+    if (stamps != nullptr) stamps[STAMP_SLOTS * b] = stamps[STAMP_SLOTS * b + 1] = stamps[STAMP_SLOTS * b + 2] = global_ns();
     for (int s = 0; s <= DEPTH + DOWN_PAGES; ++s) mbar_init(bar0 + 8 * s, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -327,20 +327,24 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
             bulk_copy(q_smem + kh * QROWS * KV_ROW, qbuf + (size_t)kh * QROWS * (HD + 8), QROWS * KV_ROW, xbar);
         }
       }
+      unsigned long long* marks = phase_marks(stamps, barrier_count);  // S: q, the first chunk, its item's steps
       if (items_s) {
         mbar_wait(xbar, x_parity & 1);
+        mark(marks, 0);
         for (int i = 0; i < items_s; ++i, ++q) {
           const int it = b + i * G, kh = it / chunks, c = it % chunks;
           mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
+          if (i == 0) mark(marks, 1);
           attention_item(ring + (q % DEPTH) * PAGE_BYTES, q_smem + kh * QROWS * KV_ROW, scratch, c, prefix, M,
                          scale_log2, part_ml + ((size_t)kh * chunks + c) * QROWS * 2,
-                         part_o + ((size_t)kh * chunks + c) * QROWS * HD);
+                         part_o + ((size_t)kh * chunks + c) * QROWS * HD, i == 0 ? marks : nullptr);
           if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);  // attention_item ended in a barrier
         }
         x_parity ^= 1u;
       }
       grid_barrier(counters, barrier_count++, stamps);
-      merge_phase(part_ml, part_o, chunks, M, attn + layer_slices, slice_elems, PAGE_K);  // phase R
+      merge_phase(part_ml, part_o, chunks, M, attn + layer_slices, slice_elems, PAGE_K,
+                  phase_marks(stamps, barrier_count));  // phase R
       grid_barrier(counters, barrier_count++, stamps);
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]

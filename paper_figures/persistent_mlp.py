@@ -50,7 +50,7 @@ from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_refere
 from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, Q_HEADS, QKV, QROWS, SHARED_MAX,
                                              STATIC_RESERVE, THREADS, kernel_source, paged, shared_bytes, sliced,
                                              unsliced)
-from paper_figures.persistent_timeline import phase_names, summarize
+from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error
 
 MODES = (True, False)  # deep, shallow
@@ -215,7 +215,7 @@ class Persistent:
 
     def __call__(self, deep: bool, layer: int | None = None, stamps: torch.Tensor | None = None) -> None:
         """Every layer in one launch, or (layer i) that layer alone: the launch a forward that kept
-        its attention kernels would make for each layer's MLP. stamps: int64 [barriers + 1, G, 3],
+        its attention kernels would make for each layer's MLP. stamps: int64 [barriers + 1, G, 8],
         written with the blocks' %globaltimer stamps (persistent_timeline.py)."""
         p, i32, w = build.ptr, np.int32, self.w
         first, count = (0, self.layers) if layer is None else (layer, 1)
@@ -365,7 +365,7 @@ def main() -> None:
     if args.timeline:
         names = phase_names(with_qkv, args.attention, o_proj)
         run = Persistent(x0, w, L, *rings[0])
-        stamps = torch.zeros(L * len(names) + 1, run.sms, 3, dtype=torch.int64, device=dev)
+        stamps = torch.zeros(L * len(names) + 1, run.sms, STAMP_SLOTS, dtype=torch.int64, device=dev)
         for deep in MODES:
             for _ in range(3):  # warm; the last run's stamps are read
                 run(deep, stamps=stamps)
@@ -374,6 +374,9 @@ def main() -> None:
                   f"{'deep' if deep else 'shallow'} (one run after two, medians over layers 2..; "
                   "persistent_timeline.py says what each column is)\n")
             print_rows(summarize(stamps.cpu().numpy(), names))
+            if args.attention:
+                print()
+                print_rows(marks(stamps.cpu().numpy(), names))
 
 
 if __name__ == "__main__":

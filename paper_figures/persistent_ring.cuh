@@ -30,6 +30,8 @@ __device__ __forceinline__ void ldmatrix_x4_at(unsigned (&r)[4], unsigned addres
 }
 
 
+#define STAMP_SLOTS 8  // a block's record at a barrier: arrival, fence, departure, then 5 marks
+
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
@@ -37,14 +39,14 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 
 // Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G. With stamps (the
-// probe's --timeline: [barriers + 1][G][3], entry 0 the block's start), thread 0 writes the
-// %globaltimer ns of its arrival, of its fence's end and of its departure at entry e + 1
-// (persistent_timeline.py). (The barrier by another warp than the bulk copies' thread 0 changed
-// nothing: NOTES v163.)
+// probe's --timeline: [barriers + 1][G][STAMP_SLOTS], entry 0 the block's start), thread 0 writes
+// the %globaltimer ns of its arrival, of its fence's end and of its departure at entry e + 1, and
+// `mark` the phase's own moments in the slots after them (persistent_timeline.py). (The barrier by
+// another warp than the bulk copies' thread 0 changed nothing: NOTES v163.)
 __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsigned long long* stamps) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned long long* at = stamps == nullptr ? nullptr : stamps + 3 * ((size_t)(e + 1) * gridDim.x + blockIdx.x);
+    unsigned long long* at = stamps == nullptr ? nullptr : stamps + STAMP_SLOTS * ((size_t)(e + 1) * gridDim.x + blockIdx.x);
     if (at != nullptr) at[0] = global_ns();
     asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
     if (at != nullptr) at[1] = global_ns();
@@ -57,4 +59,12 @@ __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsi
     fence_async_global();  // the y / out it acquired, read next by bulk copies
   }
   __syncthreads();
+}
+
+// Mark k of the phase that ends at barrier e (thread 0; marks: nullptr, or its slots' start).
+__device__ __forceinline__ unsigned long long* phase_marks(unsigned long long* stamps, unsigned e) {
+  return stamps == nullptr ? nullptr : stamps + STAMP_SLOTS * ((size_t)(e + 1) * gridDim.x + blockIdx.x) + 3;
+}
+__device__ __forceinline__ void mark(unsigned long long* marks, int k) {
+  if (marks != nullptr && threadIdx.x == 0) marks[k] = global_ns();
 }

@@ -1,19 +1,26 @@
 """Where a persistent layer's time goes (persistent_mlp.py --timeline; NOTES v162): the kernel's
 barrier thread of every block stamps %globaltimer at its start and at each grid barrier, on
-arrival, after its fence and on departure (persistent_ring.cuh), into stamps [barriers + 1][G][3]
-(ns). A phase is the work
+arrival, after its fence and on departure (persistent_ring.cuh), into stamps [barriers + 1][G][8]
+(ns; slots 3.. a phase's own marks, MARKS names them). A phase is the work
 between two barriers; per phase, over the layers after the first (its start is the launch's):
 - block us: a block's arrival less its own departure from the barrier before (median over blocks);
 - last us: the last arrival less the median departure before: the phase on the critical path;
 - release us: the median departure less the last arrival: the barrier's hand-over;
 - fence us: of it, the last block's fence (its writes made visible before it counts itself);
 - last block: the block that arrived last most often (an imbalance shows as one block or a set).
-The stamps step in 0.256 us on an H200 (NOTES v145); medians over blocks and layers see through it."""
+The stamps step in 0.256 us on an H200 (NOTES v145); medians over blocks and layers see through it.
+marks() reads a phase's marks: each the time since the block left the barrier before."""
 from __future__ import annotations
 
 from collections import Counter
 
 import numpy as np
+
+
+STAMP_SLOTS = 8  # persistent_ring.cuh's
+MARKS = {"S (attention items)": ["q landed", "first chunk landed", "scores, maxima in smem", "outputs in smem",
+                                 "partials written"],
+         "R (merge)": ["maxima read", "merged", "written"]}  # thread 0's marks (persistent_attention.cuh)
 
 
 def phase_names(qkv: bool, attention: bool, o_proj: bool) -> list[str]:
@@ -49,4 +56,30 @@ def summarize(stamps: np.ndarray, names: list[str]) -> list[dict]:
     rows.append({"phase": "the layer (last + release summed)", "block us": "",
                  "last us": sum(r["last us"] for r in rows), "release us": sum(r["release us"] for r in rows),
                  "fence us": sum(r["fence us"] for r in rows), "last block": ""})
+    return rows
+
+
+def marks(stamps: np.ndarray, names: list[str]) -> list[dict]:
+    """A row a mark of the phases in MARKS: the median over layers (2..) of the median over the
+    blocks that wrote it of (mark - the block's departure before), and the same for the block that
+    arrived last, us."""
+    per_layer, rows = len(names), []
+    layers = (stamps.shape[0] - 1) // per_layer
+    first = 1 if layers > 1 else 0
+    for p, name in enumerate(names):
+        for k, label in enumerate(MARKS.get(name, [])):
+            typical, last = [], []
+            for layer in range(first, layers):
+                e = layer * per_layer + p + 1
+                at, left_before = stamps[e, :, 3 + k], stamps[e - 1, :, 2]
+                wrote = at > 0
+                if not wrote.any():
+                    continue
+                typical.append(np.median((at - left_before)[wrote]))
+                lastb = int(stamps[e, :, 0].argmax())
+                if wrote[lastb]:
+                    last.append(at[lastb] - left_before[lastb])
+            rows.append({"phase": name, "mark": label,
+                         "block us": np.median(typical) / 1e3 if typical else "",
+                         "last block us": np.median(last) / 1e3 if last else ""})
     return rows

@@ -17,7 +17,7 @@ def stamps_of(work_ns: list[list[int]], release_ns: int, layers: int, fence_ns: 
     """Blocks that leave each barrier together `release_ns` after the last arrival, each fenced
     `fence_ns` after its arrival; block j's work in phase p is work_ns[p][j]."""
     phases, blocks = len(work_ns), len(work_ns[0])
-    stamps = np.zeros((layers * phases + 1, blocks, 3), dtype=np.int64)
+    stamps = np.zeros((layers * phases + 1, blocks, timeline.STAMP_SLOTS), dtype=np.int64)
     stamps[0] = 1000
     for e in range(1, layers * phases + 1):
         stamps[e, :, 0] = stamps[e - 1, :, 2] + np.array(work_ns[(e - 1) % phases])
@@ -40,4 +40,15 @@ def test_the_attention_layer_has_six_phases_and_partial_layers_are_refused():
     names = timeline.phase_names(qkv=True, attention=True, o_proj=True)
     assert len(names) == 6 and names[1].startswith("S") and names[2].startswith("R")
     with pytest.raises(ValueError):
-        timeline.summarize(np.zeros((6, 4, 3), dtype=np.int64), names)
+        timeline.summarize(np.zeros((6, 4, timeline.STAMP_SLOTS), dtype=np.int64), names)
+
+
+def test_marks_read_the_blocks_that_wrote_them():
+    names = timeline.phase_names(qkv=False, attention=True, o_proj=False)  # S, R, A, B
+    stamps = stamps_of([[3000, 5000, 1000], [100, 2000, 100], [1000] * 3, [1000] * 3], 500, layers=2)
+    for layer in range(2):
+        e = layer * 4 + 1  # S ends at barrier e: blocks 0 and 1 have items, block 1 arrives last
+        stamps[e, 0, 3], stamps[e, 1, 3] = stamps[e - 1, 0, 2] + 1000, stamps[e - 1, 1, 2] + 3000
+    rows = [r for r in timeline.marks(stamps, names) if r["mark"] == "q landed"]
+    assert rows == [{"phase": "S (attention items)", "mark": "q landed", "block us": 2.0, "last block us": 3.0}]
+    assert all(r["block us"] == "" for r in timeline.marks(stamps, names) if r["mark"] != "q landed")
