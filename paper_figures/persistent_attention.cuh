@@ -25,6 +25,7 @@
 #define KV_ROW ((HD + 8) * 2)               // 144 bytes
 #define KV_CHUNK_BYTES (CHUNK * KV_ROW)     // one kv head's 64 positions of k (or v)
 #define QBUF_BYTES (KV_HEADS * QROWS * KV_ROW)
+#define O_ROW (HD + 8)  // floats: a scratch output row (a half-warp's 64-bit stores of 4 rows hit distinct banks)
 #define ROPE_TILES (4 * (Q_HEADS + KV_HEADS))  // qkv tiles of q and k heads
 
 // Row r (0..15) of qkv's tile c in the attention's layout.
@@ -73,7 +74,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned 
 struct AttentionScratch {
   float* mx;  // [4][QROWS]
   float* sm;  // [4][QROWS]
-  float* o;   // [4][2][16][HD]
+  float* o;   // [4][2][16][O_ROW]
 };
 
 // Item (kv head, chunk c) of the whole block (8 warps; every thread calls it): warp w takes q rows
@@ -151,18 +152,18 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const At
     mma_16816(o[2 * dp], a0, a1, a2, a3, b[0], b[1]);
     mma_16816(o[2 * dp + 1], a0, a1, a2, a3, b[2], b[3]);
   }
-  float* ow = s.o + (pg * 2 + rt) * 16 * HD;
+  float* ow = s.o + (pg * 2 + rt) * 16 * O_ROW;
 #pragma unroll
   for (int dt = 0; dt < HD / 8; ++dt) {
-    ow[g * HD + 8 * dt + 2 * t] = o[dt][0], ow[g * HD + 8 * dt + 2 * t + 1] = o[dt][1];
-    ow[(g + 8) * HD + 8 * dt + 2 * t] = o[dt][2], ow[(g + 8) * HD + 8 * dt + 2 * t + 1] = o[dt][3];
+    *reinterpret_cast<float2*>(ow + g * O_ROW + 8 * dt + 2 * t) = make_float2(o[dt][0], o[dt][1]);
+    *reinterpret_cast<float2*>(ow + (g + 8) * O_ROW + 8 * dt + 2 * t) = make_float2(o[dt][2], o[dt][3]);
   }
   __syncthreads();
   mark(marks, 3);
   // The chunk's partials: the four position groups added in order.
   for (int e = threadIdx.x; e < QROWS * HD; e += blockDim.x) {
-    const int row = e / HD, d = e % HD, at = (row >> 4) * 16 * HD + (row & 15) * HD + d;
-    part_o[e] = ((s.o[at] + s.o[2 * 16 * HD + at]) + s.o[4 * 16 * HD + at]) + s.o[6 * 16 * HD + at];
+    const int row = e / HD, d = e % HD, at = (row >> 4) * 16 * O_ROW + (row & 15) * O_ROW + d;
+    part_o[e] = ((s.o[at] + s.o[2 * 16 * O_ROW + at]) + s.o[4 * 16 * O_ROW + at]) + s.o[6 * 16 * O_ROW + at];
   }
   if (threadIdx.x < QROWS) {
     const int row = threadIdx.x;

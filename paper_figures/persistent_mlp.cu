@@ -59,6 +59,9 @@
 #include "persistent_ring.cuh"       // persistent_layouts.kernel_source puts these two files' text here
 #include "persistent_attention.cuh"  // (they are not among cuda/'s headers)
 
+// The attention item's output scratch (AttentionScratch.o) spans the partials and g's bytes, free in phase S.
+static_assert(4 * 2 * 16 * O_ROW * 4 <= PARTIAL_A_BYTES + HID * 2, "the item's scratch outputs");
+
 extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
                bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep,
@@ -148,7 +151,10 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   };
 
   if (threadIdx.x == 0) {
-    if (stamps != nullptr) stamps[STAMP_SLOTS * b] = stamps[STAMP_SLOTS * b + 1] = stamps[STAMP_SLOTS * b + 2] = global_ns();
+    if (stamps != nullptr) {  // the block's start, and its SM's clock there (the end's: below)
+      stamps[STAMP_SLOTS * b] = stamps[STAMP_SLOTS * b + 1] = stamps[STAMP_SLOTS * b + 2] = global_ns();
+      stamps[STAMP_SLOTS * b + 3] = clock64();
+    }
     for (int s = 0; s <= DEPTH + DOWN_PAGES; ++s) mbar_init(bar0 + 8 * s, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -375,6 +381,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices);
     grid_barrier(counters, barrier_count++, stamps);
   }
+  if (threadIdx.x == 0 && stamps != nullptr) stamps[STAMP_SLOTS * b + 4] = global_ns(), stamps[STAMP_SLOTS * b + 5] = clock64();
   // Reset for the next launch once every block has passed the last barrier.
   if (threadIdx.x == 0 && atomicAdd(counters + 1, 1u) == (unsigned)G - 1) {
     counters[0] = 0u;

@@ -50,7 +50,7 @@ from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_refere
 from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, Q_HEADS, QKV, QROWS, SHARED_MAX,
                                              STATIC_RESERVE, THREADS, kernel_source, paged, shared_bytes, sliced,
                                              unsliced)
-from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, summarize
+from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error
 
 MODES = (True, False)  # deep, shallow
@@ -371,7 +371,7 @@ def main() -> None:
                 run(deep, stamps=stamps)
             torch.cuda.synchronize()
             print(f"\nWhere a layer's time goes, persistent {rings[0][0]}x{rings[0][1]}, "
-                  f"{'deep' if deep else 'shallow'} (one run after two, medians over layers 2..; "
+                  f"{'deep' if deep else 'shallow'}, SM clock {sm_clock_ghz(stamps.cpu().numpy()):.2f} GHz (one run after two, medians over layers 2..; "
                   "persistent_timeline.py says what each column is)\n")
             print_rows(summarize(stamps.cpu().numpy(), names))
             if args.attention:

@@ -9,7 +9,8 @@ between two barriers; per phase, over the layers after the first (its start is t
 - fence us: of it, the last block's fence (its writes made visible before it counts itself);
 - last block: the block that arrived last most often (an imbalance shows as one block or a set).
 The stamps step in 0.256 us on an H200 (NOTES v145); medians over blocks and layers see through it.
-marks() reads a phase's marks: each the time since the block left the barrier before."""
+marks() reads a phase's marks: each the time since the block left the barrier before; sm_clock_ghz()
+the SMs' clock over the launch (entry 0 holds each block's clock64 at its start and end)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -83,3 +84,10 @@ def marks(stamps: np.ndarray, names: list[str]) -> list[dict]:
                          "block us": np.median(typical) / 1e3 if typical else "",
                          "last block us": np.median(last) / 1e3 if last else ""})
     return rows
+
+
+def sm_clock_ghz(stamps: np.ndarray) -> float:
+    """The SMs' clock over the launch: entry 0 holds each block's start (slot 0, ns; slot 3, its
+    clock64) and end (slots 4, 5); the median over blocks of cycles / ns."""
+    start = stamps[0]
+    return float(np.median((start[:, 5] - start[:, 3]) / (start[:, 4] - start[:, 0])))

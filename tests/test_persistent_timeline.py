@@ -52,3 +52,10 @@ def test_marks_read_the_blocks_that_wrote_them():
     rows = [r for r in timeline.marks(stamps, names) if r["mark"] == "q landed"]
     assert rows == [{"phase": "S (attention items)", "mark": "q landed", "block us": 2.0, "last block us": 3.0}]
     assert all(r["block us"] == "" for r in timeline.marks(stamps, names) if r["mark"] != "q landed")
+
+
+def test_the_sm_clock_is_cycles_over_nanoseconds():
+    stamps = np.zeros((1, 3, timeline.STAMP_SLOTS), dtype=np.int64)
+    stamps[0, :, 0], stamps[0, :, 4] = 1000, 3000  # 2000 ns
+    stamps[0, :, 3], stamps[0, :, 5] = 50, [3650, 3850, 4050]  # 3600, 3800, 4000 cycles
+    assert timeline.sm_clock_ghz(stamps) == 1.9
