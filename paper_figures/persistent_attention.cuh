@@ -25,7 +25,6 @@
 #define KV_ROW ((HD + 8) * 2)               // 144 bytes
 #define KV_CHUNK_BYTES (CHUNK * KV_ROW)     // one kv head's 64 positions of k (or v)
 #define QBUF_BYTES (KV_HEADS * QROWS * KV_ROW)
-#define O_ROW (HD + 8)  // floats: a scratch output row (a half-warp's 64-bit stores of 4 rows hit distinct banks)
 #define ROPE_TILES (4 * (Q_HEADS + KV_HEADS))  // qkv tiles of q and k heads
 
 // Row r (0..15) of qkv's tile c in the attention's layout.
@@ -69,109 +68,101 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned 
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
 }
 
-// Shared scratch of an attention item: each position group's row maxima and sums, then the four
-// groups' partial outputs (o: in the probe's partial region, 32 KB).
-struct AttentionScratch {
-  float* mx;  // [4][QROWS]
-  float* sm;  // [4][QROWS]
-  float* o;   // [4][2][16][O_ROW]
-};
-
-// Item (kv head, chunk c) of the whole block (8 warps; every thread calls it): warp w takes q rows
-// 16 (w % 2) .. + 15 against the chunk's positions 16 (w / 2) .. + 15; kv: the chunk's k rows then
-// its v rows in shared memory; q: the kv head's QROWS q rows. Writes the chunk's partials. Marks
-// 2, 3, 4 (--timeline): scores and maxima in shared memory, outputs there, partials written.
-__device__ __forceinline__ void attention_item(unsigned kv, unsigned q, const AttentionScratch& s, int c, int P,
-                                               int M, float scale_log2, float* part_ml, float* part_o,
-                                               unsigned long long* marks) {
+// Item (kv head, chunk c) of the block (every thread calls it): warp w < QROWS / 16 takes q rows
+// 16 w .. + 15 against the chunk's 64 positions, all in registers: scores (4 position groups of 16,
+// two n8 tiles each), the rows' maxima and sums across the 4 lanes of a row, the weights as the
+// value product's A fragments, the outputs summed over the groups in the mma's k order; the other
+// warps wait at the closing barrier. (Eight warps of 16 positions each, sharing maxima, sums and
+// outputs through shared memory, took ~1.5 us for this: NOTES v167, v169.) kv: the chunk's k rows
+// then its v rows in shared memory; q: the kv head's QROWS q rows. Writes the chunk's partials.
+// Marks 2, 3, 4 (--timeline, warp 0): maxima known, outputs summed, partials written.
+__device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, int P, float scale_log2, float* part_ml,
+                                               float* part_o, unsigned long long* marks) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int rt = warp & 1, pg = warp >> 1;
-  float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};  // scores: 2 position tiles of 8
+  if (warp < QROWS / 16) {
+    const int rt = warp;
+    float sc[4][2][4];  // scores: position group pg, its n8 tile nt, the mma's 4 values
 #pragma unroll
-  for (int ks = 0; ks < HD / 16; ++ks) {
-    unsigned a[4], b[4];
-    ldmatrix_x4_at(a, q + (16 * rt + (lane & 15)) * KV_ROW + 2 * (16 * ks + 8 * (lane >> 4)));
-    ldmatrix_x4_at(b, kv + (16 * pg + 8 * (lane >> 4) + (lane & 7)) * KV_ROW + 2 * (16 * ks + 8 * ((lane >> 3) & 1)));
-    mma_16816(sc[0], a[0], a[1], a[2], a[3], b[0], b[1]);
-    mma_16816(sc[1], a[0], a[1], a[2], a[3], b[2], b[3]);
-  }
-  // Scale to log2 units and mask: row 16 rt + g (+ 8 for e >= 2) is token row / GQ; position 64c + ..
-  float mx[2] = {NEG_INF, NEG_INF};
+    for (int pg = 0; pg < 4; ++pg)
 #pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
+      for (int nt = 0; nt < 2; ++nt) sc[pg][nt][0] = sc[pg][nt][1] = sc[pg][nt][2] = sc[pg][nt][3] = 0.f;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = 16 * rt + g + 8 * (e >> 1), pos = CHUNK * c + 16 * pg + 8 * nt + 2 * t + (e & 1);
-      const float v = pos <= P + row / GQ ? sc[nt][e] * scale_log2 : NEG_INF;
-      sc[nt][e] = v;
-      mx[e >> 1] = fmaxf(mx[e >> 1], v);
+    for (int ks = 0; ks < HD / 16; ++ks) {
+      unsigned a[4];
+      ldmatrix_x4_at(a, q + (16 * rt + (lane & 15)) * KV_ROW + 2 * (16 * ks + 8 * (lane >> 4)));
+#pragma unroll
+      for (int pg = 0; pg < 4; ++pg) {
+        unsigned b[4];
+        ldmatrix_x4_at(b, kv + (16 * pg + 8 * (lane >> 4) + (lane & 7)) * KV_ROW + 2 * (16 * ks + 8 * ((lane >> 3) & 1)));
+        mma_16816(sc[pg][0], a[0], a[1], a[2], a[3], b[0], b[1]);
+        mma_16816(sc[pg][1], a[0], a[1], a[2], a[3], b[2], b[3]);
+      }
+    }
+    // Scale to log2 units and mask: row 16 rt + g (+ 8 for e >= 2) is token row / GQ; position 64c + ..
+    float m[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+    for (int pg = 0; pg < 4; ++pg)
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = 16 * rt + g + 8 * (e >> 1), pos = CHUNK * c + 16 * pg + 8 * nt + 2 * t + (e & 1);
+          const float v = pos <= P + row / GQ ? sc[pg][nt][e] * scale_log2 : NEG_INF;
+          sc[pg][nt][e] = v;
+          m[e >> 1] = fmaxf(m[e >> 1], v);
+        }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
+      m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
+    }
+    mark(marks, 2);
+    // The weights, rounded to bf16 for the value product (A fragments: group pg's positions are its
+    // k), their sums in fp32; then the outputs, group after group in the mma's accumulators.
+    float l[2] = {0.f, 0.f}, o[HD / 8][4];
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
+#pragma unroll
+    for (int pg = 0; pg < 4; ++pg) {
+      unsigned p[4];  // p[0]: row g, positions 0..7 of the group (k 2t); p[1]: row g + 8; p[2], p[3]: 8..15
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        float w[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          w[e] = m[e >> 1] == NEG_INF ? 0.f : exp2f(sc[pg][nt][e] - m[e >> 1]);
+          l[e >> 1] += w[e];
+        }
+        p[2 * nt] = pack2(__float2bfloat16_rn(w[0]), __float2bfloat16_rn(w[1]));
+        p[2 * nt + 1] = pack2(__float2bfloat16_rn(w[2]), __float2bfloat16_rn(w[3]));
+      }
+#pragma unroll
+      for (int dp = 0; dp < HD / 16; ++dp) {  // dim tiles 2 dp, 2 dp + 1: v rows (positions) transposed
+        unsigned b[4];
+        ldmatrix_x4_trans_at(b, kv + KV_CHUNK_BYTES + (16 * pg + (lane & 7) + 8 * ((lane >> 3) & 1)) * KV_ROW +
+                                    2 * 8 * (2 * dp + (lane >> 4)));
+        mma_16816(o[2 * dp], p[0], p[1], p[2], p[3], b[0], b[1]);
+        mma_16816(o[2 * dp + 1], p[0], p[1], p[2], p[3], b[2], b[3]);
+      }
     }
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-  }
-  if (t == 0) s.mx[pg * QROWS + 16 * rt + g] = mx[0], s.mx[pg * QROWS + 16 * rt + g + 8] = mx[1];
-  __syncthreads();
-  mark(marks, 2);
-  float m[2], l[2] = {0.f, 0.f};
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = 16 * rt + g + 8 * h;
-    m[h] = fmaxf(fmaxf(s.mx[row], s.mx[QROWS + row]), fmaxf(s.mx[2 * QROWS + row], s.mx[3 * QROWS + row]));
-  }
-  unsigned p[4];  // the weights as the value product's A fragment (bf16), their sums in fp32
-#pragma unroll
-  for (int nt = 0; nt < 2; ++nt) {
-    float w[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      w[e] = m[e >> 1] == NEG_INF ? 0.f : exp2f(sc[nt][e] - m[e >> 1]);
-      l[e >> 1] += w[e];
+    for (int h = 0; h < 2; ++h) {
+      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
     }
-    p[2 * nt] = pack2(__float2bfloat16_rn(w[0]), __float2bfloat16_rn(w[1]));
-    p[2 * nt + 1] = pack2(__float2bfloat16_rn(w[2]), __float2bfloat16_rn(w[3]));
-  }
-  // p[0]: row g, positions 0..7 (k 2t); p[1]: row g + 8; p[2], p[3]: positions 8..15: the mma's a0..a3
-  // are (row g, k 2t), (row g + 8, k 2t), (row g, k 2t + 8), (row g + 8, k 2t + 8).
-  const unsigned a0 = p[0], a1 = p[1], a2 = p[2], a3 = p[3];
+    mark(marks, 3);
+    // The chunk's partials: rows 16 rt + g and + 8, dims 8 dt + 2t, + 1.
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    for (int dt = 0; dt < HD / 8; ++dt) {
+      *reinterpret_cast<float2*>(part_o + (16 * rt + g) * HD + 8 * dt + 2 * t) = make_float2(o[dt][0], o[dt][1]);
+      *reinterpret_cast<float2*>(part_o + (16 * rt + g + 8) * HD + 8 * dt + 2 * t) = make_float2(o[dt][2], o[dt][3]);
+    }
+    if (t == 0) {
+      *reinterpret_cast<float2*>(part_ml + 2 * (16 * rt + g)) = make_float2(m[0], l[0]);
+      *reinterpret_cast<float2*>(part_ml + 2 * (16 * rt + g + 8)) = make_float2(m[1], l[1]);
+    }
   }
-  if (t == 0) s.sm[pg * QROWS + 16 * rt + g] = l[0], s.sm[pg * QROWS + 16 * rt + g + 8] = l[1];
-  float o[HD / 8][4];
-#pragma unroll
-  for (int dt = 0; dt < HD / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
-#pragma unroll
-  for (int dp = 0; dp < HD / 16; ++dp) {  // dim tiles 2 dp, 2 dp + 1: v rows (positions) transposed
-    unsigned b[4];
-    ldmatrix_x4_trans_at(b, kv + KV_CHUNK_BYTES + (16 * pg + (lane & 7) + 8 * ((lane >> 3) & 1)) * KV_ROW +
-                                2 * 8 * (2 * dp + (lane >> 4)));
-    mma_16816(o[2 * dp], a0, a1, a2, a3, b[0], b[1]);
-    mma_16816(o[2 * dp + 1], a0, a1, a2, a3, b[2], b[3]);
-  }
-  float* ow = s.o + (pg * 2 + rt) * 16 * O_ROW;
-#pragma unroll
-  for (int dt = 0; dt < HD / 8; ++dt) {
-    *reinterpret_cast<float2*>(ow + g * O_ROW + 8 * dt + 2 * t) = make_float2(o[dt][0], o[dt][1]);
-    *reinterpret_cast<float2*>(ow + (g + 8) * O_ROW + 8 * dt + 2 * t) = make_float2(o[dt][2], o[dt][3]);
-  }
-  __syncthreads();
-  mark(marks, 3);
-  // The chunk's partials: the four position groups added in order.
-  for (int e = threadIdx.x; e < QROWS * HD; e += blockDim.x) {
-    const int row = e / HD, d = e % HD, at = (row >> 4) * 16 * O_ROW + (row & 15) * O_ROW + d;
-    part_o[e] = ((s.o[at] + s.o[2 * 16 * O_ROW + at]) + s.o[4 * 16 * O_ROW + at]) + s.o[6 * 16 * O_ROW + at];
-  }
-  if (threadIdx.x < QROWS) {
-    const int row = threadIdx.x;
-    const float mm = fmaxf(fmaxf(s.mx[row], s.mx[QROWS + row]), fmaxf(s.mx[2 * QROWS + row], s.mx[3 * QROWS + row]));
-    part_ml[2 * row] = mm;
-    part_ml[2 * row + 1] = ((s.sm[row] + s.sm[QROWS + row]) + s.sm[2 * QROWS + row]) + s.sm[3 * QROWS + row];
-  }
-  __syncthreads();  // the scratch free again
+  __syncthreads();  // the chunk's slot free again
   mark(marks, 4);
 }
 

@@ -25,7 +25,7 @@ def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
     slices (a slice: max_m rows of page_k + 8)."""
     row = page_k * 2 + 16
     region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * 32 * 16 + HIDDEN * 2  # x, partials, g
-    region_s = region_a + KV_HEADS * QROWS * (HEAD_DIM + 8) * 2 + 2 * 4 * QROWS * 4  # q's copy, maxima, sums
+    region_s = region_a + KV_HEADS * QROWS * (HEAD_DIM + 8) * 2  # q's copy
     return depth * 16 * row + max(region_a, FFN // page_k * max_m * row, region_s)
 
 

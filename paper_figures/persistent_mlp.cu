@@ -52,15 +52,12 @@
 #define NORM_OFFSET (ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES)  // in the x / y region: g (with norm_w)
 #define REGION_A (NORM_OFFSET + HID * 2)
 #define REGION_B (DOWN_PAGES * SLICE_BYTES)
-#define REGION_S (REGION_A + QBUF_BYTES + 2 * 4 * QROWS * 4)  // the attention: x's, q's copy, its maxima and sums
+#define REGION_S (REGION_A + QBUF_BYTES)  // the attention: x's, then q's copy
 #define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
 #define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > REGION_S ? REGION_AB : REGION_S))  // ring, then x / y
 
 #include "persistent_ring.cuh"       // persistent_layouts.kernel_source puts these two files' text here
 #include "persistent_attention.cuh"  // (they are not among cuda/'s headers)
-
-// The attention item's output scratch (AttentionScratch.o) spans the partials and g's bytes, free in phase S.
-static_assert(4 * 2 * 16 * O_ROW * 4 <= PARTIAL_A_BYTES + HID * 2, "the item's scratch outputs");
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
@@ -319,9 +316,6 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     }
     if (attention) {  // Phase S: the attention's items; then phase R: the merge into attn[l]'s slices
       const unsigned q_smem = xs + ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES + HID * 2;  // qbuf's copy
-      const AttentionScratch scratch = {reinterpret_cast<float*>(smem + (q_smem - ring) + QBUF_BYTES),
-                                        reinterpret_cast<float*>(smem + (q_smem - ring) + QBUF_BYTES) + 4 * QROWS,
-                                        partial};
       if (threadIdx.x == 0) {
         limit = deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s;
         issue_up_to(q + DEPTH);
@@ -341,9 +335,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
           const int it = b + i * G, kh = it / chunks, c = it % chunks;
           mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
           if (i == 0) mark(marks, 1);
-          attention_item(ring + (q % DEPTH) * PAGE_BYTES, q_smem + kh * QROWS * KV_ROW, scratch, c, prefix, M,
-                         scale_log2, part_ml + ((size_t)kh * chunks + c) * QROWS * 2,
-                         part_o + ((size_t)kh * chunks + c) * QROWS * HD, i == 0 ? marks : nullptr);
+          attention_item(ring + (q % DEPTH) * PAGE_BYTES, q_smem + kh * QROWS * KV_ROW, c, prefix, scale_log2,
+                         part_ml + ((size_t)kh * chunks + c) * QROWS * 2, part_o + ((size_t)kh * chunks + c) * QROWS * HD,
+                         i == 0 ? marks : nullptr);
           if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);  // attention_item ended in a barrier
         }
         x_parity ^= 1u;
