@@ -1,0 +1,43 @@
+"""paper_figures/cluster_occupancy.py's host side on the CPU: its launch configuration carries the
+cluster dimension where the driver reads it, its kernel compiles (nvcc, where at hand), and bad
+arguments end in one error line, exit 2. What it measures needs a GPU (NOTES v171)."""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from swiftspec_core.kernels import build
+
+sys.path.insert(0, str(build.CUDA_DIR.parent))
+from paper_figures import cluster_occupancy as probe  # noqa: E402
+
+
+def test_the_config_holds_one_cluster_attribute():
+    config = probe.cluster_config(128, 8, 4096, 0)
+    attr = config.attrs.contents
+    assert (config.num_attrs, attr.id, config.grid[0], config.block[0], config.shared_mem) == (1, 4, 128, 256, 4096)
+    assert list((ctypes.c_uint * 3).from_address(ctypes.addressof(attr.value))) == [8, 1, 1]
+
+
+def test_the_kernel_compiles(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    src = tmp_path / "meet.cu"
+    src.write_text(probe.SOURCE)
+    done = subprocess.run(build.nvcc_command(str(src), str(tmp_path / "meet.cubin"), "sm_90a"),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--shared", "0"], ["--shared", str(300 * 1024)]])
+def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["cluster_occupancy.py", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        probe.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
