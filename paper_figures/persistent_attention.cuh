@@ -167,36 +167,46 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, i
 }
 
 // One q row of a kv head merged over its chunks (part_ml, part_o: that kv head's) by a warp: ->
-// result, dims 2 lane and 2 lane + 1 of the row's output. Lane c reads chunk c's max and sum (c,
-// c + 32, ..: one L2 round trip for up to 32 chunks, not one a chunk); the weights' sum is a fixed
-// shuffle tree and the outputs run in chunk order, eight chunks' loads in flight (the order depends
-// on the chunk count only: a row's bits do not depend on M or on its neighbours).
+// result, dims 2 lane and 2 lane + 1 of the row's output. Every load of a pass over 32 chunks goes
+// out before anything waits on one: lane c's chunk max and sum, and all 32 chunks' outputs (chunk
+// indices past the last clamped to it, their weights 0), so up to 32 chunks cost one L2 round trip
+// (~0.6 us each here; v172. Loads under a predicate went out one after another: v164). The
+// weights' sum is a fixed shuffle tree and the outputs add in chunk order (the order depends on the
+// chunk count only: a row's bits do not depend on M or on its neighbours).
 __device__ __forceinline__ void merge_row(const float* part_ml, const float* part_o, int chunks, int row,
                                           float (&result)[2], unsigned long long* marks) {
   const int lane = threadIdx.x & 31;
-  float m = NEG_INF;
-  for (int c = lane; c < chunks; c += 32) m = fmaxf(m, part_ml[(size_t)c * QROWS * 2 + 2 * row]);
+  auto ml_of = [&](int c) { return *reinterpret_cast<const float2*>(part_ml + (size_t)min(c, chunks - 1) * QROWS * 2 + 2 * row); };
+  auto o_of = [&](int c) {
+    return *reinterpret_cast<const float2*>(part_o + ((size_t)min(c, chunks - 1) * QROWS + row) * HD + 2 * lane);
+  };
+  float2 oc[32], ml = ml_of(lane);
+#pragma unroll
+  for (int c = 0; c < 32; ++c) oc[c] = o_of(c);
+  float m = lane < chunks ? ml.x : NEG_INF;
+  for (int c = lane + 32; c < chunks; c += 32) m = fmaxf(m, ml_of(c).x);  // contexts from 2048 on
 #pragma unroll
   for (int x = 16; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
   mark(marks, 0);
   float total = 0.f, o0 = 0.f, o1 = 0.f;
   for (int c0 = 0; c0 < chunks; c0 += 32) {
+    if (c0 > 0) {
+      ml = ml_of(c0 + lane);
+#pragma unroll
+      for (int c = 0; c < 32; ++c) oc[c] = o_of(c0 + c);
+    }
     float w = 0.f, weighted = 0.f;  // lane c's chunk c0 + c
     if (c0 + lane < chunks) {
-      const float2 ml = *reinterpret_cast<const float2*>(part_ml + (size_t)(c0 + lane) * QROWS * 2 + 2 * row);
       w = ml.x == NEG_INF ? 0.f : exp2f(ml.x - m);
       weighted = w * ml.y;
     }
 #pragma unroll
     for (int x = 16; x > 0; x >>= 1) weighted += __shfl_xor_sync(0xffffffffu, weighted, x);
     total += weighted;
-    const int n = min(32, chunks - c0);
-#pragma unroll 8
-    for (int c = 0; c < n; ++c) {
+#pragma unroll
+    for (int c = 0; c < 32; ++c) {
       const float wc = __shfl_sync(0xffffffffu, w, c);
-      const float2 oc = *reinterpret_cast<const float2*>(part_o + ((size_t)(c0 + c) * QROWS + row) * HD + 2 * lane);
-      o0 += wc * oc.x;
-      o1 += wc * oc.y;
+      if (c0 + c < chunks) o0 += wc * oc[c].x, o1 += wc * oc[c].y;
     }
   }
   result[0] = o0 / total;
