@@ -1,8 +1,9 @@
-"""Where a persistent layer's time goes (persistent_mlp.py --timeline; NOTES v162): the kernel's
-barrier thread of every block stamps %globaltimer at its start and at each grid barrier, on
-arrival, after its fence and on departure (persistent_ring.cuh), into stamps [barriers + 1][G][8]
-(ns; slots 3.. a phase's own marks, MARKS names them). A phase is the work
-between two barriers; per phase, over the layers after the first (its start is the launch's):
+"""Where a persistent layer's time goes (persistent_mlp.py --timeline; NOTES v162-v168): thread 0
+of every block stamps %globaltimer at each grid barrier e, on arrival, after its fence and on
+departure, into stamps[e + 1][block][0..2] (ns; persistent_ring.cuh), and its phase's own moments
+into slots 3.. (MARKS names them); entry 0 holds the block's start (slots 0..2), its clock64 there
+(3) and the launch's end in ns and clock64 (4, 5). A phase is the work between two barriers; per
+phase, over the layers after the first (its start is the launch's):
 - block us: a block's arrival less its own departure from the barrier before (median over blocks);
 - last us: the last arrival less the median departure before: the phase on the critical path;
 - release us: the median departure less the last arrival: the barrier's hand-over;
