@@ -14,7 +14,8 @@ What varies between two graphs of the same code is where their cache and activat
 +-2..3 us at the 1B, against +-0.3 us of noise from round to round), so the verdict is taken over
 graphs: each graph's median, B - A the difference of the two sides' means of them, and its 95%
 interval from the spread between graphs (Welch's t), with each side's spread (max - min of its
-graphs' medians) beside it. The logits of every graph are compared bitwise (a change of timing
+graphs' medians) beside it, and each side against the forward's floor (every weight and every
+layer's cache once at the copy bandwidth measured first: the bars' ratio). The logits of every graph are compared bitwise (a change of timing
 only must keep every bit). `--patch ''` compares main with itself.
 
 Only patches of cuda/ sources: the Python side (launch shapes, #defines the launchers read) is
@@ -36,7 +37,9 @@ import numpy as np
 import torch
 
 from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
+from swiftspec_bench.kernel_shapes import Case, floor_bytes
 from swiftspec_core.kernels import build
+from swiftspec_core.runtime.floor import copy_bandwidth
 
 from paper_figures.timing import fail, median_ms, print_rows
 
@@ -114,8 +117,14 @@ def contrast(times: np.ndarray, order: list[int]) -> dict:
             "95% high": diff + t * se, "A spread us": float(np.ptp(a)), "B spread us": float(np.ptp(b))}
 
 
+def floor_us(model: str, width: int, context: int, bandwidth: float) -> float:
+    """The forward's HBM floor, us: every weight once and every layer's cache (kernel_shapes'
+    forward and draft_step rule) at `bandwidth` bytes/s (the measured copy bandwidth)."""
+    return floor_bytes(Case("forward", model, 1, width, context, "ours")) / bandwidth * 1e6
+
+
 def compare(model: str, width: int, context: int, patch: str, env: dict[str, str], rounds: int,
-            per_side: int) -> dict:
+            per_side: int, bandwidth: float) -> dict:
     engine = build_shard(model, 1, context + width + 1)
     use_kernels(engine, "ours")
     order = thue_morse(2 * per_side)
@@ -139,7 +148,10 @@ def compare(model: str, width: int, context: int, patch: str, env: dict[str, str
     del captured, graphs, engine
     torch.cuda.empty_cache()
     variant = " ".join([Path(patch).name] * bool(patch) + [f"{k}={v}" for k, v in env.items()]) or "(none)"
-    return {"model": model, "width": width, "context": context, "B": variant, "graphs a side": per_side, **contrast(t, order), "same bits": same_bits}
+    verdict, floor = contrast(t, order), floor_us(model, width, context, bandwidth)
+    return {"model": model, "width": width, "context": context, "B": variant, "graphs a side": per_side, **verdict,
+            "same bits": same_bits, "floor us": floor, "A x floor": verdict["A us"] / floor,
+            "B x floor": verdict["B us"] / floor}
 
 
 def main() -> None:
@@ -162,9 +174,11 @@ def main() -> None:
         fail(f"no patch at {args.patch}")
     if not torch.cuda.is_available():
         fail("ab_replay.py needs a GPU")
-    rows = [compare(m, args.width, args.context, args.patch, env, args.rounds, args.graphs)
+    bandwidth = copy_bandwidth()
+    rows = [compare(m, args.width, args.context, args.patch, env, args.rounds, args.graphs, bandwidth)
             for m in args.models.split(",")]
-    print(f"{torch.cuda.get_device_name()}, {args.graphs} graphs a side captured in Thue-Morse order, {args.rounds} "
+    print(f"{torch.cuda.get_device_name()} (copy bandwidth {bandwidth / 1e12:.3f} TB/s: the floor's), "
+          f"{args.graphs} graphs a side captured in Thue-Morse order, {args.rounds} "
           f"rounds (each graph replayed once a round, order alternating); B - A over the graphs' medians, its 95% "
           f"interval from the spread between graphs (Welch)\n")
     print_rows(rows)

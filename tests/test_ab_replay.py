@@ -118,3 +118,13 @@ def test_rows_print_as_a_markdown_table(capsys):
     print_rows([{"B": "x.patch", "B - A us": 1.234, "same bits": True}, {"B": "(none)", "B - A us": -0.5, "same bits": False}])
     assert capsys.readouterr().out.splitlines() == [
         "| B | B - A us | same bits |", "|---|---|---|", "| x.patch | 1.23 | True |", "| (none) | -0.50 | False |"]
+
+
+def test_the_floor_counts_every_weight_and_the_cache_at_the_bandwidth():
+    from swiftspec_bench.kernel_shapes import kv_bytes, shard_args
+
+    short, long_ = (ab_replay.floor_us("llama-3.2-1b", 9, context, 4e12) for context in (1000, 2000))
+    args = shard_args("llama-3.2-1b", 1)
+    assert long_ - short == pytest.approx(kv_bytes(args, 1000, args.n_layers) / 4e12 * 1e6)
+    assert ab_replay.floor_us("llama-3.2-1b", 9, 1000, 2e12) == pytest.approx(2 * short)
+    assert 500 < short < 700  # ~2.5 GB of bf16 weights and the cache at 4 TB/s
