@@ -43,20 +43,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) meet(unsigned* arrived, uns
   }
 }
 """
-CLUSTER_DIMENSION = 4  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14  # CU_FUNC_ATTRIBUTE_
-MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CU_FUNC_ATTRIBUTE_
-
-
-def cluster_config(blocks: int, cluster: int, shared: int, stream: int):
-    """A launch configuration of `blocks` blocks of 256 threads in clusters of `cluster` (the
-    attribute's value union starts with clusterDim {x, y, z})."""
-    config = build.launch_config((blocks,), (256,), shared, stream, pdl=False)
-    attr = config.keep
-    attr.id = CLUSTER_DIMENSION
-    ctypes.memmove(ctypes.addressof(attr.value), (ctypes.c_uint * 3)(cluster, 1, 1), 12)
-    config.num_attrs = 1
-    return config
 
 
 def main() -> None:
@@ -68,19 +54,20 @@ def main() -> None:
         fail(f"--shared takes 1..{227 * 1024} bytes (got {args.shared})")
     if not torch.cuda.is_available():
         fail("cluster_occupancy.py needs a GPU")
-    driver = build._driver()
     fn = build.compile_source(SOURCE).get_function("meet")
     handle = ctypes.c_void_p(fn.kernel.ptr)
-    for attribute, value in ((MAX_DYNAMIC_SHARED_SIZE_BYTES, args.shared), (NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)):
-        if driver.cuFuncSetAttribute(handle, attribute, value):
-            fail(f"cuFuncSetAttribute({attribute}, {value}) failed")
+    try:
+        build.set_function_attribute(fn.kernel.ptr, build.FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, args.shared)
+        build.set_function_attribute(fn.kernel.ptr, build.FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+    except RuntimeError as err:
+        fail(str(err))
     stream = torch.cuda.current_stream().cuda_stream
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for cluster in (1, 2, 4, 8, 16):
         count = ctypes.c_int(0)
-        config = cluster_config(cluster * (sms // cluster), cluster, args.shared, stream)
-        err = driver.cuOccupancyMaxActiveClusters(ctypes.byref(count), handle, ctypes.byref(config))
+        config = build.launch_config((cluster * (sms // cluster),), (256,), args.shared, stream, False, cluster)
+        err = build._driver().cuOccupancyMaxActiveClusters(ctypes.byref(count), handle, ctypes.byref(config))
         row = {"cluster": cluster, "max active clusters": count.value if not err else f"CUresult {err}",
                "blocks": cluster * count.value if not err else "", "all met": "", "distinct SMs": "",
                "barrier us (median)": ""}
@@ -89,11 +76,10 @@ def main() -> None:
             arrived = torch.zeros(1, dtype=torch.int32, device="cuda")
             on_sm = torch.zeros(blocks, dtype=torch.int32, device="cuda")
             ns = torch.zeros(blocks, dtype=torch.int64, device="cuda")
-            values = [build.ptr(arrived), build.ptr(on_sm), build.ptr(ns), np.uint32(50_000_000)]
-            params = [ctypes.c_uint64(int(v)) if isinstance(v, np.uint64) else ctypes.c_uint32(int(v)) for v in values]
-            pointers = (ctypes.c_void_p * len(params))(*[ctypes.addressof(p) for p in params])
-            launch = cluster_config(blocks, cluster, args.shared, stream)
-            if driver.cuLaunchKernelEx(ctypes.byref(launch), handle, pointers, None):
+            try:
+                build.launch_ex(fn.kernel.ptr, (blocks,), (256,), (build.ptr(arrived), build.ptr(on_sm), build.ptr(ns),
+                                np.uint32(50_000_000)), args.shared, stream, False, cluster)
+            except RuntimeError:
                 row["all met"] = "launch failed"
             else:
                 torch.cuda.synchronize()

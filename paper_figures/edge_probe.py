@@ -27,7 +27,6 @@ trigger, PDL wait: the same release columns for producer -> consumer configurati
 from __future__ import annotations
 
 import argparse
-import ctypes
 import statistics
 
 import numpy as np
@@ -91,8 +90,6 @@ extern "C" __global__ void consumer(const int* data, unsigned long long* t_in, u
 """
 
 
-_CARVEOUT = 9  # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT (cuda.h): percent of the most an SM may take
-_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 SM_SHARED_KB = 228  # an H100 / H200 SM's largest shared-memory configuration
 
 
@@ -104,13 +101,12 @@ class Side:
         self.blocks, self.threads, self.shared, self.config_kb = blocks, threads, int(shared_kb * 1024), config_kb
 
     def prepare(self, fn) -> None:
-        driver, kernel = build._driver(), ctypes.c_void_p(fn.kernel.ptr)
-        # The driver rounds a percent up to the next configuration it supports, so the percent is
-        # taken just below the one wanted (32 KB: 14%, 31.9 KB -> 32). -1: no preference.
+        # The carveout is a percent of the most an SM may take; the driver rounds it up to the next
+        # configuration it supports, so it is taken just below the one wanted (32 KB: 14%, 31.9 KB
+        # -> 32). -1: no preference.
         percent = -1 if self.config_kb is None else self.config_kb * 100 // SM_SHARED_KB
-        for attr, value in ((_MAX_DYNAMIC_SHARED, self.shared), (_CARVEOUT, percent)):
-            if driver.cuFuncSetAttribute(kernel, attr, ctypes.c_int(value)):
-                raise RuntimeError(f"cuFuncSetAttribute({attr}, {value}) failed")
+        build.set_function_attribute(fn.kernel.ptr, build.FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared)
+        build.set_function_attribute(fn.kernel.ptr, build.FUNC_PREFERRED_SHARED_MEMORY_CARVEOUT, percent)
 
     def launch(self, fn, args: tuple) -> None:
         build.launch_ex(fn.kernel.ptr, (self.blocks,), (self.threads,), args, self.shared,

@@ -1,5 +1,5 @@
-"""paper_figures/cluster_occupancy.py's host side on the CPU: its launch configuration carries the
-cluster dimension where the driver reads it, its kernel compiles (nvcc, where at hand), and bad
+"""paper_figures/cluster_occupancy.py's host side on the CPU: build.launch_config's cluster attribute
+it launches with sits where the driver reads it, its kernel compiles (nvcc, where at hand), and bad
 arguments end in one error line, exit 2. What it measures needs a GPU (NOTES v171)."""
 from __future__ import annotations
 
@@ -16,11 +16,16 @@ sys.path.insert(0, str(build.CUDA_DIR.parent))
 from paper_figures import cluster_occupancy as probe  # noqa: E402
 
 
-def test_the_config_holds_one_cluster_attribute():
-    config = probe.cluster_config(128, 8, 4096, 0)
+def test_a_cluster_launch_config_holds_its_attribute():
+    """build.launch_config's cluster attribute (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, 4) with its
+    dimension where the driver reads it, after the PDL attribute where both are asked for."""
+    config = build.launch_config((128,), (256,), 4096, 0, pdl=False, cluster=8)
     attr = config.attrs.contents
     assert (config.num_attrs, attr.id, config.grid[0], config.block[0], config.shared_mem) == (1, 4, 128, 256, 4096)
     assert list((ctypes.c_uint * 3).from_address(ctypes.addressof(attr.value))) == [8, 1, 1]
+    both = build.launch_config((128,), (256,), 0, 0, pdl=True, cluster=1)
+    assert both.num_attrs == 2 and (both.attrs[0].id, both.attrs[1].id) == (6, 4)
+    assert both.attrs[0].value.programmatic_stream_serialization == 1 and list(both.attrs[1].value.cluster_dim) == [1, 1, 1]
 
 
 def test_the_kernel_compiles(tmp_path):

@@ -116,13 +116,17 @@ def launch(name: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...]
 
 
 PDL = os.environ.get("SWIFTSPEC_PDL", "1") != "0"
-_PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CUlaunchAttributeID (cuda.h)
-_CTYPES = {np.uint64: ctypes.c_uint64, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32,
-           np.float32: ctypes.c_float}
+_CLUSTER_DIMENSION, _PROGRAMMATIC_STREAM_SERIALIZATION = 4, 6  # CUlaunchAttributeID (cuda.h)
+# CUfunction_attribute (cuda.h), for set_function_attribute
+FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, FUNC_PREFERRED_SHARED_MEMORY_CARVEOUT = 8, 9
+FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+_CTYPES = {np.uint64: ctypes.c_uint64, np.int64: ctypes.c_int64, np.uint32: ctypes.c_uint32,
+           np.int32: ctypes.c_int32, np.float32: ctypes.c_float}
 
 
 class _LaunchAttributeValue(ctypes.Union):  # CUlaunchAttributeValue: a 64-byte union
-    _fields_ = [("pad", ctypes.c_char * 64), ("programmatic_stream_serialization", ctypes.c_int)]
+    _fields_ = [("pad", ctypes.c_char * 64), ("programmatic_stream_serialization", ctypes.c_int),
+                ("cluster_dim", ctypes.c_uint * 3)]
 
 
 class _LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: an id, padding to 8, the value
@@ -135,16 +139,24 @@ class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
                 ("num_attrs", ctypes.c_uint)]
 
 
-def launch_config(grid, block, shared_mem: int, stream: int, pdl: bool = True) -> _LaunchConfig:
-    """The launch configuration, with pdl the programmatic-stream-serialization attribute (its
-    attribute array is kept alive on the returned object)."""
-    attr = _LaunchAttribute()
-    attr.id = _PROGRAMMATIC_STREAM_SERIALIZATION
-    attr.value.programmatic_stream_serialization = 1
+def launch_config(grid, block, shared_mem: int, stream: int, pdl: bool = True,
+                  cluster: int | None = None) -> _LaunchConfig:
+    """The launch configuration, with pdl the programmatic-stream-serialization attribute, and with
+    a cluster the cluster-dimension one (clusters of `cluster` blocks along x, 1 included: the
+    driver's occupancy query wants it said; a kernel built with cluster dimensions needs none). Its
+    attribute array is kept alive on the returned object."""
+    attrs = (_LaunchAttribute * 2)()
+    attrs[0].id = _PROGRAMMATIC_STREAM_SERIALIZATION
+    attrs[0].value.programmatic_stream_serialization = 1
+    count = 1 if pdl else 0
+    if cluster is not None:
+        attrs[count].id = _CLUSTER_DIMENSION
+        attrs[count].value.cluster_dim[:] = (cluster, 1, 1)
+        count += 1
     g, b = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
     config = _LaunchConfig((ctypes.c_uint * 3)(*g), (ctypes.c_uint * 3)(*b), shared_mem, stream,
-                           ctypes.pointer(attr), 1 if pdl else 0)
-    config.keep = attr
+                           ctypes.cast(attrs, ctypes.POINTER(_LaunchAttribute)), count)
+    config.keep = attrs
     return config
 
 
@@ -156,17 +168,25 @@ def _driver():
     return lib
 
 
-def launch_ex(function_ptr: int, grid, block, args, shared_mem: int, stream: int, pdl: bool) -> None:
+def launch_ex(function_ptr: int, grid, block, args, shared_mem: int, stream: int, pdl: bool,
+              cluster: int | None = None) -> None:
     """cuLaunchKernelEx (CUDA 12+; every launch, so no CuPy stream wrapper is needed), with pdl the
     programmatic-stream-serialization attribute: the kernel may launch before the previous kernel
-    on the stream ends (captured graphs keep it). A kernel built with cluster dimensions keeps them.
-    launch() goes through it; paper_figures' probes launch their own compiled copies with it."""
-    config = launch_config(grid, block, shared_mem, stream, pdl)
+    on the stream ends (captured graphs keep it). A kernel built with cluster dimensions keeps them;
+    `cluster` asks for clusters at launch (launch_config). launch() goes through it;
+    paper_figures' probes launch their own compiled copies with it."""
+    config = launch_config(grid, block, shared_mem, stream, pdl, cluster)
     values = [_CTYPES[type(a)](a.item()) for a in args]
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     err = _driver().cuLaunchKernelEx(ctypes.byref(config), ctypes.c_void_p(function_ptr), params, None)
     if err:
         raise RuntimeError(f"cuLaunchKernelEx failed with CUresult {err}")
+
+
+def set_function_attribute(function_ptr: int, attribute: int, value: int) -> None:
+    """cuFuncSetAttribute on a compiled kernel (FUNC_* above); RuntimeError where the driver refuses."""
+    if _driver().cuFuncSetAttribute(ctypes.c_void_p(function_ptr), attribute, ctypes.c_int(value)):
+        raise RuntimeError(f"cuFuncSetAttribute({attribute}, {value}) failed")
 
 
 def ptr(t: torch.Tensor) -> np.uint64:
