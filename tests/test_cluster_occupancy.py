@@ -14,6 +14,7 @@ from swiftspec_core.kernels import build
 
 sys.path.insert(0, str(build.CUDA_DIR.parent))
 from paper_figures import cluster_occupancy as probe  # noqa: E402
+from script_checks import assert_main_fails  # noqa: E402
 
 
 def test_a_cluster_launch_config_holds_its_attribute():
@@ -40,9 +41,4 @@ def test_the_kernel_compiles(tmp_path):
 
 @pytest.mark.parametrize("argv", [["--shared", "0"], ["--shared", str(300 * 1024)]])
 def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["cluster_occupancy.py", *argv])
-    with pytest.raises(SystemExit) as exit_:
-        probe.main()
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ")
+    assert_main_fails(probe.main, ["cluster_occupancy.py", *argv], monkeypatch, capsys)

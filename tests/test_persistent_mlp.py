@@ -16,6 +16,7 @@ from swiftspec_core.kernels import build
 sys.path.insert(0, str(build.CUDA_DIR.parent))
 from paper_figures import persistent_layouts as layouts  # noqa: E402
 from paper_figures import persistent_mlp as probe  # noqa: E402
+from script_checks import assert_main_fails  # noqa: E402
 
 
 @pytest.mark.parametrize("page_k", [512, 1024])
@@ -62,12 +63,7 @@ def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
 @pytest.mark.parametrize("argv", [["--rows", "9"], ["--layers", "0"], ["--rings", "1024"], ["--rings", "2048x3"],
                                   ["--rings", "1024x1"], ["--rings", "1024x9"]])
 def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["persistent_mlp.py", *argv])
-    with pytest.raises(SystemExit) as exit_:
-        probe.main()
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ")
+    assert_main_fails(probe.main, ["persistent_mlp.py", *argv], monkeypatch, capsys)
 
 
 def test_layer_error_checks_each_output_on_its_own_inputs():
