@@ -370,13 +370,14 @@ def main() -> None:
             for _ in range(3):  # warm; the last run's stamps are read
                 run(deep, stamps=stamps)
             torch.cuda.synchronize()
+            host = stamps.cpu().numpy()
             print(f"\nWhere a layer's time goes, persistent {rings[0][0]}x{rings[0][1]}, "
-                  f"{'deep' if deep else 'shallow'}, SM clock {sm_clock_ghz(stamps.cpu().numpy()):.2f} GHz (one run after two, medians over layers 2..; "
-                  "persistent_timeline.py says what each column is)\n")
-            print_rows(summarize(stamps.cpu().numpy(), names))
+                  f"{'deep' if deep else 'shallow'}, SM clock {sm_clock_ghz(host):.2f} GHz (one run after two, "
+                  "medians over layers 2..; persistent_timeline.py says what each column is)\n")
+            print_rows(summarize(host, names))
             if args.attention:
                 print()
-                print_rows(marks(stamps.cpu().numpy(), names))
+                print_rows(marks(host, names))
 
 
 if __name__ == "__main__":

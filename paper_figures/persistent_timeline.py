@@ -31,20 +31,23 @@ def phase_names(qkv: bool, attention: bool, o_proj: bool) -> list[str]:
             + (["O (o_proj)"] if o_proj else []) + ["A (gate_up)", "B (down)"])
 
 
-def summarize(stamps: np.ndarray, names: list[str]) -> list[dict]:
-    """stamps [layers * len(names) + 1, G, 3] (ns) -> a row a phase (medians over layers 2.., or the
-    one layer) and a last row, the layer: the phases' last + release summed."""
-    per_layer = len(names)
+def phase_ends(stamps: np.ndarray, per_layer: int, p: int) -> list[int]:
+    """The stamps' entries of the barriers that end phase p in the layers read (2.., or the one
+    layer; entry e - 1 is the barrier before)."""
     barriers = stamps.shape[0] - 1
     if barriers % per_layer or barriers == 0:
         raise ValueError(f"{barriers} barriers are not whole layers of {per_layer} phases")
     layers = barriers // per_layer
-    first = 1 if layers > 1 else 0
+    return [layer * per_layer + p + 1 for layer in range(1 if layers > 1 else 0, layers)]
+
+
+def summarize(stamps: np.ndarray, names: list[str]) -> list[dict]:
+    """stamps [layers * len(names) + 1, G, STAMP_SLOTS] (ns) -> a row a phase (medians over layers
+    2.., or the one layer) and a last row, the layer: the phases' last + release summed."""
     rows = []
     for p, name in enumerate(names):
         block, last, release, fence, who = [], [], [], [], Counter()
-        for layer in range(first, layers):
-            e = layer * per_layer + p + 1
+        for e in phase_ends(stamps, len(names), p):
             arrive, fenced, leave, left_before = stamps[e, :, 0], stamps[e, :, 1], stamps[e, :, 2], stamps[e - 1, :, 2]
             lastb = int(arrive.argmax())
             block.append(np.median(arrive - left_before))
@@ -65,14 +68,11 @@ def marks(stamps: np.ndarray, names: list[str]) -> list[dict]:
     """A row a mark of the phases in MARKS: the median over layers (2..) of the median over the
     blocks that wrote it of (mark - the block's departure before), and the same for the block that
     arrived last, us."""
-    per_layer, rows = len(names), []
-    layers = (stamps.shape[0] - 1) // per_layer
-    first = 1 if layers > 1 else 0
+    rows = []
     for p, name in enumerate(names):
         for k, label in enumerate(MARKS.get(name, [])):
             typical, last = [], []
-            for layer in range(first, layers):
-                e = layer * per_layer + p + 1
+            for e in phase_ends(stamps, len(names), p):
                 at, left_before = stamps[e, :, 3 + k], stamps[e - 1, :, 2]
                 wrote = at > 0
                 if not wrote.any():
