@@ -181,9 +181,10 @@ def layer_error(w: Weights, i: int, h, qkv, attn, mid, y, out) -> float:
 
 
 class Persistent:
-    """The probe kernel on one set of operands: x0 [M, H] and the weights, page_k x depth rings."""
+    """The probe kernel on one set of operands: x0 [M, H] and the weights, page_k x depth rings; the
+    weights' page images laid out here, or taken from `images` (a run on the same weights and ring)."""
 
-    def __init__(self, x0, w: Weights, layers: int, page_k: int, depth: int):
+    def __init__(self, x0, w: Weights, layers: int, page_k: int, depth: int, images: "Persistent | None" = None):
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         if sms < 128:
             fail(f"the probe deals 1024 gate_up items to at most 8 a block: it needs >= 128 SMs, this GPU has {sms}")
@@ -193,9 +194,13 @@ class Persistent:
         self.fn.max_dynamic_shared_size_bytes = self.shared
         self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
         self.x0, self.w = x0, w
-        self.paged_gate_up, self.paged_down = paged(w.gate_up, "gate_up", page_k), paged(w.down, "down", page_k)
-        self.paged_o = None if w.o is None else paged(w.o, "down", page_k)
-        self.paged_qkv = None if w.qkv is None else paged(w.qkv, "qkv_rope" if w.attention else "down", page_k)
+        if images is not None:
+            self.paged_gate_up, self.paged_down = images.paged_gate_up, images.paged_down
+            self.paged_o, self.paged_qkv = images.paged_o, images.paged_qkv
+        else:
+            self.paged_gate_up, self.paged_down = paged(w.gate_up, "gate_up", page_k), paged(w.down, "down", page_k)
+            self.paged_o = None if w.o is None else paged(w.o, "down", page_k)
+            self.paged_qkv = None if w.qkv is None else paged(w.qkv, "qkv_rope" if w.attention else "down", page_k)
         self.x0_sliced = sliced(x0, page_k)
         dev = x0.device
         a = w.attention
@@ -270,7 +275,7 @@ def check_persistent(run: Persistent) -> dict:
                           pick(attn, i) if run.w.attention else pick(given, i), pick(mid, i), y[i], out[i])
               for i in range(run.layers)]
     same = all(a is None or torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
-    alone = Persistent(run.x0[:1], run.w, run.layers, run.page_k, run.depth)
+    alone = Persistent(run.x0[:1], run.w, run.layers, run.page_k, run.depth, images=run)
     alone(MODES[0])
     torch.cuda.synchronize()
     invariant = all(b is None or torch.equal(a[:, 0], b[:, 0]) for a, b in zip(alone.outputs(), outs[0]))
