@@ -19,7 +19,7 @@ import torch
 
 from swiftspec_core.kernels import build
 
-from paper_figures.persistent_layouts import shared_bytes
+from paper_figures.persistent_layouts import SHARED_MAX, shared_bytes
 from paper_figures.timing import fail, print_rows
 
 SOURCE = r"""
@@ -50,8 +50,8 @@ def main() -> None:
     parser.add_argument("--shared", type=int, default=shared_bytes(1024, 3, 8),
                         help="dynamic shared memory a block (default: the persistent probe's at 1024x3, M 8)")
     args = parser.parse_args()
-    if not 0 < args.shared <= 227 * 1024:
-        fail(f"--shared takes 1..{227 * 1024} bytes (got {args.shared})")
+    if not 0 < args.shared <= SHARED_MAX:
+        fail(f"--shared takes 1..{SHARED_MAX} bytes (got {args.shared})")
     if not torch.cuda.is_available():
         fail("cluster_occupancy.py needs a GPU")
     fn = build.compile_source(SOURCE).get_function("meet")
