@@ -11,7 +11,8 @@
 //   A: y = swiglu(x @ Wgu^T) (items_phase: a tile is gate rows 8a .. and their up rows), x = h, with
 //      norm_w rmsnorm(h): each x slice becomes bf16(h * g) in shared memory as the first item reaches
 //      it, and r scales the sums in the epilogue;
-//   B: out = y @ Wd^T (tile_phase: rows 16c .., K = F), with norm_w + h.
+//   B: out = y @ Wd^T (tile_phase: rows 16c .., K = F), with norm_w + h; y's slices stream through
+//      Y_SLOTS slots, a slice a page.
 // Pages: 16 weight rows x PAGE_K k (32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
 // distinct banks), one bulk copy of the page's image laid out on the host (persistent_layouts.paged),
 // streamed through a ring of DEPTH slots in one sequence over every layer and phase; `deep`
@@ -51,7 +52,8 @@
 #define PARTIAL_A_BYTES (MAX_A_ITEMS * WARPS * 32 * 16)
 #define NORM_OFFSET (ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES)  // in the x / y region: g (with norm_w)
 #define REGION_A (NORM_OFFSET + HID * 2)
-#define REGION_B (DOWN_PAGES * SLICE_BYTES)
+#define Y_SLOTS 3  // down's x (y) streams through this many slices' slots (v174: all 8 need 264 KB at M 16)
+#define REGION_B (Y_SLOTS * SLICE_BYTES)
 #define REGION_S (REGION_A + QBUF_BYTES)  // the attention: x's, then q's copy
 #define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
 #define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > REGION_S ? REGION_AB : REGION_S))  // ring, then x / y
@@ -183,8 +185,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   // x slice) into d, its warps' sums in order, and warp 0 writes dst = bf16(sum), plus the residual
   // (bf16 + bf16, rounded once: torch's add) where given, in slices. Warp 0's lanes own rows 2t,
   // 2t + 1 and columns 16b + g, + 8 (one slice: 16 | PAGE_K); the residual's elements are read
-  // before the page loop, their latency under it (v156 -> v157).
-  auto tile_phase = [&](int pages, const bf16* residual_src, bf16* dst) {
+  // before the page loop, their latency under it (v156 -> v157). streamed (down's y): x's slices
+  // stream through Y_SLOTS slots (load_x put the first Y_SLOTS there), else all are in place.
+  auto tile_phase = [&](int pages, const bf16* residual_src, bf16* dst, const bf16* streamed) {
     const int col = 16 * b + g;
     const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K, r0 = (2 * t) * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
     bf16 residual[4];
@@ -195,8 +198,21 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
       residual[2] = 2 * t + 1 < M ? hl[r1] : zero, residual[3] = 2 * t + 1 < M ? hl[r1 + 8] : zero;
     }
     float d[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int p = 0; p < pages; ++p, ++q) consume(d, p);
-    x_parity ^= (1u << pages) - 1;
+    if (streamed == nullptr) {
+      for (int p = 0; p < pages; ++p, ++q) consume(d, p);
+      x_parity ^= (1u << pages) - 1;
+    } else {  // x slice p in slot p % Y_SLOTS; once every warp is done with it, slice p + Y_SLOTS there
+      for (int p = 0; p < pages; ++p, ++q) {
+        const int slot = p % Y_SLOTS;
+        consume(d, slot);  // ends in a block barrier
+        x_parity ^= 1u << slot;
+        if (threadIdx.x == 0 && p + Y_SLOTS < pages) {
+          fence_async_shared();
+          mbar_expect(xbar + 8 * slot, M * PAGE_ROW);
+          bulk_copy(xs + slot * SLICE_BYTES, streamed + (p + Y_SLOTS) * slice_elems, M * PAGE_ROW, xbar + 8 * slot);
+        }
+      }
+    }
     float4* part = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);  // x is read: reuse its rows
     part[warp * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
     __syncthreads();
@@ -353,7 +369,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         issue_up_to(q + DEPTH);
         if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
       }
-      if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices);
+      if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices, nullptr);
       grid_barrier(counters, barrier_count++, stamps);
       hidden = mid + layer_slices;
     }
@@ -370,9 +386,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     if (threadIdx.x == 0) {
       limit = deep ? deep_limit(l + 1) : (l + 1) * per_layer;
       issue_up_to(q + DEPTH);
-      if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, DOWN_PAGES);
+      if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS);  // the rest as slots free
     }
-    if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices);
+    if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices, y + l * DOWN_PAGES * slice_elems);
     grid_barrier(counters, barrier_count++, stamps);
   }
   if (threadIdx.x == 0 && stamps != nullptr) stamps[STAMP_SLOTS * b + 4] = global_ns(), stamps[STAMP_SLOTS * b + 5] = clock64();
