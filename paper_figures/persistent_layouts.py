@@ -23,9 +23,9 @@ STATIC_RESERVE = 256  # the kernel's mbarriers (static shared memory)
 def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
     """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices and partials (and phase S's
     q copy after them) or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8)."""
-    row = page_k * 2 + 16
-    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * 32 * 16 + HIDDEN * 2  # x, partials, g
-    region_s = region_a + KV_HEADS * QROWS * (HEAD_DIM + 8) * 2  # q's copy
+    row, tiles = page_k * 2 + 16, (max_m + 7) // 8  # tiles: n8 tiles of x rows
+    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * tiles * 32 * 16 + HIDDEN * 2  # x, partials, g
+    region_s = region_a + KV_HEADS * QROWS * (HEAD_DIM + 8) * 2 if max_m <= 8 else 0  # q's copy (M <= 8)
     return depth * 16 * row + max(region_a, Y_SLOTS * max_m * row, region_s)
 
 
