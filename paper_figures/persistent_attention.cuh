@@ -168,11 +168,12 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, i
 
 // One q row of a kv head merged over its chunks (part_ml, part_o: that kv head's) by a warp: ->
 // result, dims 2 lane and 2 lane + 1 of the row's output. Every load of a pass over 32 chunks goes
-// out before anything waits on one: lane c's chunk max and sum, and all 32 chunks' outputs (chunk
-// indices past the last clamped to it, their weights 0), so up to 32 chunks cost one L2 round trip
-// (~0.6 us each here; v172. Loads under a predicate went out one after another: v164). The
+// out before anything waits on one: lane c's chunk max and sum, and all N chunks' outputs (chunk
+// indices past the last clamped to it, their weights 0), so up to N chunks cost one L2 round trip
+// (v172. Loads under a predicate went out one after another: v164). The
 // weights' sum is a fixed shuffle tree and the outputs add in chunk order (the order depends on the
 // chunk count only: a row's bits do not depend on M or on its neighbours).
+template <int N>  // chunks a pass: 16 where chunks <= 16 (no duplicate loads), else 32
 __device__ __forceinline__ void merge_row(const float* part_ml, const float* part_o, int chunks, int row,
                                           float (&result)[2], unsigned long long* marks) {
   const int lane = threadIdx.x & 31;
@@ -180,23 +181,23 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
   auto o_of = [&](int c) {
     return *reinterpret_cast<const float2*>(part_o + ((size_t)min(c, chunks - 1) * QROWS + row) * HD + 2 * lane);
   };
-  float2 oc[32], ml = ml_of(lane);
+  float2 oc[N], ml = ml_of(lane);
 #pragma unroll
-  for (int c = 0; c < 32; ++c) oc[c] = o_of(c);
+  for (int c = 0; c < N; ++c) oc[c] = o_of(c);
   float m = lane < chunks ? ml.x : NEG_INF;
   for (int c = lane + 32; c < chunks; c += 32) m = fmaxf(m, ml_of(c).x);  // contexts from 2048 on
 #pragma unroll
   for (int x = 16; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
   mark(marks, 0);
   float total = 0.f, o0 = 0.f, o1 = 0.f;
-  for (int c0 = 0; c0 < chunks; c0 += 32) {
+  for (int c0 = 0; c0 < chunks; c0 += N) {
     if (c0 > 0) {
       ml = ml_of(c0 + lane);
 #pragma unroll
-      for (int c = 0; c < 32; ++c) oc[c] = o_of(c0 + c);
+      for (int c = 0; c < N; ++c) oc[c] = o_of(c0 + c);
     }
-    float w = 0.f, weighted = 0.f;  // lane c's chunk c0 + c
-    if (c0 + lane < chunks) {
+    float w = 0.f, weighted = 0.f;  // lane c's chunk c0 + c (lanes N.. none)
+    if (lane < N && c0 + lane < chunks) {
       w = ml.x == NEG_INF ? 0.f : exp2f(ml.x - m);
       weighted = w * ml.y;
     }
@@ -204,7 +205,7 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
     for (int x = 16; x > 0; x >>= 1) weighted += __shfl_xor_sync(0xffffffffu, weighted, x);
     total += weighted;
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
+    for (int c = 0; c < N; ++c) {
       const float wc = __shfl_sync(0xffffffffu, w, c);
       if (c0 + c < chunks) o0 += wc * oc[c].x, o1 += wc * oc[c].y;
     }
@@ -213,19 +214,22 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
   result[1] = o1 / total;
 }
 
-// Phase R: warp w of block b merges q rows (kv head, row) = 8b + w, + 8G, ..; row tok GQ + j is
-// token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn, a layer's o input in slices
+// Phase R: warp w of block b merges q rows (kv head, row) = b + G w, + 8G, .. (spread over every
+// block, at most two warps a block: eight on one SM pulled ~67 KB of partials at once, v172); row
+// tok GQ + j is token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn, a layer's o input in slices
 // ([H / page_k][M][page_k + 8], slice_elems apart). Marks 0, 1, 2 (--timeline: thread 0's row):
 // its chunks' maxima read, merged, written.
 __device__ __forceinline__ void merge_phase(const float* part_ml, const float* part_o, int chunks, int M, bf16* attn,
                                             size_t slice_elems, int page_k, unsigned long long* marks) {
   const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-  for (int item = warps * blockIdx.x + (threadIdx.x >> 5); item < KV_HEADS * QROWS; item += warps * gridDim.x) {
+  for (int item = blockIdx.x + gridDim.x * (threadIdx.x >> 5); item < KV_HEADS * QROWS; item += gridDim.x * warps) {
     const int kh = item / QROWS, row = item % QROWS, tok = row / GQ;
     if (tok >= M) continue;
     float r[2];
-    merge_row(part_ml + (size_t)kh * chunks * QROWS * 2, part_o + (size_t)kh * chunks * QROWS * HD, chunks, row, r,
-              marks);
+    const float* ml = part_ml + (size_t)kh * chunks * QROWS * 2;
+    const float* o = part_o + (size_t)kh * chunks * QROWS * HD;
+    if (chunks <= 16) merge_row<16>(ml, o, chunks, row, r, marks);
+    else merge_row<32>(ml, o, chunks, row, r, marks);
     mark(marks, 1);
     const int col = (kh * GQ + row % GQ) * HD + 2 * lane;
     bf16* at = attn + (col / page_k) * slice_elems + tok * (page_k + 8) + col % page_k;

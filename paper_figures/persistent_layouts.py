@@ -12,7 +12,7 @@ from swiftspec_core.kernels import build
 
 HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
 Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK, QROWS = 32, 8, 64, 64, 32  # persistent_attention.cuh's
-THREADS, WARPS, MAX_A_ITEMS = 256, 8, 8
+THREADS, WARPS, MAX_A_ITEMS, Y_SLOTS = 256, 8, 8, 3  # Y_SLOTS: down's x (y) slots
 SOURCE = Path(__file__).with_name("persistent_mlp.cu")
 ATTENTION_SOURCE = Path(__file__).with_name("persistent_attention.cuh")
 RING_SOURCE = Path(__file__).with_name("persistent_ring.cuh")
@@ -21,12 +21,12 @@ STATIC_RESERVE = 256  # the kernel's mbarriers (static shared memory)
 
 
 def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
-    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices and partials or phase B's y
-    slices (a slice: max_m rows of page_k + 8)."""
-    row = page_k * 2 + 16
-    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * 32 * 16 + HIDDEN * 2  # x, partials, g
-    region_s = region_a + KV_HEADS * QROWS * (HEAD_DIM + 8) * 2  # q's copy
-    return depth * 16 * row + max(region_a, FFN // page_k * max_m * row, region_s)
+    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices and partials (and phase S's
+    q copy after them) or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8)."""
+    row, tiles = page_k * 2 + 16, (max_m + 7) // 8  # tiles: n8 tiles of x rows
+    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * tiles * 32 * 16 + HIDDEN * 2  # x, partials, g
+    region_s = region_a + KV_HEADS * QROWS * (HEAD_DIM + 8) * 2 if max_m <= 8 else 0  # q's copy (M <= 8)
+    return depth * 16 * row + max(region_a, Y_SLOTS * max_m * row, region_s)
 
 
 def kernel_source(page_k: int, depth: int, max_m: int) -> str:

@@ -11,7 +11,8 @@
 //   A: y = swiglu(x @ Wgu^T) (items_phase: a tile is gate rows 8a .. and their up rows), x = h, with
 //      norm_w rmsnorm(h): each x slice becomes bf16(h * g) in shared memory as the first item reaches
 //      it, and r scales the sums in the epilogue;
-//   B: out = y @ Wd^T (tile_phase: rows 16c .., K = F), with norm_w + h.
+//   B: out = y @ Wd^T (tile_phase: rows 16c .., K = F), with norm_w + h; y's slices stream through
+//      Y_SLOTS slots, a slice a page.
 // Pages: 16 weight rows x PAGE_K k (32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
 // distinct banks), one bulk copy of the page's image laid out on the host (persistent_layouts.paged),
 // streamed through a ring of DEPTH slots in one sequence over every layer and phase; `deep`
@@ -30,7 +31,7 @@
 #define QKV 3072  // q (32 heads), k and v (8 each), of 64
 #define QKV_TILES (QKV / 16)
 #define WARPS 8
-// PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 8) come from the
+// PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 16) come from the
 // launcher (persistent_mlp.py prepends them); these are its defaults.
 #ifndef PAGE_K
 #define PAGE_K 1024
@@ -47,12 +48,18 @@
 #define DOWN_PAGES (FFN / PAGE_K)          // pages of a down item
 #define STEPS (PAGE_K / (16 * WARPS))      // k steps of 16 a warp takes in a page
 #define SLICE_BYTES (MAX_M * PAGE_ROW)  // x rows of one page's k in shared memory (a slice)
+#define NT ((MAX_M + 7) / 8)            // n8 tiles of x rows a mma step: 1 at M <= 8, 2 to 16
 #define MAX_A_ITEMS 8          // 1024 items over at least 128 blocks
-#define PARTIAL_A_BYTES (MAX_A_ITEMS * WARPS * 32 * 16)
+#define PARTIAL_A_BYTES (MAX_A_ITEMS * WARPS * NT * 32 * 16)
 #define NORM_OFFSET (ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES)  // in the x / y region: g (with norm_w)
 #define REGION_A (NORM_OFFSET + HID * 2)
-#define REGION_B (DOWN_PAGES * SLICE_BYTES)
+#define Y_SLOTS 3  // down's x (y) streams through this many slices' slots (v174: all 8 need 264 KB at M 16)
+#define REGION_B (Y_SLOTS * SLICE_BYTES)
+#if MAX_M <= 8
 #define REGION_S (REGION_A + QBUF_BYTES)  // the attention: x's, then q's copy
+#else
+#define REGION_S 0  // the attention takes M <= 8 (QROWS = 32)
+#endif
 #define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
 #define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > REGION_S ? REGION_AB : REGION_S))  // ring, then x / y
 
@@ -93,7 +100,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0;
   const int per_layer = pages_q + pages_s + pages_o + pages_a + pages_b;  // a layer's pages: qkv, attention, o, gate_up, down
   const int total = layers * per_layer;
-  if (items_a > MAX_A_ITEMS || M > MAX_M) return;  // the launcher keeps G >= 128 and M <= MAX_M
+  if (items_a > MAX_A_ITEMS || M > MAX_M || (attention && M > 8)) return;  // the launcher keeps to these
 
   // Page q of this block's sequence into its slot (thread 0): one bulk copy of the page's image
   // (persistent_layouts.paged(): a tile's 16 rows of PAGE_K, padding included), or for the
@@ -160,21 +167,28 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const int g = lane >> 2, t = lane & 3;
   // ldmatrix rows of this lane: A (x4) row r + 8 (i & 1) at k + 8 (i >> 1); B (x2) x row l % 8 at k + 8 (l / 8 % 2).
   const int ai = lane >> 3, a_off = ((lane & 7) + 8 * (ai & 1)) * PAGE_ROW + 16 * (ai >> 1);
-  const int bx_row = (lane & 7) < M ? lane & 7 : 0, bx_k = 8 * ((lane >> 3) & 1);  // rows past M: row 0's
+  const int bx_k = 8 * ((lane >> 3) & 1);
+  int bx_row[NT];  // x row of this lane in n8 tile nt: 8 nt + lane % 8, rows past M row 0's
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) bx_row[nt] = 8 * nt + (lane & 7) < M ? 8 * nt + (lane & 7) : 0;
   int q = 0;  // the next page to compute
   // Page q's sums against x slice `slice` into d (this warp's STEPS k steps of it), once both have
   // landed; then the slot is free for page q + DEPTH.
-  auto consume = [&](float (&d)[4], int slice) {
+  auto consume = [&](float (&d)[NT][4], int slice) {
     mbar_wait(xbar + 8 * slice, (x_parity >> slice) & 1);
     mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
-    const unsigned page = ring + (q % DEPTH) * PAGE_BYTES, x_rows = xs + slice * SLICE_BYTES + bx_row * PAGE_ROW;
+    const unsigned page = ring + (q % DEPTH) * PAGE_BYTES, x_slice = xs + slice * SLICE_BYTES;
 #pragma unroll
     for (int s = 0; s < STEPS; ++s) {
       const int k = 16 * (STEPS * warp + s);
-      unsigned a[4], b0, b1;
+      unsigned a[4];
       ldmatrix_x4_at(a, page + a_off + 2 * k);
-      ldmatrix_x2(b0, b1, x_rows + 2 * (k + bx_k));
-      mma_16816(d, a[0], a[1], a[2], a[3], b0, b1);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        unsigned b0, b1;
+        ldmatrix_x2(b0, b1, x_slice + bx_row[nt] * PAGE_ROW + 2 * (k + bx_k));
+        mma_16816(d[nt], a[0], a[1], a[2], a[3], b0, b1);
+      }
     }
     __syncthreads();  // every warp done with this slot
     if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
@@ -183,36 +197,60 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   // x slice) into d, its warps' sums in order, and warp 0 writes dst = bf16(sum), plus the residual
   // (bf16 + bf16, rounded once: torch's add) where given, in slices. Warp 0's lanes own rows 2t,
   // 2t + 1 and columns 16b + g, + 8 (one slice: 16 | PAGE_K); the residual's elements are read
-  // before the page loop, their latency under it (v156 -> v157).
-  auto tile_phase = [&](int pages, const bf16* residual_src, bf16* dst) {
+  // before the page loop, their latency under it (v156 -> v157). streamed (down's y): x's slices
+  // stream through Y_SLOTS slots (load_x put the first Y_SLOTS there), else all are in place.
+  auto tile_phase = [&](int pages, const bf16* residual_src, bf16* dst, const bf16* streamed) {
     const int col = 16 * b + g;
-    const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K, r0 = (2 * t) * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
-    bf16 residual[4];
+    const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K;
+    bf16 residual[NT][4];  // rows 8 nt + 2t, + 1 (r0, r1) at columns col, col + 8
     if (residual_src != nullptr && warp == 0) {
       const bf16* hl = residual_src + at;
       const bf16 zero = __float2bfloat16(0.f);
-      residual[0] = 2 * t < M ? hl[r0] : zero, residual[1] = 2 * t < M ? hl[r0 + 8] : zero;
-      residual[2] = 2 * t + 1 < M ? hl[r1] : zero, residual[3] = 2 * t + 1 < M ? hl[r1 + 8] : zero;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int row = 8 * nt + 2 * t;
+        const size_t r0 = row * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
+        residual[nt][0] = row < M ? hl[r0] : zero, residual[nt][1] = row < M ? hl[r0 + 8] : zero;
+        residual[nt][2] = row + 1 < M ? hl[r1] : zero, residual[nt][3] = row + 1 < M ? hl[r1 + 8] : zero;
+      }
     }
-    float d[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int p = 0; p < pages; ++p, ++q) consume(d, p);
-    x_parity ^= (1u << pages) - 1;
+    float d[NT][4] = {};
+    if (streamed == nullptr) {
+      for (int p = 0; p < pages; ++p, ++q) consume(d, p);
+      x_parity ^= (1u << pages) - 1;
+    } else {  // x slice p in slot p % Y_SLOTS; once every warp is done with it, slice p + Y_SLOTS there
+      for (int p = 0; p < pages; ++p, ++q) {
+        const int slot = p % Y_SLOTS;
+        consume(d, slot);  // ends in a block barrier
+        x_parity ^= 1u << slot;
+        if (threadIdx.x == 0 && p + Y_SLOTS < pages) {
+          fence_async_shared();
+          mbar_expect(xbar + 8 * slot, M * PAGE_ROW);
+          bulk_copy(xs + slot * SLICE_BYTES, streamed + (p + Y_SLOTS) * slice_elems, M * PAGE_ROW, xbar + 8 * slot);
+        }
+      }
+    }
     float4* part = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);  // x is read: reuse its rows
-    part[warp * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) part[(warp * NT + nt) * 32 + lane] = make_float4(d[nt][0], d[nt][1], d[nt][2], d[nt][3]);
     __syncthreads();
     if (warp == 0) {
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int w = 0; w < WARPS; ++w) {
-        const float4 p = part[w * 32 + lane];
-        v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int w = 0; w < WARPS; ++w) {
+          const float4 p = part[(w * NT + nt) * 32 + lane];
+          v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+        }
+        auto add = [&](float sum, int i) {
+          const bf16 o = __float2bfloat16(sum);
+          return residual_src == nullptr ? o : __float2bfloat16(__bfloat162float(residual[nt][i]) + __bfloat162float(o));
+        };
+        const int row = 8 * nt + 2 * t;
+        bf16* dl = dst + at + row * (PAGE_K + 8);
+        if (row < M) dl[0] = add(v.x, 0), dl[8] = add(v.z, 1);
+        if (row + 1 < M) dl[PAGE_K + 8] = add(v.y, 2), dl[PAGE_K + 16] = add(v.w, 3);
       }
-      auto add = [&](float sum, int i) {
-        const bf16 o = __float2bfloat16(sum);
-        return residual_src == nullptr ? o : __float2bfloat16(__bfloat162float(residual[i]) + __bfloat162float(o));
-      };
-      bf16* dl = dst + at;
-      if (2 * t < M) dl[r0] = add(v.x, 0), dl[r0 + 8] = add(v.z, 1);
-      if (2 * t + 1 < M) dl[r1] = add(v.y, 2), dl[r1 + 8] = add(v.w, 3);
     }
   };
   // A phase of 16-row tiles over K = H (qkv, gate_up): this block's `items` tiles b, b + G, .. in
@@ -228,76 +266,73 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
       mbar_expect(gbar, HID * 2);
       bulk_copy(xs + NORM_OFFSET, g_src, HID * 2, gbar);
     }
-    float squares = 0.f;
+    float squares[NT] = {};  // rows warp, warp + 8 (to M)
     auto normalize = [&](int h) {
       if (h == 0) mbar_wait(gbar, g_uses & 1);
       mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
-      if (warp < M) {
-        const bf16x8* gs = reinterpret_cast<const bf16x8*>(smem + DEPTH * PAGE_BYTES + NORM_OFFSET) + h * PAGE_K / 8;
-        bf16x8* row = reinterpret_cast<bf16x8*>(smem + DEPTH * PAGE_BYTES + h * SLICE_BYTES + warp * PAGE_ROW);
-        float part = 0.f;
 #pragma unroll
-        for (int j = 0; j < PAGE_K / 256; ++j) {  // 16-byte vectors lane, lane + 32, ..
-          bf16x8 v = row[lane + 32 * j];
-          const bf16x8 gv = gs[lane + 32 * j];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float2 f = __bfloat1622float2(v.h[e]), gf = __bfloat1622float2(gv.h[e]);
-            part = fmaf(f.x, f.x, part);
-            part = fmaf(f.y, f.y, part);
-            v.h[e] = __floats2bfloat162_rn(f.x * gf.x, f.y * gf.y);
-          }
-          row[lane + 32 * j] = v;
-        }
-        squares += warp_sum(part);
-      }
+      for (int j = 0; j < NT; ++j)
+        if (warp + WARPS * j < M)
+          squares[j] += scale_row<PAGE_K>(
+              reinterpret_cast<bf16x8*>(smem + DEPTH * PAGE_BYTES + h * SLICE_BYTES + (warp + WARPS * j) * PAGE_ROW),
+              reinterpret_cast<const bf16x8*>(smem + DEPTH * PAGE_BYTES + NORM_OFFSET) + h * PAGE_K / 8);
       __syncthreads();  // the slice normalized before any warp reads it
     };
     for (int i = 0; i < items; ++i) {
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      float d[NT][4] = {};
       for (int h = 0; h < ITEM_PAGES; ++h, ++q) {
         if (g_src != nullptr && i == 0) normalize(h);
         consume(d, h);
       }
-      reinterpret_cast<float4*>(partial)[(i * WARPS + warp) * 32 + lane] = make_float4(d[0], d[1], d[2], d[3]);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        reinterpret_cast<float4*>(partial)[((i * WARPS + warp) * NT + nt) * 32 + lane] =
+            make_float4(d[nt][0], d[nt][1], d[nt][2], d[nt][3]);
     }
     if (g_src != nullptr) {
       if (items == 0)  // x and g landed all the same: their copies must be done before the next reuse
         for (int h = 0; h < ITEM_PAGES; ++h) normalize(h);
-      if (warp < M && lane == 0) row_squares[warp] = squares;
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        if (warp + WARPS * j < M && lane == 0) row_squares[warp + WARPS * j] = squares[j];
       ++g_uses;
     } else if (items == 0) {
       for (int h = 0; h < ITEM_PAGES; ++h) mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
     }
     x_parity ^= (1u << ITEM_PAGES) - 1;
     __syncthreads();
-    const int i = threadIdx.x >> 5;  // item i, lane: the warps' sums in order; rows 2t, 2t + 1
+    const int i = threadIdx.x >> 5;  // item i, lane: the warps' sums in order; rows 8 nt + 2t, + 1
     if (i < items) {
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int w = 0; w < WARPS; ++w) {
-        const float4 p = reinterpret_cast<const float4*>(partial)[(i * WARPS + w) * 32 + lane];
-        v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
-      }
-      if (g_src != nullptr) {
-        const float r0 = 1.f / sqrtf(row_squares[min(2 * t, M - 1)] / (float)HID + eps);
-        const float r1 = 1.f / sqrtf(row_squares[min(2 * t + 1, M - 1)] / (float)HID + eps);
-        v.x *= r0, v.z *= r0, v.y *= r1, v.w *= r1;
-      }
-      if (swiglu) {  // gate column 8a + g, y in slices as phase B loads it
-        const int col = 8 * (b + i * G) + g;
-        bf16* yl = dst + (col / PAGE_K) * slice_elems + col % PAGE_K;
-        if (2 * t < M) yl[(2 * t) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.x), __float2bfloat16(v.z));
-        if (2 * t + 1 < M) yl[(2 * t + 1) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.y), __float2bfloat16(v.w));
-      } else {  // rows g and g + 8 of tile c (16c + g, + 8; with the attention qkv_tile_row's)
-        const int c = b + i * G;
-        const bf16 x[4] = {__float2bfloat16(v.x), __float2bfloat16(v.y), __float2bfloat16(v.z), __float2bfloat16(v.w)};
-        bf16* q0 = dst + (attention ? qkv_tile_row(c, g) : 16 * c + g);
-        bf16* q8 = dst + (attention ? qkv_tile_row(c, g + 8) : 16 * c + g + 8);
-        if (2 * t < M) q0[(2 * t) * QKV] = x[0], q8[(2 * t) * QKV] = x[2];
-        if (2 * t + 1 < M) q0[(2 * t + 1) * QKV] = x[1], q8[(2 * t + 1) * QKV] = x[3];
-        if (attention)
-          qkv_to_attention(c, g, t, x, M, prefix, rope_cos, rope_sin, qbuf, k_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8),
-                           v_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8), cache_rows);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int row = 8 * nt + 2 * t;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int w = 0; w < WARPS; ++w) {
+          const float4 p = reinterpret_cast<const float4*>(partial)[((i * WARPS + w) * NT + nt) * 32 + lane];
+          v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+        }
+        if (g_src != nullptr) {
+          const float r0 = 1.f / sqrtf(row_squares[min(row, M - 1)] / (float)HID + eps);
+          const float r1 = 1.f / sqrtf(row_squares[min(row + 1, M - 1)] / (float)HID + eps);
+          v.x *= r0, v.z *= r0, v.y *= r1, v.w *= r1;
+        }
+        if (swiglu) {  // gate column 8a + g, y in slices as phase B loads it
+          const int col = 8 * (b + i * G) + g;
+          bf16* yl = dst + (col / PAGE_K) * slice_elems + col % PAGE_K;
+          if (row < M) yl[row * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.x), __float2bfloat16(v.z));
+          if (row + 1 < M) yl[(row + 1) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.y), __float2bfloat16(v.w));
+        } else {  // rows g and g + 8 of tile c (16c + g, + 8; with the attention qkv_tile_row's)
+          const int c = b + i * G;
+          const bf16 x[4] = {__float2bfloat16(v.x), __float2bfloat16(v.y), __float2bfloat16(v.z), __float2bfloat16(v.w)};
+          bf16* q0 = dst + (attention ? qkv_tile_row(c, g) : 16 * c + g);
+          bf16* q8 = dst + (attention ? qkv_tile_row(c, g + 8) : 16 * c + g + 8);
+          if (row < M) q0[row * QKV] = x[0], q8[row * QKV] = x[2];
+          if (row + 1 < M) q0[(row + 1) * QKV] = x[1], q8[(row + 1) * QKV] = x[3];
+          if (attention)  // M <= 8: nt = 0 only
+            qkv_to_attention(c, g, t, x, M, prefix, rope_cos, rope_sin, qbuf,
+                             k_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8),
+                             v_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8), cache_rows);
+        }
       }
     }
   };
@@ -353,7 +388,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         issue_up_to(q + DEPTH);
         if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
       }
-      if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices);
+      if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices, nullptr);
       grid_barrier(counters, barrier_count++, stamps);
       hidden = mid + layer_slices;
     }
@@ -370,9 +405,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     if (threadIdx.x == 0) {
       limit = deep ? deep_limit(l + 1) : (l + 1) * per_layer;
       issue_up_to(q + DEPTH);
-      if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, DOWN_PAGES);
+      if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS);  // the rest as slots free
     }
-    if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices);
+    if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices, y + l * DOWN_PAGES * slice_elems);
     grid_barrier(counters, barrier_count++, stamps);
   }
   if (threadIdx.x == 0 && stamps != nullptr) stamps[STAMP_SLOTS * b + 4] = global_ns(), stamps[STAMP_SLOTS * b + 5] = clock64();

@@ -285,7 +285,7 @@ def check_persistent(run: Persistent) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=16)
-    parser.add_argument("--rows", type=int, default=8, help="M, 1..8")
+    parser.add_argument("--rows", type=int, default=8, help="M, 1..16 (with --attention 1..8)")
     parser.add_argument("--block", action="store_true",
                         help="the MLP block on both sides: the RMSNorm before gate_up, the residual after down")
     parser.add_argument("--o-proj", action="store_true",
@@ -301,8 +301,8 @@ def main() -> None:
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
-    if not 1 <= args.rows <= 8 or args.layers < 1 or args.context < 0:
-        fail(f"--rows takes 1..8, --layers at least 1 and --context at least 0 "
+    if not 1 <= args.rows <= (8 if args.attention else 16) or args.layers < 1 or args.context < 0:
+        fail(f"--rows takes 1..16 (1..8 with --attention), --layers at least 1 and --context at least 0 "
              f"(got {args.rows}, {args.layers}, {args.context})")
     rings = parse_rings(args.rings, args.rows)
     if not torch.cuda.is_available():

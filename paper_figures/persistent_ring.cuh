@@ -1,6 +1,7 @@
 // The persistent probe's shared-memory traffic (persistent_mlp.cu puts this text before its
 // kernel, persistent_layouts.kernel_source): mbarriers, bulk copies and the proxy fences between
-// them, ldmatrix at shared-window addresses, and the grid barrier between phases.
+// them, ldmatrix at shared-window addresses, a row of x times the norm's weight in place, and the
+// grid barrier between phases.
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -29,6 +30,28 @@ __device__ __forceinline__ void ldmatrix_x4_at(unsigned (&r)[4], unsigned addres
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
 }
 
+
+// A row of x (K bf16 in shared memory) times g (its K weights) in place, by a warp: -> the row's
+// sum of squares of x before the product (lanes' 16-byte vectors in order, then warp_sum).
+template <int K>
+__device__ __forceinline__ float scale_row(bf16x8* row, const bf16x8* g) {
+  const int lane = threadIdx.x & 31;
+  float part = 0.f;
+#pragma unroll
+  for (int i = 0; i < K / 256; ++i) {  // vectors lane, lane + 32, ..
+    bf16x8 v = row[lane + 32 * i];
+    const bf16x8 gv = g[lane + 32 * i];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 f = __bfloat1622float2(v.h[e]), gf = __bfloat1622float2(gv.h[e]);
+      part = fmaf(f.x, f.x, part);
+      part = fmaf(f.y, f.y, part);
+      v.h[e] = __floats2bfloat162_rn(f.x * gf.x, f.y * gf.y);
+    }
+    row[lane + 32 * i] = v;
+  }
+  return warp_sum(part);
+}
 
 #define STAMP_SLOTS 8  // a block's record at a barrier: arrival, fence, departure, then 5 marks
 
