@@ -1,5 +1,5 @@
 // The attention phases of the persistent probe (persistent_mlp.cu includes this; NOTES v161):
-// Llama-3.2-1B's 32 q heads and 8 kv heads of 64, M <= 8 new tokens at positions P .. P + M - 1
+// Llama-3.2-1B's 32 q heads and 8 kv heads of 64, M <= 16 new tokens at positions P .. P + M - 1
 // after P cached ones, a chain (token i sees positions 0 .. P + i), as a draft step's tree with one
 // path. Its own layouts, which the host mirrors (persistent_mlp.py):
 //   qkv tiles with RoPE pairs together: tile c < 160 is q or k head c / 4 (heads 32.. are k), its
@@ -21,7 +21,7 @@
 #define HD 64
 #define GQ (Q_HEADS / KV_HEADS)
 #define CHUNK 64
-#define QROWS 32                            // a kv head's q rows: M * GQ <= 32
+#define QROWS ((MAX_M * GQ + 15) / 16 * 16)  // a kv head's q rows: M * GQ in tiles of 16 (a warp's)
 #define KV_ROW ((HD + 8) * 2)               // 144 bytes
 #define KV_CHUNK_BYTES (CHUNK * KV_ROW)     // one kv head's 64 positions of k (or v)
 #define QBUF_BYTES (KV_HEADS * QROWS * KV_ROW)
@@ -33,16 +33,16 @@ __device__ __forceinline__ int qkv_tile_row(int c, int r) {
   return HD * (Q_HEADS + KV_HEADS) + 16 * (c - ROPE_TILES) + r;
 }
 
-// What qkv's epilogue does with the attention for lane (g, t) of tile c: x[0..3] the bf16 outputs
-// of rows g (x[0]: token 2t, x[1]: 2t + 1) and g + 8 (x[2], x[3]). RoPE at position P + token on
+// What qkv's epilogue does with the attention for lane g of tile c: x[0..3] the bf16 outputs of
+// rows g (x[0]: token `row`, x[1]: row + 1) and g + 8 (x[2], x[3]). RoPE at position P + token on
 // the pair (row g, row g + 8) = (dim d, d + 32) of a q or k head; q into qbuf, k and v into the
 // caches at row P + token.
-__device__ __forceinline__ void qkv_to_attention(int c, int g, int t, const bf16 (&x)[4], int M, int P,
+__device__ __forceinline__ void qkv_to_attention(int c, int g, int row, const bf16 (&x)[4], int M, int P,
                                                  const float* cos_t, const float* sin_t, bf16* qbuf,
                                                  bf16* k_cache, bf16* v_cache, int cache_rows) {
 #pragma unroll
   for (int e = 0; e < 2; ++e) {
-    const int tok = 2 * t + e, pos = P + tok;
+    const int tok = row + e, pos = P + tok;
     if (tok >= M) continue;
     if (c < ROPE_TILES) {
       const int head = c / 4, d = 8 * (c % 4) + g;

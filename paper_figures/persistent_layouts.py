@@ -11,8 +11,8 @@ import torch
 from swiftspec_core.kernels import build
 
 HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
-Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK, QROWS = 32, 8, 64, 64, 32  # persistent_attention.cuh's
-THREADS, WARPS, MAX_A_ITEMS, Y_SLOTS = 256, 8, 8, 3  # Y_SLOTS: down's x (y) slots
+Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # persistent_attention.cuh's
+THREADS, WARPS, Y_SLOTS = 256, 8, 3  # Y_SLOTS: down's x (y) slots
 SOURCE = Path(__file__).with_name("persistent_mlp.cu")
 ATTENTION_SOURCE = Path(__file__).with_name("persistent_attention.cuh")
 RING_SOURCE = Path(__file__).with_name("persistent_ring.cuh")
@@ -20,12 +20,17 @@ SHARED_MAX = 227 * 1024  # an H100 / H200 block's shared memory at most
 STATIC_RESERVE = 256  # the kernel's mbarriers (static shared memory)
 
 
+def qrows(m: int) -> int:
+    """persistent_attention.cuh's QROWS: a kv head's q rows (m tokens x 4 q heads) in tiles of 16."""
+    return -(-m * (Q_HEADS // KV_HEADS) // 16) * 16
+
+
 def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
-    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices and partials (and phase S's
-    q copy after them) or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8)."""
+    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices, two items' partials and g,
+    or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8), or phase S's q copy."""
     row, tiles = page_k * 2 + 16, (max_m + 7) // 8  # tiles: n8 tiles of x rows
-    region_a = HIDDEN // page_k * max_m * row + MAX_A_ITEMS * WARPS * tiles * 32 * 16 + HIDDEN * 2  # x, partials, g
-    region_s = region_a + KV_HEADS * QROWS * (HEAD_DIM + 8) * 2 if max_m <= 8 else 0  # q's copy (M <= 8)
+    region_a = HIDDEN // page_k * max_m * row + 2 * WARPS * tiles * 32 * 16 + HIDDEN * 2  # x, partials, g
+    region_s = KV_HEADS * qrows(max_m) * (HEAD_DIM + 8) * 2  # q's copy, every kv head's
     return depth * 16 * row + max(region_a, Y_SLOTS * max_m * row, region_s)
 
 

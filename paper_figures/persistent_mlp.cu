@@ -49,19 +49,14 @@
 #define STEPS (PAGE_K / (16 * WARPS))      // k steps of 16 a warp takes in a page
 #define SLICE_BYTES (MAX_M * PAGE_ROW)  // x rows of one page's k in shared memory (a slice)
 #define NT ((MAX_M + 7) / 8)            // n8 tiles of x rows a mma step: 1 at M <= 8, 2 to 16
-#define MAX_A_ITEMS 8          // 1024 items over at least 128 blocks
-#define PARTIAL_A_BYTES (MAX_A_ITEMS * WARPS * NT * 32 * 16)
+#define PARTIAL_A_BYTES (2 * WARPS * NT * 32 * 16)  // two items' sums [warps][NT][32] float4
 #define NORM_OFFSET (ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES)  // in the x / y region: g (with norm_w)
 #define REGION_A (NORM_OFFSET + HID * 2)
 #define Y_SLOTS 3  // down's x (y) streams through this many slices' slots (v174: all 8 need 264 KB at M 16)
 #define REGION_B (Y_SLOTS * SLICE_BYTES)
-#if MAX_M <= 8
-#define REGION_S (REGION_A + QBUF_BYTES)  // the attention: x's, then q's copy
-#else
-#define REGION_S 0  // the attention takes M <= 8 (QROWS = 32)
-#endif
 #define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
-#define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > REGION_S ? REGION_AB : REGION_S))  // ring, then x / y
+// ring, then x / y (or in phases S and R q's copy, from the region's start: x is read by then)
+#define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > QBUF_BYTES ? REGION_AB : QBUF_BYTES))
 
 #include "persistent_ring.cuh"       // persistent_layouts.kernel_source puts these two files' text here
 #include "persistent_attention.cuh"  // (they are not among cuda/'s headers)
@@ -82,7 +77,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
   const unsigned gbar = xbar + 8 * DOWN_PAGES;
-  float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + ITEM_PAGES * SLICE_BYTES);  // [items][warps][32][4]
+  float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + ITEM_PAGES * SLICE_BYTES);  // [2][warps][NT][32][4]
   const size_t slice_elems = (size_t)M * (PAGE_K + 8);  // a slice in x0, y, out: M rows of PAGE_K + 8
 
   const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
@@ -100,7 +95,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0;
   const int per_layer = pages_q + pages_s + pages_o + pages_a + pages_b;  // a layer's pages: qkv, attention, o, gate_up, down
   const int total = layers * per_layer;
-  if (items_a > MAX_A_ITEMS || M > MAX_M || (attention && M > 8)) return;  // the launcher keeps to these
+  if (M > MAX_M) return;  // the launcher keeps to it
 
   // Page q of this block's sequence into its slot (thread 0): one bulk copy of the page's image
   // (persistent_layouts.paged(): a tile's 16 rows of PAGE_K, padding included), or for the
@@ -278,37 +273,16 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
               reinterpret_cast<const bf16x8*>(smem + DEPTH * PAGE_BYTES + NORM_OFFSET) + h * PAGE_K / 8);
       __syncthreads();  // the slice normalized before any warp reads it
     };
-    for (int i = 0; i < items; ++i) {
-      float d[NT][4] = {};
-      for (int h = 0; h < ITEM_PAGES; ++h, ++q) {
-        if (g_src != nullptr && i == 0) normalize(h);
-        consume(d, h);
-      }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-        reinterpret_cast<float4*>(partial)[((i * WARPS + warp) * NT + nt) * 32 + lane] =
-            make_float4(d[nt][0], d[nt][1], d[nt][2], d[nt][3]);
-    }
-    if (g_src != nullptr) {
-      if (items == 0)  // x and g landed all the same: their copies must be done before the next reuse
-        for (int h = 0; h < ITEM_PAGES; ++h) normalize(h);
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-        if (warp + WARPS * j < M && lane == 0) row_squares[warp + WARPS * j] = squares[j];
-      ++g_uses;
-    } else if (items == 0) {
-      for (int h = 0; h < ITEM_PAGES; ++h) mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
-    }
-    x_parity ^= (1u << ITEM_PAGES) - 1;
-    __syncthreads();
-    const int i = threadIdx.x >> 5;  // item i, lane: the warps' sums in order; rows 8 nt + 2t, + 1
-    if (i < items) {
+    // Item i's sums: each warp's into partial buffer i % 2, then warp i % WARPS adds them in warp
+    // order and writes them while the others go on to item i + 1 (its sums go to the other buffer;
+    // item i + 2's wait for item i + 1's block barrier, which the adding warp reaches only after).
+    auto epilogue = [&](int i, const float4* sums) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int row = 8 * nt + 2 * t;
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
         for (int w = 0; w < WARPS; ++w) {
-          const float4 p = reinterpret_cast<const float4*>(partial)[((i * WARPS + w) * NT + nt) * 32 + lane];
+          const float4 p = sums[(w * NT + nt) * 32 + lane];
           v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
         }
         if (g_src != nullptr) {
@@ -328,13 +302,38 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
           bf16* q8 = dst + (attention ? qkv_tile_row(c, g + 8) : 16 * c + g + 8);
           if (row < M) q0[row * QKV] = x[0], q8[row * QKV] = x[2];
           if (row + 1 < M) q0[(row + 1) * QKV] = x[1], q8[(row + 1) * QKV] = x[3];
-          if (attention)  // M <= 8: nt = 0 only
-            qkv_to_attention(c, g, t, x, M, prefix, rope_cos, rope_sin, qbuf,
+          if (attention)
+            qkv_to_attention(c, g, row, x, M, prefix, rope_cos, rope_sin, qbuf,
                              k_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8),
                              v_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8), cache_rows);
         }
       }
+    };
+    for (int i = 0; i < items; ++i) {
+      float d[NT][4] = {};
+      for (int h = 0; h < ITEM_PAGES; ++h, ++q) {
+        if (g_src != nullptr && i == 0) normalize(h);
+        consume(d, h);
+      }
+      float4* sums = reinterpret_cast<float4*>(partial) + (i & 1) * WARPS * NT * 32;  // [warps][NT][32]
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) sums[(warp * NT + nt) * 32 + lane] = make_float4(d[nt][0], d[nt][1], d[nt][2], d[nt][3]);
+      if (g_src != nullptr && i == 0) {  // item 0 normalized every slice: the rows' squares are whole
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          if (warp + WARPS * j < M && lane == 0) row_squares[warp + WARPS * j] = squares[j];
+      }
+      __syncthreads();
+      if (warp == i % WARPS) epilogue(i, sums);
     }
+    if (items == 0) {  // x (and g) landed all the same: their copies must be done before the next reuse
+      if (g_src != nullptr)
+        for (int h = 0; h < ITEM_PAGES; ++h) normalize(h);
+      else
+        for (int h = 0; h < ITEM_PAGES; ++h) mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
+    }
+    if (g_src != nullptr) ++g_uses;
+    x_parity ^= (1u << ITEM_PAGES) - 1;
   };
   unsigned barrier_count = 0;
   for (int l = 0; l < layers; ++l) {
@@ -350,7 +349,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
       grid_barrier(counters, barrier_count++, stamps);
     }
     if (attention) {  // Phase S: the attention's items; then phase R: the merge into attn[l]'s slices
-      const unsigned q_smem = xs + ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES + HID * 2;  // qbuf's copy
+      const unsigned q_smem = xs;  // qbuf's copy (Q's x, partials and g are read by now)
       if (threadIdx.x == 0) {
         limit = deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s;
         issue_up_to(q + DEPTH);

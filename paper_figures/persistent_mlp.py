@@ -47,8 +47,8 @@ from swiftspec_core.kernels.attention import tree_attention, tree_attention_refe
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 
-from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, Q_HEADS, QKV, QROWS, SHARED_MAX,
-                                             STATIC_RESERVE, THREADS, kernel_source, paged, shared_bytes, sliced,
+from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, Q_HEADS, QKV, SHARED_MAX,
+                                             STATIC_RESERVE, THREADS, kernel_source, paged, qrows, shared_bytes, sliced,
                                              unsliced)
 from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error
@@ -187,7 +187,7 @@ class Persistent:
     def __init__(self, x0, w: Weights, layers: int, page_k: int, depth: int, images: "Persistent | None" = None):
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         if sms < 128:
-            fail(f"the probe deals 1024 gate_up items to at most 8 a block: it needs >= 128 SMs, this GPU has {sms}")
+            fail(f"the probe gives o_proj's and down's 128 tiles a block each: it needs >= 128 SMs, this GPU has {sms}")
         m = x0.shape[0]
         self.shared = shared_bytes(page_k, depth, m)
         self.fn = build.compile_source(kernel_source(page_k, depth, m)).get_function("persistent_mlp")
@@ -209,9 +209,9 @@ class Persistent:
         else:  # written by the kernel's merge; its caches in persistent_attention.cuh's layout
             self.attn_sliced = torch.zeros(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
             self.k_cache, self.v_cache = (torch.nn.functional.pad(c.transpose(1, 2), (0, 8)).contiguous() for c in (a.k, a.v))
-            self.qbuf = torch.zeros(KV_HEADS, QROWS, HEAD_DIM + 8, dtype=torch.bfloat16, device=dev)
-            self.part_ml = torch.zeros(KV_HEADS, a.chunks, QROWS, 2, device=dev)
-            self.part_o = torch.zeros(KV_HEADS, a.chunks, QROWS, HEAD_DIM, device=dev)
+            self.qbuf = torch.zeros(KV_HEADS, qrows(m), HEAD_DIM + 8, dtype=torch.bfloat16, device=dev)
+            self.part_ml = torch.zeros(KV_HEADS, a.chunks, qrows(m), 2, device=dev)
+            self.part_o = torch.zeros(KV_HEADS, a.chunks, qrows(m), HEAD_DIM, device=dev)
         self.y = torch.empty(layers, FFN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.out = torch.empty(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.mid = torch.empty_like(self.out)
@@ -285,7 +285,7 @@ def check_persistent(run: Persistent) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=16)
-    parser.add_argument("--rows", type=int, default=8, help="M, 1..16 (with --attention 1..8)")
+    parser.add_argument("--rows", type=int, default=8, help="M, 1..16")
     parser.add_argument("--block", action="store_true",
                         help="the MLP block on both sides: the RMSNorm before gate_up, the residual after down")
     parser.add_argument("--o-proj", action="store_true",
@@ -301,8 +301,8 @@ def main() -> None:
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
-    if not 1 <= args.rows <= (8 if args.attention else 16) or args.layers < 1 or args.context < 0:
-        fail(f"--rows takes 1..16 (1..8 with --attention), --layers at least 1 and --context at least 0 "
+    if not 1 <= args.rows <= 16 or args.layers < 1 or args.context < 0:
+        fail(f"--rows takes 1..16, --layers at least 1 and --context at least 0 "
              f"(got {args.rows}, {args.layers}, {args.context})")
     rings = parse_rings(args.rings, args.rows)
     if not torch.cuda.is_available():
