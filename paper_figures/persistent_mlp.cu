@@ -169,9 +169,24 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   int q = 0;  // the next page to compute
   // Page q's sums against x slice `slice` into d (this warp's STEPS k steps of it), once both have
   // landed; then the slot is free for page q + DEPTH.
+  // --timeline (thread 0, gm set): a GEMM phase's marks, its first page consumed, its last page
+  // landed and consumed, and the clock64 cycles it waited on slices and pages (persistent_timeline.py).
+  unsigned barrier_count = 0;  // grid barriers passed
+  unsigned long long* gm = nullptr;
+  long long waited = 0;
+  int phase_page = 0, phase_pages = 0;
+  auto gemm_marks = [&](int pages) {
+    gm = threadIdx.x == 0 ? phase_marks(stamps, barrier_count) : nullptr;
+    waited = 0, phase_page = 0, phase_pages = pages;
+  };
   auto consume = [&](float (&d)[NT][4], int slice) {
+    const long long t0 = gm != nullptr ? clock64() : 0;
     mbar_wait(xbar + 8 * slice, (x_parity >> slice) & 1);
     mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
+    if (gm != nullptr) {
+      waited += clock64() - t0;
+      if (phase_page == phase_pages - 1) gm[1] = global_ns();
+    }
     const unsigned page = ring + (q % DEPTH) * PAGE_BYTES, x_slice = xs + slice * SLICE_BYTES;
 #pragma unroll
     for (int s = 0; s < STEPS; ++s) {
@@ -187,6 +202,11 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     }
     __syncthreads();  // every warp done with this slot
     if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
+    if (gm != nullptr) {
+      if (phase_page == 0) gm[0] = global_ns();
+      if (phase_page == phase_pages - 1) gm[2] = global_ns(), gm[3] = waited;
+      ++phase_page;
+    }
   };
   // A phase of 16-column tiles (o_proj, down): block b < H / 16 sums tile b's `pages` pages (one an
   // x slice) into d, its warps' sums in order, and warp 0 writes dst = bf16(sum), plus the residual
@@ -335,7 +355,6 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     if (g_src != nullptr) ++g_uses;
     x_parity ^= (1u << ITEM_PAGES) - 1;
   };
-  unsigned barrier_count = 0;
   for (int l = 0; l < layers; ++l) {
     const size_t layer_slices = (size_t)l * ITEM_PAGES * slice_elems;  // x0, out, mid, attn: a layer's
     const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
@@ -345,6 +364,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         issue_up_to(q + DEPTH);
         load_x(hidden, ITEM_PAGES);
       }
+      gemm_marks(pages_q);
       items_phase(items_q, norm_qkv + (size_t)l * HID, false, qkv + (size_t)l * M * QKV, l);
       grid_barrier(counters, barrier_count++, stamps);
     }
@@ -387,6 +407,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         issue_up_to(q + DEPTH);
         if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
       }
+      gemm_marks(pages_o);
       if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices, nullptr);
       grid_barrier(counters, barrier_count++, stamps);
       hidden = mid + layer_slices;
@@ -397,6 +418,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
       issue_up_to(q + DEPTH);
       load_x(hidden, ITEM_PAGES);
     }
+    gemm_marks(pages_a);
     items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems, l);
     grid_barrier(counters, barrier_count++, stamps);
 
@@ -406,6 +428,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
       issue_up_to(q + DEPTH);
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS);  // the rest as slots free
     }
+    gemm_marks(pages_b);
     if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices, y + l * DOWN_PAGES * slice_elems);
     grid_barrier(counters, barrier_count++, stamps);
   }

@@ -1,5 +1,5 @@
 """A persistent forward's first measurements (NOTES v149-v161): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
-on a GPU (--rows M, --block, --o-proj, --qkv, --attention, --context P, --rings PAGE_KxDEPTH,..,
+on a GPU (--rows M, --build-rows, --block, --o-proj, --qkv, --attention, --context P, --rings PAGE_KxDEPTH,..,
 --timeline: then the layer's time phase by phase, persistent_timeline.py).
 
 The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
@@ -181,16 +181,19 @@ def layer_error(w: Weights, i: int, h, qkv, attn, mid, y, out) -> float:
 
 
 class Persistent:
-    """The probe kernel on one set of operands: x0 [M, H] and the weights, page_k x depth rings; the
-    weights' page images laid out here, or taken from `images` (a run on the same weights and ring)."""
+    """The probe kernel on one set of operands: x0 [M, H] and the weights, page_k x depth rings, built
+    for max_m rows (MAX_M, default M); the weights' page images laid out here, or taken from
+    `images` (a run on the same weights and ring)."""
 
-    def __init__(self, x0, w: Weights, layers: int, page_k: int, depth: int, images: "Persistent | None" = None):
+    def __init__(self, x0, w: Weights, layers: int, page_k: int, depth: int, images: "Persistent | None" = None,
+                 max_m: int | None = None):
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         if sms < 128:
             fail(f"the probe gives o_proj's and down's 128 tiles a block each: it needs >= 128 SMs, this GPU has {sms}")
         m = x0.shape[0]
-        self.shared = shared_bytes(page_k, depth, m)
-        self.fn = build.compile_source(kernel_source(page_k, depth, m)).get_function("persistent_mlp")
+        max_m = max_m or m
+        self.shared = shared_bytes(page_k, depth, max_m)
+        self.fn = build.compile_source(kernel_source(page_k, depth, max_m)).get_function("persistent_mlp")
         self.fn.max_dynamic_shared_size_bytes = self.shared
         self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
         self.x0, self.w = x0, w
@@ -209,9 +212,9 @@ class Persistent:
         else:  # written by the kernel's merge; its caches in persistent_attention.cuh's layout
             self.attn_sliced = torch.zeros(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
             self.k_cache, self.v_cache = (torch.nn.functional.pad(c.transpose(1, 2), (0, 8)).contiguous() for c in (a.k, a.v))
-            self.qbuf = torch.zeros(KV_HEADS, qrows(m), HEAD_DIM + 8, dtype=torch.bfloat16, device=dev)
-            self.part_ml = torch.zeros(KV_HEADS, a.chunks, qrows(m), 2, device=dev)
-            self.part_o = torch.zeros(KV_HEADS, a.chunks, qrows(m), HEAD_DIM, device=dev)
+            self.qbuf = torch.zeros(KV_HEADS, qrows(max_m), HEAD_DIM + 8, dtype=torch.bfloat16, device=dev)
+            self.part_ml = torch.zeros(KV_HEADS, a.chunks, qrows(max_m), 2, device=dev)
+            self.part_o = torch.zeros(KV_HEADS, a.chunks, qrows(max_m), HEAD_DIM, device=dev)
         self.y = torch.empty(layers, FFN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.out = torch.empty(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
         self.mid = torch.empty_like(self.out)
@@ -286,6 +289,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=16)
     parser.add_argument("--rows", type=int, default=8, help="M, 1..16")
+    parser.add_argument("--build-rows", type=int, default=None,
+                        help="build the persistent kernel for this many rows (MAX_M, --rows..16; default --rows): "
+                             "what a second n8 tile of x rows costs at the same M")
     parser.add_argument("--block", action="store_true",
                         help="the MLP block on both sides: the RMSNorm before gate_up, the residual after down")
     parser.add_argument("--o-proj", action="store_true",
@@ -301,10 +307,11 @@ def main() -> None:
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
-    if not 1 <= args.rows <= 16 or args.layers < 1 or args.context < 0:
-        fail(f"--rows takes 1..16, --layers at least 1 and --context at least 0 "
-             f"(got {args.rows}, {args.layers}, {args.context})")
-    rings = parse_rings(args.rings, args.rows)
+    build_rows = args.build_rows or args.rows
+    if not 1 <= args.rows <= build_rows <= 16 or args.layers < 1 or args.context < 0:
+        fail(f"--rows takes 1..16, --build-rows --rows..16, --layers at least 1 and --context at least 0 "
+             f"(got {args.rows}, {args.build_rows}, {args.layers}, {args.context})")
+    rings = parse_rings(args.rings, build_rows)
     if not torch.cuda.is_available():
         fail("persistent_mlp.py needs a GPU")
     bandwidth, _ = device_line()
@@ -342,7 +349,7 @@ def main() -> None:
     rows = [{"side": f"ours ({launches} L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
              "error": f"{ours_error:.1e}", "modes bitwise alike": "", "row 0 as alone": ""}]
     for page_k, depth in rings:
-        run = Persistent(x0, w, L, page_k, depth)
+        run = Persistent(x0, w, L, page_k, depth, max_m=build_rows)
         check = check_persistent(run)
         same = {"error": f"{check['error']:.1e}", "modes bitwise alike": check["modes bitwise alike"],
                 "row 0 as alone": check["row 0 as alone"]}
@@ -363,13 +370,13 @@ def main() -> None:
             if with_qkv else
             "o_proj and MLP block (o + residual, RMSNorm, gate_up + SwiGLU, down, residual)" if o_proj else
             "MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if block else "MLP (gate_up + SwiGLU, down)")
-    print(f"Llama-3.2-1B's {what}, M = {m}, {L} layers of random bf16 weights"
+    print(f"Llama-3.2-1B's {what}, M = {m} (the persistent kernel built for {build_rows}), {L} layers of random bf16 weights"
           f"{'; the floor counts the cache rows read' if args.attention else ''}\n")
     print_rows(rows)
     print("\nerror: max |output - torch| / max |torch| over the layers' outputs, on each side's own inputs.")
     if args.timeline:
         names = phase_names(with_qkv, args.attention, o_proj)
-        run = Persistent(x0, w, L, *rings[0])
+        run = Persistent(x0, w, L, *rings[0], max_m=build_rows)
         stamps = torch.zeros(L * len(names) + 1, run.sms, STAMP_SLOTS, dtype=torch.int64, device=dev)
         for deep in MODES:
             for _ in range(3):  # warm; the last run's stamps are read
@@ -380,9 +387,8 @@ def main() -> None:
                   f"{'deep' if deep else 'shallow'}, SM clock {sm_clock_ghz(host):.2f} GHz (one run after two, "
                   "medians over layers 2..; persistent_timeline.py says what each column is)\n")
             print_rows(summarize(host, names))
-            if args.attention:
-                print()
-                print_rows(marks(host, names))
+            print()
+            print_rows(marks(host, names))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,13 @@ import numpy as np
 
 
 STAMP_SLOTS = 8  # persistent_ring.cuh's
-MARKS = {"S (attention items)": ["q landed", "first chunk landed", "scores, maxima in smem", "outputs in smem",
+GEMM_MARKS = ["first page consumed", "last page landed", "last page consumed", "waited on pages (sum)"]
+MARKS = {"Q (qkv)": GEMM_MARKS,
+         "S (attention items)": ["q landed", "first chunk landed", "scores, maxima in smem", "outputs in smem",
                                  "partials written"],
-         "R (merge)": ["maxima read", "merged", "written"]}  # thread 0's marks (persistent_attention.cuh)
+         "R (merge)": ["maxima read", "merged", "written"],
+         "O (o_proj)": GEMM_MARKS, "A (gate_up)": GEMM_MARKS, "B (down)": GEMM_MARKS}  # thread 0's (persistent_mlp.cu)
+CYCLES = {"waited on pages (sum)"}  # marks that hold clock64 cycles, not a %globaltimer moment
 
 
 def phase_names(qkv: bool, attention: bool, o_proj: bool) -> list[str]:
@@ -67,20 +71,21 @@ def summarize(stamps: np.ndarray, names: list[str]) -> list[dict]:
 def marks(stamps: np.ndarray, names: list[str]) -> list[dict]:
     """A row a mark of the phases in MARKS: the median over layers (2..) of the median over the
     blocks that wrote it of (mark - the block's departure before), and the same for the block that
-    arrived last, us."""
+    arrived last, us; a mark in CYCLES is a duration, its cycles at the SMs' clock."""
     rows = []
     for p, name in enumerate(names):
         for k, label in enumerate(MARKS.get(name, [])):
             typical, last = [], []
             for e in phase_ends(stamps, len(names), p):
-                at, left_before = stamps[e, :, 3 + k], stamps[e - 1, :, 2]
-                wrote = at > 0
+                raw = stamps[e, :, 3 + k]
+                wrote = raw > 0
                 if not wrote.any():
                     continue
-                typical.append(np.median((at - left_before)[wrote]))
+                ns = raw / sm_clock_ghz(stamps) if label in CYCLES else raw - stamps[e - 1, :, 2]  # since the departure before
+                typical.append(np.median(ns[wrote]))
                 lastb = int(stamps[e, :, 0].argmax())
                 if wrote[lastb]:
-                    last.append(at[lastb] - left_before[lastb])
+                    last.append(ns[lastb])
             rows.append({"phase": name, "mark": label,
                          "block us": np.median(typical) / 1e3 if typical else "",
                          "last block us": np.median(last) / 1e3 if last else ""})

@@ -62,7 +62,8 @@ def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
 
 @pytest.mark.parametrize("argv", [["--rows", "17"], ["--rows", "0", "--attention"], ["--layers", "0"],
                                   ["--rings", "1024"], ["--rings", "2048x3"], ["--rings", "1024x1"],
-                                  ["--rings", "1024x9"], ["--rows", "16", "--rings", "1024x5"]])
+                                  ["--rings", "1024x9"], ["--rows", "16", "--rings", "1024x5"],
+                                  ["--rows", "9", "--build-rows", "8"], ["--build-rows", "17"]])
 def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
     assert_main_fails(probe.main, ["persistent_mlp.py", *argv], monkeypatch, capsys)
 

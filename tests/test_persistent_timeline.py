@@ -59,3 +59,16 @@ def test_the_sm_clock_is_cycles_over_nanoseconds():
     stamps[0, :, 0], stamps[0, :, 4] = 1000, 3000  # 2000 ns
     stamps[0, :, 3], stamps[0, :, 5] = 50, [3650, 3850, 4050]  # 3600, 3800, 4000 cycles
     assert timeline.sm_clock_ghz(stamps) == 1.9
+
+
+def test_a_gemm_phases_wait_is_its_cycles_at_the_sms_clock():
+    names = timeline.phase_names(qkv=False, attention=False, o_proj=False)  # A, B
+    stamps = stamps_of([[3000, 4000], [1000, 1000]], 500, layers=2)
+    stamps[0, :, 4], stamps[0, :, 3], stamps[0, :, 5] = stamps[0, :, 0] + 1000, 0, 2000  # 2 GHz
+    for e in (1, 3):  # A's barriers; block 1 arrives last
+        stamps[e, :, 3] = stamps[e - 1, :, 2] + [500, 700]  # first page consumed
+        stamps[e, :, 6] = [2000, 6000]  # cycles waited: 1 us, 3 us
+    rows = {r["mark"]: r for r in timeline.marks(stamps, names) if r["phase"] == "A (gate_up)"}
+    assert (rows["first page consumed"]["block us"], rows["first page consumed"]["last block us"]) == (0.6, 0.7)
+    assert (rows["waited on pages (sum)"]["block us"], rows["waited on pages (sum)"]["last block us"]) == (2.0, 3.0)
+    assert rows["last page landed"]["block us"] == ""
