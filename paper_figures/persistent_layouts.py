@@ -45,17 +45,24 @@ def kernel_source(page_k: int, depth: int, max_m: int) -> str:
     return build.inline_includes(defines + code)
 
 
+def slice_rows(m: int) -> int:
+    """Rows a slice holds in global memory: M rounded up to 8 (8 rows of page_k + 8 bf16 are a
+    multiple of 128 bytes, so every slice's bulk copy starts 128-byte aligned; NOTES v178)."""
+    return -(-m // 8) * 8
+
+
 def sliced(x: torch.Tensor, page_k: int) -> torch.Tensor:
-    """[..., M, K] as the kernel keeps x0, y and out: [..., K / page_k, M, page_k + 8] (padding zero)."""
+    """[..., M, K] as the kernel keeps x0, y and out: [..., K / page_k, slice_rows(M), page_k + 8]
+    (padding zero)."""
     *lead, m, k = x.shape
     x = x.reshape(*lead, m, k // page_k, page_k).transpose(-2, -3)
-    return torch.nn.functional.pad(x, (0, 8)).contiguous()
+    return torch.nn.functional.pad(x, (0, 8, 0, slice_rows(m) - m)).contiguous()
 
 
-def unsliced(x: torch.Tensor) -> torch.Tensor:
-    """sliced()'s inverse: [..., S, M, page_k + 8] -> [..., M, S page_k]."""
-    *lead, slices, m, row = x.shape
-    return x[..., :row - 8].transpose(-2, -3).reshape(*lead, m, slices * (row - 8))
+def unsliced(x: torch.Tensor, m: int) -> torch.Tensor:
+    """sliced()'s inverse: [..., S, rows, page_k + 8] -> [..., m, S page_k] (its first m rows)."""
+    *lead, slices, _, row = x.shape
+    return x[..., :m, :row - 8].transpose(-2, -3).reshape(*lead, m, slices * (row - 8))
 
 
 def qkv_rope_rows(device=None) -> torch.Tensor:

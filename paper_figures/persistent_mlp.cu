@@ -78,7 +78,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
   const unsigned gbar = xbar + 8 * DOWN_PAGES;
   float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + ITEM_PAGES * SLICE_BYTES);  // [2][warps][NT][32][4]
-  const size_t slice_elems = (size_t)M * (PAGE_K + 8);  // a slice in x0, y, out: M rows of PAGE_K + 8
+  // A slice in x0, y, out, mid, attn: M rows of PAGE_K + 8 in a slot of M rounded up to 8 rows (8 x 2064
+  // bytes = 129 x 128: every slice's bulk copy starts 128-byte aligned; at M = 9 they did not, v178).
+  const size_t slice_elems = (size_t)((M + 7) / 8 * 8) * (PAGE_K + 8);
 
   const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
   const int items_q = paged_qkv != nullptr ? (QKV_TILES - b + G - 1) / G : 0;  // qkv tiles b, b + G, ..
@@ -163,21 +165,25 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   // ldmatrix rows of this lane: A (x4) row r + 8 (i & 1) at k + 8 (i >> 1); B (x2) x row l % 8 at k + 8 (l / 8 % 2).
   const int ai = lane >> 3, a_off = ((lane & 7) + 8 * (ai & 1)) * PAGE_ROW + 16 * (ai >> 1);
   const int bx_k = 8 * ((lane >> 3) & 1);
-  int bx_row[NT];  // x row of this lane in n8 tile nt: 8 nt + lane % 8, rows past M row 0's
+  // x row of this lane in n8 tile nt: 8 nt + lane % 8; rows past M (their sums dropped) read row 0 in
+  // tile 0 (one address: a broadcast) and row lane % 8 past it (8 rows 2064 bytes apart: distinct
+  // banks; row 0 beside row 8 was a two-way conflict, v178).
+  int bx_row[NT];
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) bx_row[nt] = 8 * nt + (lane & 7) < M ? 8 * nt + (lane & 7) : 0;
+  for (int nt = 0; nt < NT; ++nt) bx_row[nt] = 8 * nt + (lane & 7) < M ? 8 * nt + (lane & 7) : nt > 0 ? (lane & 7) : 0;
   int q = 0;  // the next page to compute
   // Page q's sums against x slice `slice` into d (this warp's STEPS k steps of it), once both have
   // landed; then the slot is free for page q + DEPTH.
   // --timeline (thread 0, gm set): a GEMM phase's marks, its first page consumed, its last page
-  // landed and consumed, and the clock64 cycles it waited on slices and pages (persistent_timeline.py).
+  // landed and consumed, and the clock64 cycles it waited on slices and pages and spent issuing
+  // pages (persistent_timeline.py's GEMM_MARKS).
   unsigned barrier_count = 0;  // grid barriers passed
   unsigned long long* gm = nullptr;
-  long long waited = 0;
+  long long waited = 0, issuing = 0;
   int phase_page = 0, phase_pages = 0;
   auto gemm_marks = [&](int pages) {
     gm = threadIdx.x == 0 ? phase_marks(stamps, barrier_count) : nullptr;
-    waited = 0, phase_page = 0, phase_pages = pages;
+    waited = 0, issuing = 0, phase_page = 0, phase_pages = pages;
   };
   auto consume = [&](float (&d)[NT][4], int slice) {
     const long long t0 = gm != nullptr ? clock64() : 0;
@@ -201,10 +207,12 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
       }
     }
     __syncthreads();  // every warp done with this slot
+    const long long t1 = gm != nullptr ? clock64() : 0;
     if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
     if (gm != nullptr) {
+      issuing += clock64() - t1;
       if (phase_page == 0) gm[0] = global_ns();
-      if (phase_page == phase_pages - 1) gm[2] = global_ns(), gm[3] = waited;
+      if (phase_page == phase_pages - 1) gm[2] = global_ns(), gm[3] = waited, gm[4] = issuing;
       ++phase_page;
     }
   };

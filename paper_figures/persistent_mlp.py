@@ -48,7 +48,7 @@ from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 
 from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, Q_HEADS, QKV, SHARED_MAX,
-                                             STATIC_RESERVE, THREADS, kernel_source, paged, qrows, shared_bytes, sliced,
+                                             STATIC_RESERVE, THREADS, kernel_source, paged, qrows, shared_bytes, slice_rows, sliced,
                                              unsliced)
 from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error
@@ -210,13 +210,14 @@ class Persistent:
         if a is None:
             self.attn_sliced = None if w.attn is None else sliced(w.attn[:, :m], page_k)
         else:  # written by the kernel's merge; its caches in persistent_attention.cuh's layout
-            self.attn_sliced = torch.zeros(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
+            self.attn_sliced = torch.zeros(layers, HIDDEN // page_k, slice_rows(m), page_k + 8, dtype=torch.bfloat16,
+                                           device=dev)
             self.k_cache, self.v_cache = (torch.nn.functional.pad(c.transpose(1, 2), (0, 8)).contiguous() for c in (a.k, a.v))
             self.qbuf = torch.zeros(KV_HEADS, qrows(max_m), HEAD_DIM + 8, dtype=torch.bfloat16, device=dev)
             self.part_ml = torch.zeros(KV_HEADS, a.chunks, qrows(max_m), 2, device=dev)
             self.part_o = torch.zeros(KV_HEADS, a.chunks, qrows(max_m), HEAD_DIM, device=dev)
-        self.y = torch.empty(layers, FFN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
-        self.out = torch.empty(layers, HIDDEN // page_k, m, page_k + 8, dtype=torch.bfloat16, device=dev)
+        self.y = torch.empty(layers, FFN // page_k, slice_rows(m), page_k + 8, dtype=torch.bfloat16, device=dev)
+        self.out = torch.empty(layers, HIDDEN // page_k, slice_rows(m), page_k + 8, dtype=torch.bfloat16, device=dev)
         self.mid = torch.empty_like(self.out)
         self.qkv = torch.empty(layers, m, QKV, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
@@ -252,8 +253,9 @@ class Persistent:
         """(qkv, attn (the attention's output), mid, y, out) [L, M, ...] from their slices; None for
         what the run has not (qkv, attn without the attention, mid without o_proj)."""
         return (None if self.w.qkv is None else self.qkv.clone(),
-                None if self.w.attention is None else unsliced(self.attn_sliced),
-                None if self.w.o is None else unsliced(self.mid), unsliced(self.y), unsliced(self.out))
+                None if self.w.attention is None else unsliced(self.attn_sliced, self.m),
+                None if self.w.o is None else unsliced(self.mid, self.m), unsliced(self.y, self.m),
+                unsliced(self.out, self.m))
 
 
 def check_persistent(run: Persistent) -> dict:

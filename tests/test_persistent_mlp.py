@@ -42,9 +42,10 @@ def test_down_pages_hold_sixteen_consecutive_rows():
 
 def test_slices_round_trip_and_hold_a_pages_k():
     x = torch.randn(3, 5, 2048)
-    s = layouts.sliced(x, 1024)  # [3, 2, 5, 1032]
-    assert s.shape == (3, 2, 5, 1032) and torch.equal(layouts.unsliced(s), x)
-    assert torch.equal(s[1, 1, 4, :1024], x[1, 4, 1024:]) and not s[..., 1024:].any()
+    s = layouts.sliced(x, 1024)  # [3, 2, 8, 1032]: rows to 8, a slice 8 x 2064 bytes = 129 x 128
+    assert s.shape == (3, 2, 8, 1032) and torch.equal(layouts.unsliced(s, 5), x)
+    assert torch.equal(s[1, 1, 4, :1024], x[1, 4, 1024:]) and not s[..., 1024:].any() and not s[:, :, 5:].any()
+    assert s[0, 0].numel() * 2 % 128 == 0 and layouts.slice_rows(9) == 16 and layouts.slice_rows(8) == 8
 
 
 @pytest.mark.parametrize("page_k,depth,rows", [(1024, 3, 8), (1024, 5, 1), (512, 4, 2), (1024, 3, 16), (1024, 3, 9), (1024, 4, 16)])
