@@ -68,16 +68,16 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned 
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
 }
 
-// Item (kv head, chunk c) of the block (every thread calls it): warp w < QROWS / 16 takes q rows
-// 16 w .. + 15 against the chunk's 64 positions, all in registers: scores (4 position groups of 16,
-// two n8 tiles each), the rows' maxima and sums across the 4 lanes of a row, the weights as the
-// value product's A fragments, the outputs summed over the groups in the mma's k order; the other
-// warps wait at the closing barrier. (Eight warps of 16 positions each, sharing maxima, sums and
+// Item (kv head, chunk c) of the block (every compute warp calls it): warp w < QROWS / 16 takes q
+// rows 16 w .. + 15 against the chunk's 64 positions, all in registers: scores (4 position groups
+// of 16, two n8 tiles each), the rows' maxima and sums across the 4 lanes of a row, the weights as
+// the value product's A fragments, the outputs summed over the groups in the mma's k order; every
+// warp then arrives on the slot's empty barrier (`empty`: the producer's next copy). (Eight warps of 16 positions each, sharing maxima, sums and
 // outputs through shared memory, took ~1.5 us for this: NOTES v167, v169.) kv: the chunk's k rows
 // then its v rows in shared memory; q: the kv head's QROWS q rows. Writes the chunk's partials.
 // Marks 2, 3, 4 (--timeline, warp 0): maxima known, outputs summed, partials written.
 __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, int P, float scale_log2, float* part_ml,
-                                               float* part_o, unsigned long long* marks) {
+                                               float* part_o, unsigned empty, unsigned long long* marks) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   if (warp < QROWS / 16) {
     const int rt = warp;
@@ -162,7 +162,8 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, i
       *reinterpret_cast<float2*>(part_ml + 2 * (16 * rt + g + 8)) = make_float2(m[1], l[1]);
     }
   }
-  __syncthreads();  // the chunk's slot free again
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty);  // this warp is done with the chunk's slot
   mark(marks, 4);
 }
 
@@ -221,7 +222,7 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
 // its chunks' maxima read, merged, written.
 __device__ __forceinline__ void merge_phase(const float* part_ml, const float* part_o, int chunks, int M, bf16* attn,
                                             size_t slice_elems, int page_k, unsigned long long* marks) {
-  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  const int lane = threadIdx.x & 31, warps = WARPS;  // the compute warps
   for (int item = blockIdx.x + gridDim.x * (threadIdx.x >> 5); item < KV_HEADS * QROWS; item += gridDim.x * warps) {
     const int kh = item / QROWS, row = item % QROWS, tok = row / GQ;
     if (tok >= M) continue;

@@ -12,7 +12,8 @@ from swiftspec_core.kernels import build
 
 HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
 Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # persistent_attention.cuh's
-THREADS, WARPS, Y_SLOTS = 256, 8, 3  # Y_SLOTS: down's x (y) slots
+WARPS, Y_SLOTS = 8, 3  # compute warps; Y_SLOTS: down's x (y) slots
+THREADS = (WARPS + 1) * 32  # and the producer warp
 SOURCE = Path(__file__).with_name("persistent_mlp.cu")
 ATTENTION_SOURCE = Path(__file__).with_name("persistent_attention.cuh")
 RING_SOURCE = Path(__file__).with_name("persistent_ring.cuh")

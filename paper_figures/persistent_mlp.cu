@@ -15,12 +15,16 @@
 //      Y_SLOTS slots, a slice a page.
 // Pages: 16 weight rows x PAGE_K k (32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
 // distinct banks), one bulk copy of the page's image laid out on the host (persistent_layouts.paged),
-// streamed through a ring of DEPTH slots in one sequence over every layer and phase; `deep`
-// issues pages across barriers, else a phase's only once its barrier passed. Warp w sums its STEPS
+// streamed through a ring of DEPTH slots in one sequence over every layer and phase by a producer
+// warp (the block's last), as each slot's empty barrier says its WARPS compute warps are done with
+// it; `deep` lets it run across barriers, else a phase's pages wait for that phase's barrier.
+// (Issued by thread 0 after each page's block barrier, a page cost issue + compute + barrier in
+// series: ~0.45 us a page of issuing alone, NOTES v178-v180.) Warp w sums its STEPS
 // k steps of each page; the warps' sums are added in warp order. A phase's x lands after its barrier
-// in slices (the M rows of one page's k, [M][PAGE_K + 8] in global memory as in shared), a bulk copy
-// and an mbarrier each (persistent_layouts.sliced()). Row-invariant by construction: a row's sums
-// run in an order fixed by the shapes and G (rows past M computed from row 0's x and dropped); the
+// in slices (the M rows of one page's k, [M][PAGE_K + 8], in global memory in slots of M rounded up
+// to 8 rows), a bulk copy and an mbarrier each (persistent_layouts.sliced()). Row-invariant by
+// construction: a row's sums run in an order fixed by the shapes and G (rows past M computed from
+// other rows' x and dropped); the
 // probe checks it bitwise and the outputs against torch. A probe, not a kernel of the runtime.
 #include "common.cuh"
 #include "mma.cuh"
@@ -30,7 +34,7 @@
 #define FFN 8192
 #define QKV 3072  // q (32 heads), k and v (8 each), of 64
 #define QKV_TILES (QKV / 16)
-#define WARPS 8
+#define WARPS 8  // compute warps; one more, the producer, issues the pages
 // PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 16) come from the
 // launcher (persistent_mlp.py prepends them); these are its defaults.
 #ifndef PAGE_K
@@ -61,7 +65,7 @@
 #include "persistent_ring.cuh"       // persistent_layouts.kernel_source puts these two files' text here
 #include "persistent_attention.cuh"  // (they are not among cuda/'s headers)
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
+extern "C" __global__ void __launch_bounds__((WARPS + 1) * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
                bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep,
                const bf16* __restrict__ norm_w, float eps, bf16* attn,
@@ -71,12 +75,14 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
                const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, int prefix,
                int chunks, int cache_rows, float scale_log2, unsigned long long* stamps) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES + 1];  // the ring's slots, x's slices', g's
+  // The ring's slots' full barriers, x's slices', g's, then the slots' empty barriers.
+  __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES + 1 + DEPTH];
+  __shared__ int page_limit;  // thread 0 raises it at each phase's start: the producer issues pages below it
   __shared__ float row_squares[MAX_M];  // a normalized phase's x rows' sums of squares
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
-  const unsigned gbar = xbar + 8 * DOWN_PAGES;
+  const unsigned gbar = xbar + 8 * DOWN_PAGES, empty0 = gbar + 8;  // slot s's empty barrier: empty0 + 8 s
   float* partial = reinterpret_cast<float*>(smem + DEPTH * PAGE_BYTES + ITEM_PAGES * SLICE_BYTES);  // [2][warps][NT][32][4]
   // A slice in x0, y, out, mid, attn: M rows of PAGE_K + 8 in a slot of M rounded up to 8 rows (8 x 2064
   // bytes = 129 x 128: every slice's bulk copy starts 128-byte aligned; at M = 9 they did not, v178).
@@ -99,7 +105,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const int total = layers * per_layer;
   if (M > MAX_M) return;  // the launcher keeps to it
 
-  // Page q of this block's sequence into its slot (thread 0): one bulk copy of the page's image
+  // Page q of this block's sequence into its slot (the producer): one bulk copy of the page's image
   // (persistent_layouts.paged(): a tile's 16 rows of PAGE_K, padding included), or for the
   // attention's item its chunk's k rows, then its v rows. A layer's pages: qkv's tiles b, b + G, ..,
   // the attention's items, o's tile b, gate_up's tiles b, b + G, .., down's tile b. (A page as 16
@@ -129,17 +135,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     mbar_expect(bar, PAGE_BYTES);
     bulk_copy(dst, images + (((size_t)l * tiles + tile) * tile_pages + page) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
   };
-  int issued = 0, limit = 0;  // pages issued so far; deep = 0: not past the current phase's last
   // Deep: as far as the first late page of layer `from` on (none without the attention).
   auto deep_limit = [&](int from) {
     return first_late < items_s ? min(total, from * per_layer + pages_q + first_late) : total;
-  };
-  // No proxy fence before a page's copy: its slot was only read (ldmatrix) since its last copy, and
-  // the block barrier orders those reads before the copy (as CUTLASS's TMA pipelines release a
-  // stage). With one here, thread 0 spent ~0.5 us a page issuing (v178, v179).
-  auto issue_up_to = [&](int q_end) {  // thread 0: pages [issued, min(q_end, limit))
-#pragma unroll 1  // one copy of issue's code a call site: the kernel's code is fetched again each phase (v166)
-    for (const int end = min(q_end, limit); issued < end; ++issued) issue(issued);
   };
   // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in global and shared memory), a copy
   // and an mbarrier each, so a page waits only for its own slice. Bit s of x_parity: the phase of
@@ -159,9 +157,31 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
       stamps[STAMP_SLOTS * b + 3] = clock64();
     }
     for (int s = 0; s <= DEPTH + DOWN_PAGES; ++s) mbar_init(bar0 + 8 * s, 1);
+    for (int s = 0; s < DEPTH; ++s) mbar_init(empty0 + 8 * s, WARPS);
+    page_limit = 0;
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  __syncthreads();
+  __syncthreads();  // the last barrier of all (WARPS + 1) warps: the compute warps use compute_sync
+
+  if (warp == WARPS) {  // the producer: pages below the limit, each once its slot's last use is done
+    if (lane == 0) {
+      int limit = 0;
+#pragma unroll 1
+      for (int p = 0; p < total; ++p) {
+        if (p >= limit) {
+          while (p >= (limit = load_acquire(&page_limit))) __nanosleep(64);
+          // A late page reads what other blocks wrote before the grid barrier thread 0 passed before
+          // raising the limit (the caches' new rows): ordered for the copy's (async) proxy.
+          fence_async_global();
+        }
+        // No proxy fence: the slot was only read (ldmatrix) since its last copy; the empty barrier's
+        // arrivals (release) order those reads first, as CUTLASS's TMA pipelines release a stage.
+        if (p >= DEPTH) mbar_wait(empty0 + 8 * (p % DEPTH), (p / DEPTH - 1) & 1);
+        issue(p);
+      }
+    }
+    return;
+  }
 
   const int g = lane >> 2, t = lane & 3;
   // ldmatrix rows of this lane: A (x4) row r + 8 (i & 1) at k + 8 (i >> 1); B (x2) x row l % 8 at k + 8 (l / 8 % 2).
@@ -175,17 +195,18 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   for (int nt = 0; nt < NT; ++nt) bx_row[nt] = 8 * nt + (lane & 7) < M ? 8 * nt + (lane & 7) : nt > 0 ? (lane & 7) : 0;
   int q = 0;  // the next page to compute
   // Page q's sums against x slice `slice` into d (this warp's STEPS k steps of it), once both have
-  // landed; then the slot is free for page q + DEPTH.
-  // --timeline (thread 0, gm set): a GEMM phase's marks, its first page consumed, its last page
-  // landed and consumed, and the clock64 cycles it waited on slices and pages and spent issuing
-  // pages (persistent_timeline.py's GEMM_MARKS).
+  // landed; then this warp arrives on the slot's empty barrier (page q + DEPTH goes there once all
+  // have). No block barrier: the warps go at their own pace, the ring between them and the producer.
+  // --timeline (thread 0, gm set): a GEMM phase's marks, its first page consumed (by warp 0), its
+  // last page landed and consumed, and the clock64 cycles it waited on slices and pages
+  // (persistent_timeline.py's GEMM_MARKS).
   unsigned barrier_count = 0;  // grid barriers passed
   unsigned long long* gm = nullptr;
-  long long waited = 0, issuing = 0;
+  long long waited = 0;
   int phase_page = 0, phase_pages = 0;
   auto gemm_marks = [&](int pages) {
     gm = threadIdx.x == 0 ? phase_marks(stamps, barrier_count) : nullptr;
-    waited = 0, issuing = 0, phase_page = 0, phase_pages = pages;
+    waited = 0, phase_page = 0, phase_pages = pages;
   };
   auto consume = [&](float (&d)[NT][4], int slice) {
     const long long t0 = gm != nullptr ? clock64() : 0;
@@ -208,13 +229,11 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         mma_16816(d[nt], a[0], a[1], a[2], a[3], b0, b1);
       }
     }
-    __syncthreads();  // every warp done with this slot
-    const long long t1 = gm != nullptr ? clock64() : 0;
-    if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty0 + 8 * (q % DEPTH));
     if (gm != nullptr) {
-      issuing += clock64() - t1;
       if (phase_page == 0) gm[0] = global_ns();
-      if (phase_page == phase_pages - 1) gm[2] = global_ns(), gm[3] = waited, gm[4] = issuing;
+      if (phase_page == phase_pages - 1) gm[2] = global_ns(), gm[3] = waited;
       ++phase_page;
     }
   };
@@ -246,18 +265,21 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     } else {  // x slice p in slot p % Y_SLOTS; once every warp is done with it, slice p + Y_SLOTS there
       for (int p = 0; p < pages; ++p, ++q) {
         const int slot = p % Y_SLOTS;
-        consume(d, slot);  // ends in a block barrier
+        consume(d, slot);
         x_parity ^= 1u << slot;
-        if (threadIdx.x == 0 && p + Y_SLOTS < pages) {  // the slot only read since its copy: no fence
+        if (p + Y_SLOTS >= pages) continue;
+        compute_sync();  // every warp done with the slot
+        if (threadIdx.x == 0) {  // the slot only read since its copy: no fence
           mbar_expect(xbar + 8 * slot, M * PAGE_ROW);
           bulk_copy(xs + slot * SLICE_BYTES, streamed + (p + Y_SLOTS) * slice_elems, M * PAGE_ROW, xbar + 8 * slot);
         }
       }
     }
-    float4* part = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);  // x is read: reuse its rows
+    compute_sync();  // every warp done with x: its rows take the sums
+    float4* part = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) part[(warp * NT + nt) * 32 + lane] = make_float4(d[nt][0], d[nt][1], d[nt][2], d[nt][3]);
-    __syncthreads();
+    compute_sync();
     if (warp == 0) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -300,7 +322,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
           squares[j] += scale_row<PAGE_K>(
               reinterpret_cast<bf16x8*>(smem + DEPTH * PAGE_BYTES + h * SLICE_BYTES + (warp + WARPS * j) * PAGE_ROW),
               reinterpret_cast<const bf16x8*>(smem + DEPTH * PAGE_BYTES + NORM_OFFSET) + h * PAGE_K / 8);
-      __syncthreads();  // the slice normalized before any warp reads it
+      compute_sync();  // the slice normalized before any warp reads it
     };
     // Item i's sums: each warp's into partial buffer i % 2, then warp i % WARPS adds them in warp
     // order and writes them while the others go on to item i + 1 (its sums go to the other buffer;
@@ -352,7 +374,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         for (int j = 0; j < NT; ++j)
           if (warp + WARPS * j < M && lane == 0) row_squares[warp + WARPS * j] = squares[j];
       }
-      __syncthreads();
+      compute_sync();
       if (warp == i % WARPS) epilogue(i, sums);
     }
     if (items == 0) {  // x (and g) landed all the same: their copies must be done before the next reuse
@@ -369,8 +391,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
     if (paged_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
       if (threadIdx.x == 0) {
-        limit = deep ? deep_limit(l) : l * per_layer + pages_q;
-        issue_up_to(q + DEPTH);
+        store_release(&page_limit, deep ? deep_limit(l) : l * per_layer + pages_q);
         load_x(hidden, ITEM_PAGES);
       }
       gemm_marks(pages_q);
@@ -380,8 +401,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     if (attention) {  // Phase S: the attention's items; then phase R: the merge into attn[l]'s slices
       const unsigned q_smem = xs;  // qbuf's copy (Q's x, partials and g are read by now)
       if (threadIdx.x == 0) {
-        limit = deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s;
-        issue_up_to(q + DEPTH);
+        store_release(&page_limit, deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s);
         if (items_s) {  // q of the kv heads this block's items read (items in order: heads ascend)
           const int heads = (b + (items_s - 1) * G) / chunks - b / chunks + 1;
           fence_async_shared();
@@ -400,8 +420,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
           if (i == 0) mark(marks, 1);
           attention_item(ring + (q % DEPTH) * PAGE_BYTES, q_smem + kh * QROWS * KV_ROW, c, prefix, scale_log2,
                          part_ml + ((size_t)kh * chunks + c) * QROWS * 2, part_o + ((size_t)kh * chunks + c) * QROWS * HD,
-                         i == 0 ? marks : nullptr);
-          if (threadIdx.x == 0) issue_up_to(q + 1 + DEPTH);  // attention_item ended in a barrier
+                         empty0 + 8 * (q % DEPTH), i == 0 ? marks : nullptr);
         }
         x_parity ^= 1u;
       }
@@ -412,8 +431,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
       if (threadIdx.x == 0) {
-        limit = deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s + pages_o;
-        issue_up_to(q + DEPTH);
+        store_release(&page_limit, deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s + pages_o);
         if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
       }
       gemm_marks(pages_o);
@@ -423,8 +441,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     }
     // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
     if (threadIdx.x == 0) {
-      limit = deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s + pages_o + pages_a;
-      issue_up_to(q + DEPTH);
+      store_release(&page_limit, deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s + pages_o + pages_a);
       load_x(hidden, ITEM_PAGES);
     }
     gemm_marks(pages_a);
@@ -433,8 +450,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
 
     // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
     if (threadIdx.x == 0) {
-      limit = deep ? deep_limit(l + 1) : (l + 1) * per_layer;
-      issue_up_to(q + DEPTH);
+      store_release(&page_limit, deep ? deep_limit(l + 1) : (l + 1) * per_layer);
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS);  // the rest as slots free
     }
     gemm_marks(pages_b);

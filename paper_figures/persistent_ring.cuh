@@ -22,6 +22,22 @@ __device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigne
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
+// The compute warps' block barrier (named barrier 1, WARPS x 32 threads): the producer warp
+// (persistent_mlp.cu) takes no part once it runs its own loop.
+__device__ __forceinline__ void compute_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(WARPS * 32) : "memory"); }
+// mbarrier arrive (release at CTA scope: this thread's earlier shared-memory reads come before).
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void store_release(int* at, int v) {
+  asm volatile("st.release.cta.shared.s32 [%0], %1;\n" ::"r"(shared_address(at)), "r"(v) : "memory");
+}
+__device__ __forceinline__ int load_acquire(const int* at) {
+  int v;
+  asm volatile("ld.acquire.cta.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(shared_address(at)) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, unsigned address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(address) : "memory");
 }
@@ -61,13 +77,13 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
-// Every block arrives at barrier `e` (its (e + 1)-th) and waits for all G. With stamps (the
+// Every block's compute warps arrive at barrier `e` (its (e + 1)-th) and wait for all G. With stamps (the
 // probe's --timeline: [barriers + 1][G][STAMP_SLOTS], entry 0 the block's start), thread 0 writes
 // the %globaltimer ns of its arrival, of its fence's end and of its departure at entry e + 1, and
 // `mark` the phase's own moments in the slots after them (persistent_timeline.py). (The barrier by
 // another warp than the bulk copies' thread 0 changed nothing: NOTES v163.)
 __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsigned long long* stamps) {
-  __syncthreads();
+  compute_sync();
   if (threadIdx.x == 0) {
     unsigned long long* at = stamps == nullptr ? nullptr : stamps + STAMP_SLOTS * ((size_t)(e + 1) * gridDim.x + blockIdx.x);
     if (at != nullptr) at[0] = global_ns();
@@ -81,7 +97,7 @@ __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsi
     if (at != nullptr) at[2] = global_ns();
     fence_async_global();  // the y / out it acquired, read next by bulk copies
   }
-  __syncthreads();
+  compute_sync();
 }
 
 // Mark k of the phase that ends at barrier e (thread 0; marks: nullptr, or its slots' start).

@@ -20,14 +20,13 @@ import numpy as np
 
 
 STAMP_SLOTS = 8  # persistent_ring.cuh's
-GEMM_MARKS = ["first page consumed", "last page landed", "last page consumed", "waited on pages (sum)",
-              "issuing pages (sum)"]
+GEMM_MARKS = ["first page consumed", "last page landed", "last page consumed", "waited on pages (sum)"]
 MARKS = {"Q (qkv)": GEMM_MARKS,
          "S (attention items)": ["q landed", "first chunk landed", "scores, maxima in smem", "outputs in smem",
                                  "partials written"],
          "R (merge)": ["maxima read", "merged", "written"],
          "O (o_proj)": GEMM_MARKS, "A (gate_up)": GEMM_MARKS, "B (down)": GEMM_MARKS}  # thread 0's (persistent_mlp.cu)
-CYCLES = {"waited on pages (sum)", "issuing pages (sum)"}  # marks that hold clock64 cycles, not a %globaltimer moment
+CYCLES = {"waited on pages (sum)"}  # marks that hold clock64 cycles, not a %globaltimer moment
 
 
 def phase_names(qkv: bool, attention: bool, o_proj: bool) -> list[str]:
