@@ -198,19 +198,25 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   // landed; then this warp arrives on the slot's empty barrier (page q + DEPTH goes there once all
   // have). No block barrier: the warps go at their own pace, the ring between them and the producer.
   // --timeline (thread 0, gm set): a GEMM phase's marks, its first page consumed (by warp 0), its
-  // last page landed and consumed, and the clock64 cycles it waited on slices and pages
-  // (persistent_timeline.py's GEMM_MARKS).
+  // last page landed and consumed, the clock64 cycles it waited on slices and pages, and when its
+  // first x slice (and with the norm g) had landed (persistent_timeline.py's GEMM_MARKS).
   unsigned barrier_count = 0;  // grid barriers passed
   unsigned long long* gm = nullptr;
   long long waited = 0;
   int phase_page = 0, phase_pages = 0;
+  bool x_marked = false;
+  auto mark_x = [&]() {  // thread 0 past its first wait on an x slice in this phase
+    if (gm != nullptr && !x_marked) gm[4] = global_ns(), x_marked = true;
+  };
   auto gemm_marks = [&](int pages) {
+    x_marked = false;
     gm = threadIdx.x == 0 ? phase_marks(stamps, barrier_count) : nullptr;
     waited = 0, phase_page = 0, phase_pages = pages;
   };
   auto consume = [&](float (&d)[NT][4], int slice) {
     const long long t0 = gm != nullptr ? clock64() : 0;
     mbar_wait(xbar + 8 * slice, (x_parity >> slice) & 1);
+    mark_x();
     mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
     if (gm != nullptr) {
       waited += clock64() - t0;
@@ -316,6 +322,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     auto normalize = [&](int h) {
       if (h == 0) mbar_wait(gbar, g_uses & 1);
       mbar_wait(xbar + 8 * h, (x_parity >> h) & 1);
+      mark_x();
 #pragma unroll
       for (int j = 0; j < NT; ++j)
         if (warp + WARPS * j < M)

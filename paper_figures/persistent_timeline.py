@@ -20,7 +20,8 @@ import numpy as np
 
 
 STAMP_SLOTS = 8  # persistent_ring.cuh's
-GEMM_MARKS = ["first page consumed", "last page landed", "last page consumed", "waited on pages (sum)"]
+GEMM_MARKS = ["first page consumed", "last page landed", "last page consumed", "waited on pages (sum)",
+              "x landed"]
 MARKS = {"Q (qkv)": GEMM_MARKS,
          "S (attention items)": ["q landed", "first chunk landed", "scores, maxima in smem", "outputs in smem",
                                  "partials written"],
