@@ -28,11 +28,13 @@ def qrows(m: int) -> int:
 
 def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
     """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices, two items' partials and g,
-    or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8), or phase S's q copy."""
+    or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8 in whole 128-byte lines), or
+    phase S's q copy."""
     row, tiles = page_k * 2 + 16, (max_m + 7) // 8  # tiles: n8 tiles of x rows
-    region_a = HIDDEN // page_k * max_m * row + 2 * WARPS * tiles * 32 * 16 + HIDDEN * 2  # x, partials, g
+    slice_ = -(-max_m * row // 128) * 128  # whole 128-byte lines
+    region_a = HIDDEN // page_k * slice_ + 2 * WARPS * tiles * 32 * 16 + HIDDEN * 2  # x, partials, g
     region_s = KV_HEADS * qrows(max_m) * (HEAD_DIM + 8) * 2  # q's copy, every kv head's
-    return depth * 16 * row + max(region_a, Y_SLOTS * max_m * row, region_s)
+    return depth * 16 * row + max(region_a, Y_SLOTS * slice_, region_s)
 
 
 def kernel_source(page_k: int, depth: int, max_m: int) -> str:
