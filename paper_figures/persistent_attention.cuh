@@ -33,33 +33,28 @@ __device__ __forceinline__ int qkv_tile_row(int c, int r) {
   return HD * (Q_HEADS + KV_HEADS) + 16 * (c - ROPE_TILES) + r;
 }
 
-// What qkv's epilogue does with the attention for lane g of tile c: x[0..3] the bf16 outputs of
-// rows g (x[0]: token `row`, x[1]: row + 1) and g + 8 (x[2], x[3]). RoPE at position P + token on
-// the pair (row g, row g + 8) = (dim d, d + 32) of a q or k head; q into qbuf, k and v into the
-// caches at row P + token.
-__device__ __forceinline__ void qkv_to_attention(int c, int g, int row, const bf16 (&x)[4], int M, int P,
+// What qkv's epilogue does with the attention for token tok (below M) of tile c's rows g and g + 8
+// (xg, xg8: bf16 outputs): RoPE at position P + tok on the pair (row g, row g + 8) = (dim d, d + 32)
+// of a q or k head; q into qbuf, k and v into the caches at row P + tok.
+__device__ __forceinline__ void qkv_to_attention(int c, int g, int tok, bf16 xg, bf16 xg8, int P,
                                                  const float* cos_t, const float* sin_t, bf16* qbuf,
                                                  bf16* k_cache, bf16* v_cache, int cache_rows) {
-#pragma unroll
-  for (int e = 0; e < 2; ++e) {
-    const int tok = row + e, pos = P + tok;
-    if (tok >= M) continue;
-    if (c < ROPE_TILES) {
-      const int head = c / 4, d = 8 * (c % 4) + g;
-      const float* cs = cos_t + (size_t)pos * HD;
-      const float* sn = sin_t + (size_t)pos * HD;
-      float y1, y2;
-      rope_pair(__bfloat162float(x[e]), __bfloat162float(x[2 + e]), cs[d], sn[d], cs[d + 32], sn[d + 32], y1, y2);
-      bf16* dst = head < Q_HEADS
-                      ? qbuf + ((size_t)(head / GQ) * QROWS + tok * GQ + head % GQ) * (HD + 8)
-                      : k_cache + ((size_t)(head - Q_HEADS) * cache_rows + pos) * (HD + 8);
-      dst[d] = __float2bfloat16_rn(y1);
-      dst[d + 32] = __float2bfloat16_rn(y2);
-    } else {
-      const int v = 16 * (c - ROPE_TILES) + g;  // v's rows v and v + 8: kv head v / 64
-      v_cache[((size_t)(v / HD) * cache_rows + pos) * (HD + 8) + v % HD] = x[e];
-      v_cache[((size_t)((v + 8) / HD) * cache_rows + pos) * (HD + 8) + (v + 8) % HD] = x[2 + e];
-    }
+  const int pos = P + tok;
+  if (c < ROPE_TILES) {
+    const int head = c / 4, d = 8 * (c % 4) + g;
+    const float* cs = cos_t + (size_t)pos * HD;
+    const float* sn = sin_t + (size_t)pos * HD;
+    float y1, y2;
+    rope_pair(__bfloat162float(xg), __bfloat162float(xg8), cs[d], sn[d], cs[d + 32], sn[d + 32], y1, y2);
+    bf16* dst = head < Q_HEADS
+                    ? qbuf + ((size_t)(head / GQ) * QROWS + tok * GQ + head % GQ) * (HD + 8)
+                    : k_cache + ((size_t)(head - Q_HEADS) * cache_rows + pos) * (HD + 8);
+    dst[d] = __float2bfloat16_rn(y1);
+    dst[d + 32] = __float2bfloat16_rn(y2);
+  } else {
+    const int v = 16 * (c - ROPE_TILES) + g;  // v's rows v and v + 8: kv head v / 64
+    v_cache[((size_t)(v / HD) * cache_rows + pos) * (HD + 8) + v % HD] = xg;
+    v_cache[((size_t)((v + 8) / HD) * cache_rows + pos) * (HD + 8) + (v + 8) % HD] = xg8;
   }
 }
 

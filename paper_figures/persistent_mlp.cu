@@ -336,40 +336,38 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
               reinterpret_cast<const bf16x8*>(smem + DEPTH * PAGE_BYTES + NORM_OFFSET) + h * PAGE_K / 8);
       compute_sync();  // the slice normalized before any warp reads it
     };
-    // Item i's sums: each warp's into partial buffer i % 2, then warp i % WARPS adds them in warp
-    // order and writes them while the others go on to item i + 1 (its sums go to the other buffer;
-    // item i + 2's wait for item i + 1's block barrier, which the adding warp reaches only after).
+    // Item i's outputs from its sums (each warp's in partial buffer i % 2): 64 NT of them, one a
+    // thread of a run of 2 NT warps that moves on by item (mma lane l's g and t in n8 tile nt, token
+    // 8 nt + 2t + e: tile rows g and g + 8), each adding the eight warps' sums in warp order, while
+    // the other warps go on to item i + 1 (its sums go to the other buffer; item i + 2's wait for
+    // item i + 1's block barrier, which these reach only after). (One warp for all of them lagged
+    // at two n8 tiles, and its slots' releases with it: v182, v183.)
     auto epilogue = [&](int i, const float4* sums) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int row = 8 * nt + 2 * t;
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int w = 0; w < WARPS; ++w) {
-          const float4 p = sums[(w * NT + nt) * 32 + lane];
-          v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
-        }
-        if (g_src != nullptr) {
-          const float r0 = 1.f / sqrtf(row_squares[min(row, M - 1)] / (float)HID + eps);
-          const float r1 = 1.f / sqrtf(row_squares[min(row + 1, M - 1)] / (float)HID + eps);
-          v.x *= r0, v.z *= r0, v.y *= r1, v.w *= r1;
-        }
-        if (swiglu) {  // gate column 8a + g, y in slices as phase B loads it
-          const int col = 8 * (b + i * G) + g;
-          bf16* yl = dst + (col / PAGE_K) * slice_elems + col % PAGE_K;
-          if (row < M) yl[row * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.x), __float2bfloat16(v.z));
-          if (row + 1 < M) yl[(row + 1) * (PAGE_K + 8)] = silu_times(__float2bfloat16(v.y), __float2bfloat16(v.w));
-        } else {  // rows g and g + 8 of tile c (16c + g, + 8; with the attention qkv_tile_row's)
-          const int c = b + i * G;
-          const bf16 x[4] = {__float2bfloat16(v.x), __float2bfloat16(v.y), __float2bfloat16(v.z), __float2bfloat16(v.w)};
-          bf16* q0 = dst + (attention ? qkv_tile_row(c, g) : 16 * c + g);
-          bf16* q8 = dst + (attention ? qkv_tile_row(c, g + 8) : 16 * c + g + 8);
-          if (row < M) q0[row * QKV] = x[0], q8[row * QKV] = x[2];
-          if (row + 1 < M) q0[(row + 1) * QKV] = x[1], q8[(row + 1) * QKV] = x[3];
-          if (attention)
-            qkv_to_attention(c, g, row, x, M, prefix, rope_cos, rope_sin, qbuf,
-                             k_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8),
-                             v_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8), cache_rows);
-        }
+      const int et = (threadIdx.x + 64 * NT * i) % (WARPS * 32);
+      if (et >= 64 * NT) return;
+      const int nt = et / 64, l = et / 2 % 32, e = et % 2, gl = l >> 2, tok = 8 * nt + 2 * (l & 3) + e;
+      float vg = 0.f, vg8 = 0.f;  // tile rows gl and gl + 8 at token tok
+      for (int w = 0; w < WARPS; ++w) {
+        const float4 p = sums[(w * NT + nt) * 32 + l];
+        vg += e ? p.y : p.x, vg8 += e ? p.w : p.z;
+      }
+      if (tok >= M) return;
+      if (g_src != nullptr) {
+        const float r = 1.f / sqrtf(row_squares[tok] / (float)HID + eps);
+        vg *= r, vg8 *= r;
+      }
+      if (swiglu) {  // gate column 8a + gl, y in slices as phase B loads it
+        const int col = 8 * (b + i * G) + gl;
+        dst[(col / PAGE_K) * slice_elems + tok * (PAGE_K + 8) + col % PAGE_K] = silu_times(__float2bfloat16(vg), __float2bfloat16(vg8));
+      } else {  // rows gl and gl + 8 of tile c (16c + gl, + 8; with the attention qkv_tile_row's)
+        const int c = b + i * G;
+        const bf16 xg = __float2bfloat16(vg), xg8 = __float2bfloat16(vg8);
+        dst[tok * QKV + (attention ? qkv_tile_row(c, gl) : 16 * c + gl)] = xg;
+        dst[tok * QKV + (attention ? qkv_tile_row(c, gl + 8) : 16 * c + gl + 8)] = xg8;
+        if (attention)
+          qkv_to_attention(c, gl, tok, xg, xg8, prefix, rope_cos, rope_sin, qbuf,
+                           k_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8),
+                           v_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8), cache_rows);
       }
     };
     for (int i = 0; i < items; ++i) {
@@ -387,7 +385,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
           if (warp + WARPS * j < M && lane == 0) row_squares[warp + WARPS * j] = squares[j];
       }
       compute_sync();
-      if (warp == i % WARPS) epilogue(i, sums);
+      epilogue(i, sums);
     }
     if (items == 0) {  // x (and g) landed all the same: their copies must be done before the next reuse
       if (g_src != nullptr)
