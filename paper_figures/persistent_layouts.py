@@ -17,6 +17,8 @@ THREADS = (WARPS + 1) * 32  # and the producer warp
 SOURCE = Path(__file__).with_name("persistent_mlp.cu")
 ATTENTION_SOURCE = Path(__file__).with_name("persistent_attention.cuh")
 RING_SOURCE = Path(__file__).with_name("persistent_ring.cuh")
+PAGES_SOURCE = Path(__file__).with_name("persistent_pages.cuh")
+SHAPES_SOURCE = Path(__file__).with_name("persistent_shapes.cuh")
 SHARED_MAX = 227 * 1024  # an H100 / H200 block's shared memory at most
 STATIC_RESERVE = 256  # the kernel's mbarriers (static shared memory)
 
@@ -38,12 +40,12 @@ def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
 
 
 def kernel_source(page_k: int, depth: int, max_m: int) -> str:
-    """persistent_mlp.cu with its ring's defines first and persistent_ring.cuh's and
-    persistent_attention.cuh's text in place of their includes (build.inline_includes inlines
-    cuda/'s headers only)."""
+    """persistent_mlp.cu with its ring's defines first and persistent_shapes.cuh's,
+    persistent_ring.cuh's, persistent_attention.cuh's and persistent_pages.cuh's text in place of
+    their includes (build.inline_includes inlines cuda/'s headers only)."""
     defines = f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {max_m}\n"
     code = SOURCE.read_text()
-    for header in (RING_SOURCE, ATTENTION_SOURCE):
+    for header in (SHAPES_SOURCE, RING_SOURCE, ATTENTION_SOURCE, PAGES_SOURCE):
         code = code.replace(f'#include "{header.name}"', header.read_text())
     return build.inline_includes(defines + code)
 

@@ -1,7 +1,7 @@
 // A persistent probe of a forward's layers (paper_figures/persistent_mlp.py runs it and says what it
-// asks; NOTES v149-v161), Llama-3.2-1B's shapes (H = 2048, F = 8192), M <= 8 rows, bf16 in and out,
-// fp32 sums. One launch, one block an SM; a layer runs these phases (those present), a grid barrier
-// (a counter) after each:
+// asks; NOTES v149-v184), Llama-3.2-1B's shapes (H = 2048, F = 8192), M <= 16 rows, bf16 in and
+// out, fp32 sums. One launch, one block an SM; a layer runs these phases (those present), a grid
+// barrier (a counter) after each:
 //   Q (paged_qkv): qkv = rmsnorm(h) @ Wqkv^T (items_phase, 16 rows a tile); with k_cache its epilogue
 //      puts q with RoPE into qbuf and k, v into the caches (persistent_attention.cuh);
 //   S, R (k_cache): the attention's items (kv head, chunk of 64 positions) page their chunk's k and v
@@ -16,59 +16,22 @@
 // Pages: 16 weight rows x PAGE_K k (32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
 // distinct banks), one bulk copy of the page's image laid out on the host (persistent_layouts.paged),
 // streamed through a ring of DEPTH slots in one sequence over every layer and phase by a producer
-// warp (the block's last), as each slot's empty barrier says its WARPS compute warps are done with
-// it; `deep` lets it run across barriers, else a phase's pages wait for that phase's barrier.
-// (Issued by thread 0 after each page's block barrier, a page cost issue + compute + barrier in
-// series: ~0.45 us a page of issuing alone, NOTES v178-v180.) Warp w sums its STEPS
-// k steps of each page; the warps' sums are added in warp order. A phase's x lands after its barrier
-// in slices (the M rows of one page's k, [M][PAGE_K + 8], in global memory in slots of M rounded up
-// to 8 rows), a bulk copy and an mbarrier each (persistent_layouts.sliced()). Row-invariant by
-// construction: a row's sums run in an order fixed by the shapes and G (rows past M computed from
-// other rows' x and dropped); the
-// probe checks it bitwise and the outputs against torch. A probe, not a kernel of the runtime.
+// warp (the block's last; persistent_pages.cuh), as each slot's empty barrier says the WARPS
+// compute warps are done with it; `deep` lets it run across barriers, else a phase's pages wait for
+// that phase's barrier. Warp w sums its STEPS k steps of each page (one or two n8 tiles of x rows),
+// the warps' sums added in warp order. A phase's x lands after its barrier in slices (the M rows of
+// one page's k, [M][PAGE_K + 8], in global memory in slots of M rounded up to 8 rows), a bulk copy
+// and an mbarrier each (persistent_layouts.sliced()). Row-invariant by construction: a row's sums
+// run in an order fixed by the shapes and G (rows past M computed from other rows' x and dropped);
+// the probe checks it bitwise and the outputs against torch. A probe, not a kernel of the runtime.
 #include "common.cuh"
 #include "mma.cuh"
 #include "rope.cuh"
 
-#define HID 2048
-#define FFN 8192
-#define QKV 3072  // q (32 heads), k and v (8 each), of 64
-#define QKV_TILES (QKV / 16)
-#define WARPS 8  // compute warps; one more, the producer, issues the pages
-// PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 16) come from the
-// launcher (persistent_mlp.py prepends them); these are its defaults.
-#ifndef PAGE_K
-#define PAGE_K 1024
-#endif
-#ifndef DEPTH
-#define DEPTH 3
-#endif
-#ifndef MAX_M
-#define MAX_M 8
-#endif
-#define PAGE_ROW (PAGE_K * 2 + 16)  // bytes: PAGE_K / 2 + 4 words, so rows sit 4 banks apart
-#define PAGE_BYTES (16 * PAGE_ROW)
-#define ITEM_PAGES (HID / PAGE_K)          // pages of a gate_up item
-#define DOWN_PAGES (FFN / PAGE_K)          // pages of a down item
-#define STEPS (PAGE_K / (16 * WARPS))      // k steps of 16 a warp takes in a page
-// x rows of one page's k in shared memory (a slice), in whole 128-byte lines: at M = 9 a slice of
-// 9 x 2064 bytes made slice 1 start off a line and each copy end mid-line, and x landed ~0.7 us
-// later than at M = 8 (v182). A copy moves COPY_BYTES(M), the rows' lines (the tail: padding).
-#define LINES(bytes) (((bytes) + 127) / 128 * 128)
-#define SLICE_BYTES LINES(MAX_M * PAGE_ROW)
-#define COPY_BYTES(m) LINES((m) * PAGE_ROW)
-#define NT ((MAX_M + 7) / 8)            // n8 tiles of x rows a mma step: 1 at M <= 8, 2 to 16
-#define PARTIAL_A_BYTES (2 * WARPS * NT * 32 * 16)  // two items' sums [warps][NT][32] float4
-#define NORM_OFFSET (ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES)  // in the x / y region: g (with norm_w)
-#define REGION_A (NORM_OFFSET + HID * 2)
-#define Y_SLOTS 3  // down's x (y) streams through this many slices' slots (v174: all 8 need 264 KB at M 16)
-#define REGION_B (Y_SLOTS * SLICE_BYTES)
-#define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
-// ring, then x / y (or in phases S and R q's copy, from the region's start: x is read by then)
-#define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > QBUF_BYTES ? REGION_AB : QBUF_BYTES))
-
-#include "persistent_ring.cuh"       // persistent_layouts.kernel_source puts these two files' text here
-#include "persistent_attention.cuh"  // (they are not among cuda/'s headers)
+#include "persistent_shapes.cuh"     // persistent_layouts.kernel_source puts these four files' text here
+#include "persistent_ring.cuh"       // (they are not among cuda/'s headers)
+#include "persistent_attention.cuh"
+#include "persistent_pages.cuh"
 
 extern "C" __global__ void __launch_bounds__((WARPS + 1) * 32, 1)
 persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
@@ -110,36 +73,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const int total = layers * per_layer;
   if (M > MAX_M) return;  // the launcher keeps to it
 
-  // Page q of this block's sequence into its slot (the producer): one bulk copy of the page's image
-  // (persistent_layouts.paged(): a tile's 16 rows of PAGE_K, padding included), or for the
-  // attention's item its chunk's k rows, then its v rows. A layer's pages: qkv's tiles b, b + G, ..,
-  // the attention's items, o's tile b, gate_up's tiles b, b + G, .., down's tile b. (A page as 16
-  // copies, one a row, was 1.5x slower (v150, v151); its code went with it: NOTES v166.)
-  auto issue = [&](int q) {
-    const int l = q / per_layer, j = q % per_layer, slot = q % DEPTH;
-    const unsigned dst = ring + slot * PAGE_BYTES, bar = bar0 + 8 * slot;
-    if (pages_q <= j && j < pages_q + pages_s) {
-      const int it = b + (j - pages_q) * G, kh = it / chunks, c = it % chunks;
-      const size_t at = (((size_t)l * KV_HEADS + kh) * cache_rows + CHUNK * c) * (HD + 8);
-      mbar_expect(bar, 2 * KV_CHUNK_BYTES);
-      bulk_copy(dst, k_cache + at, KV_CHUNK_BYTES, bar);
-      bulk_copy(dst + KV_CHUNK_BYTES, v_cache + at, KV_CHUNK_BYTES, bar);
-      return;
-    }
-    const int jo = j - pages_q - pages_s, ja = jo - pages_o;  // page j of o's, of gate_up's (then down's)
-    const bf16* images;
-    int tiles, tile, tile_pages, page;  // the weight's tiles a layer, this page's tile, a tile's pages, its page
-    if (j < pages_q)
-      images = paged_qkv, tiles = QKV_TILES, tile = b + (j / ITEM_PAGES) * G, tile_pages = ITEM_PAGES, page = j % ITEM_PAGES;
-    else if (jo < pages_o)
-      images = paged_o, tiles = HID / 16, tile = b, tile_pages = ITEM_PAGES, page = jo;
-    else if (ja < pages_a)
-      images = paged_gate_up, tiles = FFN / 8, tile = b + (ja / ITEM_PAGES) * G, tile_pages = ITEM_PAGES, page = ja % ITEM_PAGES;
-    else
-      images = paged_down, tiles = HID / 16, tile = b, tile_pages = DOWN_PAGES, page = ja - pages_a;
-    mbar_expect(bar, PAGE_BYTES);
-    bulk_copy(dst, images + (((size_t)l * tiles + tile) * tile_pages + page) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
-  };
+  const PageSequence seq{paged_qkv, paged_o, paged_gate_up, paged_down, k_cache, v_cache, b, G, chunks, cache_rows,
+                         pages_q, pages_s, pages_o, pages_a, per_layer};
   // Deep: as far as the first late page of layer `from` on (none without the attention).
   auto deep_limit = [&](int from) {
     return first_late < items_s ? min(total, from * per_layer + pages_q + first_late) : total;
@@ -168,23 +103,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   }
   __syncthreads();  // the last barrier of all (WARPS + 1) warps: the compute warps use compute_sync
 
-  if (warp == WARPS) {  // the producer: pages below the limit, each once its slot's last use is done
-    if (lane == 0) {
-      int limit = 0;
-#pragma unroll 1
-      for (int p = 0; p < total; ++p) {
-        if (p >= limit) {
-          while (p >= (limit = load_acquire(&page_limit))) __nanosleep(64);
-          // A late page reads what other blocks wrote before the grid barrier thread 0 passed before
-          // raising the limit (the caches' new rows): ordered for the copy's (async) proxy.
-          fence_async_global();
-        }
-        // No proxy fence: the slot was only read (ldmatrix) since its last copy; the empty barrier's
-        // arrivals (release) order those reads first, as CUTLASS's TMA pipelines release a stage.
-        if (p >= DEPTH) mbar_wait(empty0 + 8 * (p % DEPTH), (p / DEPTH - 1) & 1);
-        issue(p);
-      }
-    }
+  if (warp == WARPS) {  // the producer
+    if (lane == 0) produce(seq, total, ring, bar0, empty0, &page_limit);
     return;
   }
 
@@ -294,11 +214,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     if (warp == 0) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int w = 0; w < WARPS; ++w) {
-          const float4 p = part[(w * NT + nt) * 32 + lane];
-          v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
-        }
+        const float4 v = warps_sum(part, nt, lane);
         auto add = [&](float sum, int i) {
           const bf16 o = __float2bfloat16(sum);
           return residual_src == nullptr ? o : __float2bfloat16(__bfloat162float(residual[nt][i]) + __bfloat162float(o));
@@ -346,11 +262,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
       const int et = (threadIdx.x + 64 * NT * i) % (WARPS * 32);
       if (et >= 64 * NT) return;
       const int nt = et / 64, l = et / 2 % 32, e = et % 2, gl = l >> 2, tok = 8 * nt + 2 * (l & 3) + e;
-      float vg = 0.f, vg8 = 0.f;  // tile rows gl and gl + 8 at token tok
-      for (int w = 0; w < WARPS; ++w) {
-        const float4 p = sums[(w * NT + nt) * 32 + l];
-        vg += e ? p.y : p.x, vg8 += e ? p.w : p.z;
-      }
+      const float4 v = warps_sum(sums, nt, l);
+      float vg = e ? v.y : v.x, vg8 = e ? v.w : v.z;  // tile rows gl and gl + 8 at token tok
       if (tok >= M) return;
       if (g_src != nullptr) {
         const float r = 1.f / sqrtf(row_squares[tok] / (float)HID + eps);

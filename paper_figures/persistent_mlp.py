@@ -1,4 +1,4 @@
-"""A persistent forward's first measurements (NOTES v149-v161): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
+"""A persistent forward's measurements (NOTES v149-v184): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
 on a GPU (--rows M, --build-rows, --block, --o-proj, --qkv, --attention, --context P, --rings PAGE_KxDEPTH,..,
 --timeline: then the layer's time phase by phase, persistent_timeline.py).
 
@@ -21,7 +21,7 @@ Sides, each in one CUDA graph:
   o and down, gemm_swiglu with norm= for gate_up);
 - persistent: paper_figures/persistent_mlp.cu, one launch, a grid barrier after every phase, each
   block's weight pages (one bulk copy of each page's image laid out on the host, paged()) streaming
-  through a ring of shared-memory slots, in two modes: deep (pages cross the barriers) or shallow
+  through a ring of shared-memory slots, issued by a producer warp, in two modes: deep (pages cross the barriers) or shallow
   (a phase's pages issued only once its barrier passed: what the paging is worth). (A page as one
   copy a weight row, 1.5x slower, was a mode until NOTES v166.) Activations are kept in slices
   (sliced()), one a page's k, so a page waits only for its own slice. Also deep in a launch a

@@ -1,7 +1,8 @@
 // The persistent probe's shared-memory traffic (persistent_mlp.cu puts this text before its
 // kernel, persistent_layouts.kernel_source): mbarriers, bulk copies and the proxy fences between
-// them, ldmatrix at shared-window addresses, a row of x times the norm's weight in place, and the
-// grid barrier between phases.
+// them, the compute warps' block barrier, ldmatrix at shared-window addresses, a row of x times the
+// norm's weight in place, the warps' sums added in order, and the grid barrier between phases
+// with its timeline stamps.
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -67,6 +68,17 @@ __device__ __forceinline__ float scale_row(bf16x8* row, const bf16x8* g) {
     row[lane + 32 * i] = v;
   }
   return warp_sum(part);
+}
+
+// The WARPS compute warps' sums of n8 tile nt, mma lane l (sums: [warps][NT][32] float4 in shared
+// memory), added in warp order.
+__device__ __forceinline__ float4 warps_sum(const float4* sums, int nt, int l) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int w = 0; w < WARPS; ++w) {
+    const float4 p = sums[(w * NT + nt) * 32 + l];
+    v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+  }
+  return v;
 }
 
 #define STAMP_SLOTS 8  // a block's record at a barrier: arrival, fence, departure, then 5 marks

@@ -61,6 +61,15 @@ def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
     assert "0 bytes spill stores" in done.stdout + done.stderr
 
 
+def test_kernel_source_inlines_every_probe_header():
+    """The probe's own headers are not among cuda/'s: kernel_source must put each one's text in."""
+    source = layouts.kernel_source(1024, 3, 9)
+    assert '#include "persistent_' not in source
+    for name in ("struct PageSequence", "__device__ __forceinline__ void merge_phase", "#define SMEM_BYTES",
+                 "__device__ __forceinline__ void grid_barrier"):
+        assert source.count(name) == 1, name
+
+
 @pytest.mark.parametrize("argv", [["--rows", "17"], ["--rows", "0", "--attention"], ["--layers", "0"],
                                   ["--rings", "1024"], ["--rings", "2048x3"], ["--rings", "1024x1"],
                                   ["--rings", "1024x9"], ["--rows", "16", "--rings", "1024x5"],

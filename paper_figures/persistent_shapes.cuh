@@ -1,0 +1,39 @@
+// The persistent probe's shapes (Llama-3.2-1B's), its ring's and its shared memory's layout
+// (persistent_mlp.cu puts this text first of its headers: persistent_layouts.kernel_source, whose
+// shared_bytes mirrors SMEM_BYTES). QBUF_BYTES: persistent_attention.cuh's, used only at expansion.
+#define HID 2048
+#define FFN 8192
+#define QKV 3072  // q (32 heads), k and v (8 each), of 64
+#define QKV_TILES (QKV / 16)
+#define WARPS 8  // compute warps; one more, the producer, issues the pages
+// PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 16) come from the
+// launcher (persistent_mlp.py prepends them); these are its defaults.
+#ifndef PAGE_K
+#define PAGE_K 1024
+#endif
+#ifndef DEPTH
+#define DEPTH 3
+#endif
+#ifndef MAX_M
+#define MAX_M 8
+#endif
+#define PAGE_ROW (PAGE_K * 2 + 16)  // bytes: PAGE_K / 2 + 4 words, so rows sit 4 banks apart
+#define PAGE_BYTES (16 * PAGE_ROW)
+#define ITEM_PAGES (HID / PAGE_K)          // pages of a gate_up item
+#define DOWN_PAGES (FFN / PAGE_K)          // pages of a down item
+#define STEPS (PAGE_K / (16 * WARPS))      // k steps of 16 a warp takes in a page
+// x rows of one page's k in shared memory (a slice), in whole 128-byte lines: at M = 9 a slice of
+// 9 x 2064 bytes made slice 1 start off a line and each copy end mid-line, and x landed ~0.7 us
+// later than at M = 8 (v182). A copy moves COPY_BYTES(M), the rows' lines (the tail: padding).
+#define LINES(bytes) (((bytes) + 127) / 128 * 128)
+#define SLICE_BYTES LINES(MAX_M * PAGE_ROW)
+#define COPY_BYTES(m) LINES((m) * PAGE_ROW)
+#define NT ((MAX_M + 7) / 8)            // n8 tiles of x rows a mma step: 1 at M <= 8, 2 to 16
+#define PARTIAL_A_BYTES (2 * WARPS * NT * 32 * 16)  // two items' sums [warps][NT][32] float4
+#define NORM_OFFSET (ITEM_PAGES * SLICE_BYTES + PARTIAL_A_BYTES)  // in the x / y region: g (with norm_w)
+#define REGION_A (NORM_OFFSET + HID * 2)
+#define Y_SLOTS 3  // down's x (y) streams through this many slices' slots (v174: all 8 need 264 KB at M 16)
+#define REGION_B (Y_SLOTS * SLICE_BYTES)
+#define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
+// ring, then x / y (or in phases S and R q's copy, from the region's start: x is read by then)
+#define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > QBUF_BYTES ? REGION_AB : QBUF_BYTES))
