@@ -1,7 +1,9 @@
-// The attention phases of the persistent probe (persistent_mlp.cu includes this; NOTES v161):
-// Llama-3.2-1B's 32 q heads and 8 kv heads of 64, M <= 16 new tokens at positions P .. P + M - 1
-// after P cached ones, a chain (token i sees positions 0 .. P + i), as a draft step's tree with one
-// path. Its own layouts, which the host mirrors (persistent_mlp.py):
+// The attention phases of the persistent probe (persistent_mlp.cu includes this; NOTES v161, v185):
+// Llama-3.2-1B's 32 q heads and 8 kv heads of 64, M <= 16 new tokens of a draft step's tree: token
+// i at RoPE position tok_pos[i] and cache row tok_row[i], seeing the shared prefix (cache rows
+// below tree0) and the tree rows its mask holds (bit j of masks[i]: row tree0 + j, its ancestors'
+// and its own). A chain after P cached rows is the tree with tree0 = P, row and position P + i and
+// rows P .. P + i seen. Its own layouts, which the host mirrors (persistent_mlp.py):
 //   qkv tiles with RoPE pairs together: tile c < 160 is q or k head c / 4 (heads 32.. are k), its
 //     dims d0 .. d0 + 7 and d0 + 32 .. (d0 = 8 (c % 4)); tiles 160.. are 16 rows of v each;
 //   the caches k_cache, v_cache [KV][rows][HD + 8] (a layer's; padded rows: a 64-position chunk of
@@ -11,8 +13,9 @@
 //     part_o [KV][chunks][QROWS][HD] (unnormalized, fp32).
 // Numerics as cuda/attention.cu's: q and k with RoPE in fp32 (rope.cuh's rope_pair) rounded once,
 // fp32 scores, each softmax weight rounded to bf16 for the value product while the sums use fp32;
-// a chunk's sums and the merge in chunk order (positions at fixed boundaries): a query's bits do
-// not depend on M or on the other queries.
+// a chunk's sums and the merge in chunk order (cache rows at fixed boundaries): a query's bits do
+// not depend on M or on the other queries (they do on where its tree rows sit in the cache, unlike
+// cuda/attention.cu's, which reduces by position: a draft's numerics do not bear on losslessness).
 // (Inserted as text after persistent_mlp.cu's helpers; rope.cuh is included there.)
 
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
@@ -26,6 +29,7 @@
 #define KV_CHUNK_BYTES (CHUNK * KV_ROW)     // one kv head's 64 positions of k (or v)
 #define QBUF_BYTES (KV_HEADS * QROWS * KV_ROW)
 #define ROPE_TILES (4 * (Q_HEADS + KV_HEADS))  // qkv tiles of q and k heads
+#define MASK_WORDS 8                        // a token's tree mask: tree rows tree0 .. tree0 + 255
 
 // Row r (0..15) of qkv's tile c in the attention's layout.
 __device__ __forceinline__ int qkv_tile_row(int c, int r) {
@@ -34,12 +38,11 @@ __device__ __forceinline__ int qkv_tile_row(int c, int r) {
 }
 
 // What qkv's epilogue does with the attention for token tok (below M) of tile c's rows g and g + 8
-// (xg, xg8: bf16 outputs): RoPE at position P + tok on the pair (row g, row g + 8) = (dim d, d + 32)
-// of a q or k head; q into qbuf, k and v into the caches at row P + tok.
-__device__ __forceinline__ void qkv_to_attention(int c, int g, int tok, bf16 xg, bf16 xg8, int P,
+// (xg, xg8: bf16 outputs): RoPE at position pos on the pair (row g, row g + 8) = (dim d, d + 32) of
+// a q or k head; q into qbuf, k and v into the caches at row `row`.
+__device__ __forceinline__ void qkv_to_attention(int c, int g, int tok, bf16 xg, bf16 xg8, int pos, int row,
                                                  const float* cos_t, const float* sin_t, bf16* qbuf,
                                                  bf16* k_cache, bf16* v_cache, int cache_rows) {
-  const int pos = P + tok;
   if (c < ROPE_TILES) {
     const int head = c / 4, d = 8 * (c % 4) + g;
     const float* cs = cos_t + (size_t)pos * HD;
@@ -48,13 +51,13 @@ __device__ __forceinline__ void qkv_to_attention(int c, int g, int tok, bf16 xg,
     rope_pair(__bfloat162float(xg), __bfloat162float(xg8), cs[d], sn[d], cs[d + 32], sn[d + 32], y1, y2);
     bf16* dst = head < Q_HEADS
                     ? qbuf + ((size_t)(head / GQ) * QROWS + tok * GQ + head % GQ) * (HD + 8)
-                    : k_cache + ((size_t)(head - Q_HEADS) * cache_rows + pos) * (HD + 8);
+                    : k_cache + ((size_t)(head - Q_HEADS) * cache_rows + row) * (HD + 8);
     dst[d] = __float2bfloat16_rn(y1);
     dst[d + 32] = __float2bfloat16_rn(y2);
   } else {
     const int v = 16 * (c - ROPE_TILES) + g;  // v's rows v and v + 8: kv head v / 64
-    v_cache[((size_t)(v / HD) * cache_rows + pos) * (HD + 8) + v % HD] = xg;
-    v_cache[((size_t)((v + 8) / HD) * cache_rows + pos) * (HD + 8) + (v + 8) % HD] = xg8;
+    v_cache[((size_t)(v / HD) * cache_rows + row) * (HD + 8) + v % HD] = xg;
+    v_cache[((size_t)((v + 8) / HD) * cache_rows + row) * (HD + 8) + (v + 8) % HD] = xg8;
   }
 }
 
@@ -69,9 +72,11 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned 
 // the value product's A fragments, the outputs summed over the groups in the mma's k order; every
 // warp then arrives on the slot's empty barrier (`empty`: the producer's next copy). (Eight warps of 16 positions each, sharing maxima, sums and
 // outputs through shared memory, took ~1.5 us for this: NOTES v167, v169.) kv: the chunk's k rows
-// then its v rows in shared memory; q: the kv head's QROWS q rows. Writes the chunk's partials.
+// then its v rows in shared memory; q: the kv head's QROWS q rows; masks: the tokens' tree masks
+// [MAX_M][MASK_WORDS] in shared memory. Writes the chunk's partials.
 // Marks 2, 3, 4 (--timeline, warp 0): maxima known, outputs summed, partials written.
-__device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, int P, float scale_log2, float* part_ml,
+__device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, int tree0, const unsigned* masks,
+                                               float scale_log2, float* part_ml,
                                                float* part_o, unsigned empty, unsigned long long* marks) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   if (warp < QROWS / 16) {
@@ -93,7 +98,8 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, i
         mma_16816(sc[pg][1], a[0], a[1], a[2], a[3], b[2], b[3]);
       }
     }
-    // Scale to log2 units and mask: row 16 rt + g (+ 8 for e >= 2) is token row / GQ; position 64c + ..
+    // Scale to log2 units and mask: row 16 rt + g (+ 8 for e >= 2) is token row / GQ (rows past M:
+    // M - 1's mask, dropped); cache row 64c + .. is seen below tree0, else by the token's mask.
     float m[2] = {NEG_INF, NEG_INF};
 #pragma unroll
     for (int pg = 0; pg < 4; ++pg)
@@ -101,8 +107,10 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, i
       for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int row = 16 * rt + g + 8 * (e >> 1), pos = CHUNK * c + 16 * pg + 8 * nt + 2 * t + (e & 1);
-          const float v = pos <= P + row / GQ ? sc[pg][nt][e] * scale_log2 : NEG_INF;
+          const int row = 16 * rt + g + 8 * (e >> 1), j = CHUNK * c + 16 * pg + 8 * nt + 2 * t + (e & 1) - tree0;
+          const unsigned* mask = masks + min(row / GQ, MAX_M - 1) * MASK_WORDS;
+          const bool seen = j < 0 || (j < 32 * MASK_WORDS && (mask[j >> 5] >> (j & 31)) & 1u);
+          const float v = seen ? sc[pg][nt][e] * scale_log2 : NEG_INF;
           sc[pg][nt][e] = v;
           m[e >> 1] = fmaxf(m[e >> 1], v);
         }

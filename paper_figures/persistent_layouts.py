@@ -12,6 +12,7 @@ from swiftspec_core.kernels import build
 
 HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
 Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # persistent_attention.cuh's
+MASK_WORDS = 8  # and its tree masks' words a token: tree rows prefix .. prefix + 255
 WARPS, Y_SLOTS = 8, 3  # compute warps; Y_SLOTS: down's x (y) slots
 THREADS = (WARPS + 1) * 32  # and the producer warp
 SOURCE = Path(__file__).with_name("persistent_mlp.cu")
@@ -20,7 +21,7 @@ RING_SOURCE = Path(__file__).with_name("persistent_ring.cuh")
 PAGES_SOURCE = Path(__file__).with_name("persistent_pages.cuh")
 SHAPES_SOURCE = Path(__file__).with_name("persistent_shapes.cuh")
 SHARED_MAX = 227 * 1024  # an H100 / H200 block's shared memory at most
-STATIC_RESERVE = 256  # the kernel's mbarriers (static shared memory)
+STATIC_RESERVE = 1024  # the kernel's static shared memory: mbarriers, the tree's masks, positions and rows
 
 
 def qrows(m: int) -> int:

@@ -40,13 +40,16 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
                const bf16* __restrict__ paged_o, bf16* mid, const bf16* __restrict__ paged_qkv,
                const bf16* __restrict__ norm_qkv,
                bf16* qkv, bf16* k_cache, bf16* v_cache, const float* __restrict__ rope_cos,
-               const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, int prefix,
+               const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, int tree0, int first_new,
+               const int* __restrict__ tok_pos, const int* __restrict__ tok_row, const unsigned* __restrict__ tree_mask,
                int chunks, int cache_rows, float scale_log2, unsigned long long* stamps) {
   extern __shared__ __align__(128) unsigned char smem[];
   // The ring's slots' full barriers, x's slices', g's, then the slots' empty barriers.
   __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES + 1 + DEPTH];
   __shared__ int page_limit;  // thread 0 raises it at each phase's start: the producer issues pages below it
   __shared__ float row_squares[MAX_M];  // a normalized phase's x rows' sums of squares
+  __shared__ unsigned masks[MAX_M * MASK_WORDS];  // with the attention: the tokens' tree masks,
+  __shared__ int tok_at[2][MAX_M];                // positions and cache rows (every layer's)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
@@ -60,13 +63,13 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const int items_q = paged_qkv != nullptr ? (QKV_TILES - b + G - 1) / G : 0;  // qkv tiles b, b + G, ..
   const int pages_q = ITEM_PAGES * items_q;
   // With the attention (k_cache): its items (kv head, chunk) b, b + G, .., a page each (the chunk's k
-  // and v rows). A chunk holding this step's rows (from P on) is written by phase Q: its page must
-  // not be issued before Q's barrier (late); pages past it wait with it.
+  // and v rows). A chunk holding this step's rows (from first_new on) is written by phase Q: its page
+  // must not be issued before Q's barrier (late); pages past it wait with it.
   const bool attention = k_cache != nullptr;
   const int items_s = attention ? (KV_HEADS * chunks - b + G - 1) / G : 0, pages_s = items_s;
   int first_late = items_s;
   for (int i = items_s - 1; i >= 0; --i)
-    if (CHUNK * ((b + i * G) % chunks) + CHUNK > prefix) first_late = i;
+    if (CHUNK * ((b + i * G) % chunks) + CHUNK > first_new) first_late = i;
   const int pages_o = attn != nullptr && b < HID / 16 ? ITEM_PAGES : 0;  // o_proj: tile b, K = H
   const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0;
   const int per_layer = pages_q + pages_s + pages_o + pages_a + pages_b;  // a layer's pages: qkv, attention, o, gate_up, down
@@ -100,6 +103,10 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
     for (int s = 0; s < DEPTH; ++s) mbar_init(empty0 + 8 * s, WARPS);
     page_limit = 0;
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if (attention) {  // the tree's masks, positions and rows, read at every layer's S and Q epilogues
+    for (int i = threadIdx.x; i < M * MASK_WORDS; i += blockDim.x) masks[i] = tree_mask[i];
+    if (threadIdx.x < M) tok_at[0][threadIdx.x] = tok_pos[threadIdx.x], tok_at[1][threadIdx.x] = tok_row[threadIdx.x];
   }
   __syncthreads();  // the last barrier of all (WARPS + 1) warps: the compute warps use compute_sync
 
@@ -278,7 +285,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         dst[tok * QKV + (attention ? qkv_tile_row(c, gl) : 16 * c + gl)] = xg;
         dst[tok * QKV + (attention ? qkv_tile_row(c, gl + 8) : 16 * c + gl + 8)] = xg8;
         if (attention)
-          qkv_to_attention(c, gl, tok, xg, xg8, prefix, rope_cos, rope_sin, qbuf,
+          qkv_to_attention(c, gl, tok, xg, xg8, tok_at[0][tok], tok_at[1][tok], rope_cos, rope_sin, qbuf,
                            k_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8),
                            v_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8), cache_rows);
       }
@@ -341,7 +348,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
           const int it = b + i * G, kh = it / chunks, c = it % chunks;
           mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
           if (i == 0) mark(marks, 1);
-          attention_item(ring + (q % DEPTH) * PAGE_BYTES, q_smem + kh * QROWS * KV_ROW, c, prefix, scale_log2,
+          attention_item(ring + (q % DEPTH) * PAGE_BYTES, q_smem + kh * QROWS * KV_ROW, c, tree0, masks, scale_log2,
                          part_ml + ((size_t)kh * chunks + c) * QROWS * 2, part_o + ((size_t)kh * chunks + c) * QROWS * HD,
                          empty0 + 8 * (q % DEPTH), i == 0 ? marks : nullptr);
         }

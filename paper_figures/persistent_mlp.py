@@ -13,8 +13,9 @@ output), M rows, random bf16 weights, distinct per layer, so nothing is served f
   given attention output per layer (mid = h + attn @ Wo.T): a layer from its attention's output
   on. --qkv: the qkv projection on its RMSNorm first (its output checked, not read on: the
   attention between qkv and o is not in the probe, only its barrier). --attention: the whole layer,
-  the attention between qkv and o (a chain of the M tokens after --context cached ones; ours:
-  tree_attention with the append; persistent: persistent_attention.cuh's phases S and R).
+  the attention between qkv and o (a draft step's M tokens after --context cached ones: a chain, or
+  with --tree-rows a tree over that many drafted rows, persistent_tree.py; ours: tree_attention
+  with the append; persistent: persistent_attention.cuh's phases S and R).
 
 Sides, each in one CUDA graph:
 - ours: today's kernels under PDL, a launch an op (gemm with norm= for qkv, gemm with residual= for
@@ -43,13 +44,13 @@ import torch
 
 from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_core.kernels import build
-from swiftspec_core.kernels.attention import tree_attention, tree_attention_reference
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 
-from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, Q_HEADS, QKV, SHARED_MAX,
+from paper_figures.persistent_layouts import (FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, QKV, SHARED_MAX,
                                              STATIC_RESERVE, THREADS, kernel_source, paged, qrows, shared_bytes, slice_rows, sliced,
                                              unsliced)
+from paper_figures.persistent_tree import Attention
 from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error
 
@@ -95,56 +96,6 @@ class Weights:
         """A layer's weights, and with the attention the cache rows it reads (k and v, the span)."""
         cache = 0 if self.attention is None else 2 * 2 * self.attention.span * KV_HEADS * HEAD_DIM
         return cache + 2 * sum(w[0].numel() for w in (self.gate_up, self.down, self.o, self.qkv) if w is not None)
-
-
-def chain_block(prefix: int, m: int) -> torch.Tensor:
-    """staged.py's block of a chain of m tokens: token t at position and row prefix + t, its prefix
-    the cache rows below prefix, then rows prefix .. prefix + t visible (padded with its own)."""
-    t = torch.arange(m)
-    visible = torch.minimum(torch.arange(m)[None, :], t[:, None]) + prefix  # [M, M]
-    cols = torch.stack([torch.zeros_like(t), prefix + t, prefix + t, torch.full_like(t, prefix)], 1)
-    return torch.cat([cols, visible], dim=1)
-
-
-@dataclass
-class Attention:
-    """A chain of the M new tokens after `prefix` cached ones (a draft step's tree with one path):
-    the RoPE tables [rows, 64] fp32, each layer's caches in the engine's layout [L, rows, KV, 64]
-    (rows from prefix on zero until appended), rows = prefix + M rounded up to a chunk, and the
-    chain's block on the caches' device (built here: no host copy inside a graph capture)."""
-    prefix: int
-    m: int
-    cos: torch.Tensor
-    sin: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    block: torch.Tensor
-
-    @staticmethod
-    def random(layers: int, prefix: int, m: int, device) -> "Attention":
-        rows = -(-(prefix + m) // CHUNK) * CHUNK
-        inv_freq = 500000.0 ** -(torch.arange(0, HEAD_DIM, 2, device=device, dtype=torch.float32) / HEAD_DIM)
-        angles = torch.arange(rows, device=device, dtype=torch.float32)[:, None] * inv_freq  # [rows, 32]
-        angles = torch.cat([angles, angles], dim=1)  # rotate_half's layout: pair (i, i + 32)
-        k, v = (torch.randn(layers, rows, KV_HEADS, HEAD_DIM, device=device).to(torch.bfloat16) for _ in range(2))
-        k[:, prefix:], v[:, prefix:] = 0, 0
-        return Attention(prefix, m, angles.cos(), angles.sin(), k, v, chain_block(prefix, m).to(device))
-
-    @property
-    def span(self) -> int:
-        return self.prefix + self.m
-
-    @property
-    def chunks(self) -> int:
-        return self.k.shape[1] // CHUNK
-
-    def run(self, qkv, i: int, out, k=None, v=None, reference: bool = False) -> torch.Tensor:
-        """The attention of layer i (ours: tree_attention with the append; reference: its torch twin
-        on copies of the caches) from qkv [M, 3072] into out [M, H]."""
-        k = self.k[i] if k is None else k
-        v = self.v[i] if v is None else v
-        run = tree_attention_reference if reference else tree_attention
-        return run(qkv, self.block, self.cos, self.sin, k, v, self.span, Q_HEADS, KV_HEADS, out=out, append=True)
 
 
 def ours_layer(w: Weights, i: int, h, qkv, attn, mid, y, out) -> None:
@@ -234,9 +185,10 @@ class Persistent:
         qkv_args = (null,) * 3 if w.qkv is None else (p(self.paged_qkv[first]), p(w.g_qkv[first]),
                                                       p(self.qkv[first]))
         a = w.attention
-        attention_args = (null,) * 7 + (i32(0),) * 3 + (np.float32(0),) if a is None else (
+        attention_args = (null,) * 7 + (i32(0),) * 2 + (null,) * 3 + (i32(0),) * 2 + (np.float32(0),) if a is None else (
             p(self.k_cache[first]), p(self.v_cache[first]), p(a.cos), p(a.sin), p(self.qbuf), p(self.part_ml),
-            p(self.part_o), i32(a.prefix), i32(a.chunks), i32(a.k.shape[1]), np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)))
+            p(self.part_o), i32(a.prefix), i32(a.first_new), p(a.tok_pos), p(a.tok_row), p(a.masks), i32(a.chunks),
+            i32(a.k.shape[1]), np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)))
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
                         (p(x), p(self.paged_gate_up[first]), p(self.paged_down[first]), p(self.y[first]),
                          p(self.out[first]), p(self.counters), i32(count), i32(self.m), i32(int(deep)),
@@ -301,18 +253,24 @@ def main() -> None:
     parser.add_argument("--qkv", action="store_true",
                         help="the qkv projection (on its RMSNorm) first, its output checked, not read on (implies --o-proj)")
     parser.add_argument("--attention", action="store_true",
-                        help="the attention between qkv and o on both sides: a chain of M tokens after --context cached "
+                        help="the attention between qkv and o on both sides: a chain of M tokens (or a tree: --tree-rows) "
+                             "after --context cached "
                              "ones, RoPE and the append inside (implies --qkv)")
     parser.add_argument("--context", type=int, default=1000, help="cached positions before the M new ones (--attention)")
+    parser.add_argument("--tree-rows", type=int, default=0,
+                        help="draft-tree rows after the context that the M new tokens extend, parents at random "
+                             "(--attention; 0: the M tokens a chain)")
     parser.add_argument("--timeline", action="store_true",
                         help="then where the first ring's layer spends its time (deep and shallow), phase by phase")
     parser.add_argument("--rings", default="1024x3",
                         help="the persistent kernel's rings to time, PAGE_Kx DEPTH, comma-separated (PAGE_K 512 or 1024)")
     args = parser.parse_args()
     build_rows = args.build_rows or args.rows
-    if not 1 <= args.rows <= build_rows <= 16 or args.layers < 1 or args.context < 0:
-        fail(f"--rows takes 1..16, --build-rows --rows..16, --layers at least 1 and --context at least 0 "
-             f"(got {args.rows}, {args.build_rows}, {args.layers}, {args.context})")
+    if not 1 <= args.rows <= build_rows <= 16 or args.layers < 1 or args.context < 0 or \
+            not 0 <= args.tree_rows <= 32 * MASK_WORDS - args.rows:
+        fail(f"--rows takes 1..16, --build-rows --rows..16, --layers at least 1, --context at least 0 and --tree-rows "
+             f"0..{32 * MASK_WORDS} less --rows (got {args.rows}, {args.build_rows}, {args.layers}, {args.context}, "
+             f"{args.tree_rows})")
     rings = parse_rings(args.rings, build_rows)
     if not torch.cuda.is_available():
         fail("persistent_mlp.py needs a GPU")
@@ -330,7 +288,7 @@ def main() -> None:
         if not args.attention:
             w.attn = torch.randn(L, m, HIDDEN, device=dev).to(torch.bfloat16)
     if args.attention:
-        w.attention = Attention.random(L, args.context, m, dev)
+        w.attention = Attention.random(L, args.context, m, dev, tree_rows=args.tree_rows)
     if with_qkv:
         w.qkv = (torch.randn(L, QKV, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
         w.g_qkv = (1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16)
@@ -366,7 +324,8 @@ def main() -> None:
     for row in rows:
         row["floor us"] = floor_us
         row["x floor"] = row["us a layer"] / floor_us
-    what = (f"layer (RMSNorm, qkv; the attention over {args.context} cached positions and a chain of M; "
+    shape = f"a tree of {args.tree_rows} drafted rows and M" if args.tree_rows else "a chain of M"
+    what = (f"layer (RMSNorm, qkv; the attention over {args.context} cached positions and {shape}; "
             "o + residual; RMSNorm, gate_up + SwiGLU, down, residual)" if args.attention else
             "qkv, o_proj and MLP block (RMSNorm, qkv; o + residual; RMSNorm, gate_up + SwiGLU, down, residual)"
             if with_qkv else

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -16,6 +17,7 @@ from swiftspec_core.kernels import build
 sys.path.insert(0, str(build.CUDA_DIR.parent))
 from paper_figures import persistent_layouts as layouts  # noqa: E402
 from paper_figures import persistent_mlp as probe  # noqa: E402
+from paper_figures import persistent_tree as tree  # noqa: E402
 from script_checks import assert_main_fails  # noqa: E402
 
 
@@ -52,7 +54,8 @@ def test_slices_round_trip_and_hold_a_pages_k():
 def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    check = f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows)}, \"shared_bytes\");\n"
+    check = (f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows)}, \"shared_bytes\");\n"
+             f"static_assert(MASK_WORDS == {layouts.MASK_WORDS}, \"MASK_WORDS\");\n")
     src = tmp_path / "persistent_mlp.cu"
     src.write_text(layouts.kernel_source(page_k, depth, rows) + check)
     cmd = build.nvcc_command(str(src), str(tmp_path / "p.cubin"), "sm_90a", "-Xptxas", "-v")
@@ -73,7 +76,8 @@ def test_kernel_source_inlines_every_probe_header():
 @pytest.mark.parametrize("argv", [["--rows", "17"], ["--rows", "0", "--attention"], ["--layers", "0"],
                                   ["--rings", "1024"], ["--rings", "2048x3"], ["--rings", "1024x1"],
                                   ["--rings", "1024x9"], ["--rows", "16", "--rings", "1024x5"],
-                                  ["--rows", "9", "--build-rows", "8"], ["--build-rows", "17"]])
+                                  ["--rows", "9", "--build-rows", "8"], ["--build-rows", "17"],
+                                  ["--attention", "--rows", "9", "--tree-rows", "248"], ["--tree-rows", "-1"]])
 def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
     assert_main_fails(probe.main, ["persistent_mlp.py", *argv], monkeypatch, capsys)
 
@@ -116,10 +120,10 @@ def test_qkv_rope_tiles_hold_rope_pairs_and_cover_every_row():
 
 
 def test_the_chain_attention_sees_its_prefix_and_earlier_tokens_only():
-    """chain_block and its reference (tree_attention_reference on the staged chain): a token's
+    """The chain's block and its reference (tree_attention_reference on the staged chain): a token's
     output does not change when the tokens after it do, and does when one before it does."""
     torch.manual_seed(0)
-    a = probe.Attention.random(1, 70, 4, "cpu")  # prefix 70: the chain crosses a chunk boundary
+    a = tree.Attention.random(1, 70, 4, "cpu")  # prefix 70: the chain crosses a chunk boundary
     qkv = torch.randn(4, layouts.QKV).to(torch.bfloat16)
     base = a.run(qkv, 0, None, k=a.k[0].clone(), v=a.v[0].clone(), reference=True)
     later = qkv.clone()
@@ -129,3 +133,50 @@ def test_the_chain_attention_sees_its_prefix_and_earlier_tokens_only():
     earlier = qkv.clone()
     earlier[0, 2048 + 512:] = torch.randn(512).to(torch.bfloat16)  # token 0's v (q 2048, k 512, v 512)
     assert not torch.equal(a.run(earlier, 0, None, k=a.k[0].clone(), v=a.v[0].clone(), reference=True)[1], base[1])
+
+
+def test_a_chain_step_is_the_engines_chain_block_and_its_masks_its_rows():
+    from swiftspec_bench.kernel_ops import chain_block
+
+    step = tree.TreeStep.random(70, 0, 5)
+    assert torch.equal(step.block(), chain_block(70, 5, device="cpu"))
+    masks = step.masks().numpy().view(np.uint32)  # [5, 8]: token t sees tree rows 0 .. t
+    assert [int(masks[t, 0]) for t in range(5)] == [(1 << (t + 1)) - 1 for t in range(5)] and not masks[:, 1:].any()
+
+
+def test_a_tree_steps_positions_rows_and_masks_follow_its_parents():
+    """Nodes 0..2 drafted before the step, new tokens 3..5: 3 under 1 (under the prefix), 4 under 3,
+    5 under the prefix; rows prefix + node, positions prefix + depth, masks the paths' rows."""
+    step = tree.TreeStep(100, 3, [-1, -1, 0, 1, 3, -1])
+    assert step.m == 3 and step.rows() == [103, 104, 105] and step.positions() == [101, 102, 100]
+    block = step.block()  # [3, 4 + 3]
+    assert block[:, 1].tolist() == [101, 102, 100] and block[:, 2].tolist() == [103, 104, 105]
+    assert block[:, 3].tolist() == [100] * 3 and block[1, 4:].tolist() == [101, 103, 104]
+    assert block[2, 4:].tolist() == [105, 105, 105]  # its own row, repeated
+    words = step.masks().numpy().view(np.uint32)
+    assert [int(w) for w in words[:, 0]] == [0b1010, 0b11010, 0b100000]
+
+
+def test_a_trees_masks_cover_every_bit_and_refuse_a_tree_too_large():
+    step = tree.TreeStep(0, 250, list(range(-1, 255)))  # a chain of 256 rows: the last sees all
+    assert (step.masks().numpy().view(np.uint32)[-1] == 0xFFFFFFFF).all()
+    with pytest.raises(ValueError):
+        tree.TreeStep(0, 250, list(range(-1, 256))).masks()
+
+
+def test_the_tree_attention_reads_ancestors_only():
+    """A random tree step's reference attention: a new token's output changes when an ancestor's
+    values do and not when another token's do."""
+    torch.manual_seed(1)
+    a = tree.Attention.random(1, 40, 6, "cpu", tree_rows=20)
+    qkv = torch.randn(6, layouts.QKV).to(torch.bfloat16)
+    run = lambda q: a.run(q, 0, None, k=a.k[0].clone(), v=a.v[0].clone(), reference=True)  # noqa: E731
+    base = run(qkv)
+    step = a.step
+    for t in range(step.m):
+        other = qkv.clone()
+        other[t, 2048 + 512:] = torch.randn(512).to(torch.bfloat16)  # token t's v
+        changed = run(other)
+        for u in range(step.m):
+            sees = step.tree_rows + t in step.path(step.tree_rows + u)
+            assert torch.equal(changed[u], base[u]) != sees, (t, u)
