@@ -22,11 +22,11 @@ Sides, each in one CUDA graph:
   o and down, gemm_swiglu with norm= for gate_up);
 - persistent: paper_figures/persistent_mlp.cu, one launch, a grid barrier after every phase, each
   block's weight pages (one bulk copy of each page's image laid out on the host, paged()) streaming
-  through a ring of shared-memory slots, issued by a producer warp, in two modes: deep (pages cross the barriers) or shallow
-  (a phase's pages issued only once its barrier passed: what the paging is worth). (A page as one
-  copy a weight row, 1.5x slower, was a mode until NOTES v166.) Activations are kept in slices
-  (sliced()), one a page's k, so a page waits only for its own slice. Also deep in a launch a
-  layer: what a forward that keeps its attention kernels would launch for each layer.
+  through a ring of shared-memory slots, issued by a producer warp, in two modes: deep (pages cross
+  the barriers) or shallow (a phase's pages issued only once its barrier passed: what the paging is
+  worth). (A page as one copy a weight row, 1.5x slower, was a mode until NOTES v166.) Activations
+  are kept in slices (sliced()), one a page's k, so a page waits only for its own slice. Also deep
+  in a launch a layer: what a forward that keeps its attention kernels would launch for each layer.
 
 Each side's outputs (poisoned with NaN first) are checked against torch layer by layer on that
 side's own inputs (layer_error: bf16 rounding apart); the persistent kernel's modes must agree
@@ -48,8 +48,8 @@ from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 
 from paper_figures.persistent_layouts import (FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, QKV, SHARED_MAX,
-                                             STATIC_RESERVE, THREADS, kernel_source, paged, qrows, shared_bytes, slice_rows, sliced,
-                                             unsliced)
+                                             STATIC_RESERVE, THREADS, kernel_source, paged, qrows, shared_bytes,
+                                             slice_rows, sliced, unsliced)
 from paper_figures.persistent_tree import Attention
 from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error

@@ -30,6 +30,8 @@ __device__ __forceinline__ void compute_sync() { asm volatile("bar.sync 1, %0;\n
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// A shared int handed between threads of the block (thread 0's page limit to the producer): a
+// release store and an acquire load at CTA scope.
 __device__ __forceinline__ void store_release(int* at, int v) {
   asm volatile("st.release.cta.shared.s32 [%0], %1;\n" ::"r"(shared_address(at)), "r"(v) : "memory");
 }

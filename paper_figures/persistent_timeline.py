@@ -1,7 +1,7 @@
-"""Where a persistent layer's time goes (persistent_mlp.py --timeline; NOTES v162-v168): thread 0
-of every block stamps %globaltimer at each grid barrier e, on arrival, after its fence and on
-departure, into stamps[e + 1][block][0..2] (ns; persistent_ring.cuh), and its phase's own moments
-into slots 3.. (MARKS names them); entry 0 holds the block's start (slots 0..2), its clock64 there
+"""Where a persistent layer's time goes (persistent_mlp.py --timeline; NOTES v162-v168, v177):
+thread 0 of every block stamps %globaltimer at each grid barrier e, on arrival, after its fence and
+on departure, into stamps[e + 1][block][0..2] (ns; persistent_ring.cuh), and its phase's own
+moments into slots 3.. (MARKS names them); entry 0 holds the block's start (slots 0..2), its clock64 there
 (3) and the launch's end in ns and clock64 (4, 5). A phase is the work between two barriers; per
 phase, over the layers after the first (its start is the launch's):
 - block us: a block's arrival less its own departure from the barrier before (median over blocks);
@@ -10,8 +10,10 @@ phase, over the layers after the first (its start is the launch's):
 - fence us: of it, the last block's fence (its writes made visible before it counts itself);
 - last block: the block that arrived last most often (an imbalance shows as one block or a set).
 The stamps step in 0.256 us on an H200 (NOTES v145); medians over blocks and layers see through it.
-marks() reads a phase's marks: each the time since the block left the barrier before; sm_clock_ghz()
-the SMs' clock over the launch (entry 0 holds each block's clock64 at its start and end)."""
+marks() reads a phase's marks: each the time since the block left the barrier before, or for a
+mark in CYCLES (a GEMM phase's time waiting on pages, v177) its clock64 cycles at the SMs' clock;
+sm_clock_ghz() the SMs' clock over the launch (entry 0 holds each block's clock64 at its start and
+end)."""
 from __future__ import annotations
 
 from collections import Counter
