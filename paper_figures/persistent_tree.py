@@ -69,12 +69,29 @@ class TreeStep:
         return torch.from_numpy(words.view(np.int32))
 
 
+def kernel_inputs(block: torch.Tensor, words: int = MASK_WORDS) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What persistent_attention.cuh reads of a staged block [T, 4 + V] (staged.py, the engine's),
+    by device ops only (no host copy: a graph may capture them): each token's position and cache row
+    (int32 [T]) and its tree mask [T, words] int32 (bits as uint32): bit j set when one of its
+    visible rows is its PREFIX + j. Rows past 32 words are dropped: the caller keeps trees smaller."""
+    t = block.shape[0]
+    j = block[:, staged.VISIBLE:] - block[:, staged.PREFIX:staged.PREFIX + 1]  # [T, V] rows past the prefix
+    inside = (j >= 0) & (j < 32 * words)
+    seen = torch.zeros(t, 32 * words, dtype=torch.uint8, device=block.device)  # [T, 32 words]
+    seen.scatter_reduce_(1, torch.where(inside, j, 0), inside.to(torch.uint8), reduce="amax")  # repeats: one bit
+    bits = torch.arange(32, device=block.device, dtype=torch.int64)
+    packed = (seen.view(t, words, 32).to(torch.int64) << bits).sum(-1)  # [T, words] in [0, 2^32)
+    masks = torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
+    return block[:, staged.POSITION].to(torch.int32), block[:, staged.ROW].to(torch.int32), masks
+
+
 @dataclass
 class Attention:
     """A draft step's tree (TreeStep) on the device: the RoPE tables [rows, 64] fp32, each layer's
     caches in the engine's layout [L, rows, KV, 64] (random, the new tokens' rows zero until
     appended), rows = the span rounded up to a chunk, the staged block, and the kernel's tokens'
-    positions, cache rows and tree masks (built here: no host copy inside a graph capture)."""
+    positions, cache rows and tree masks from it (kernel_inputs; built here: no host copy inside a
+    graph capture)."""
     step: TreeStep
     cos: torch.Tensor
     sin: torch.Tensor
@@ -94,9 +111,8 @@ class Attention:
         angles = torch.cat([angles, angles], dim=1)  # rotate_half's layout: pair (i, i + 32)
         k, v = (torch.randn(layers, rows, KV_HEADS, HEAD_DIM, device=device).to(torch.bfloat16) for _ in range(2))
         k[:, prefix + tree_rows:], v[:, prefix + tree_rows:] = 0, 0
-        ints = lambda values: torch.tensor(values, dtype=torch.int32, device=device)  # noqa: E731
-        return Attention(step, angles.cos(), angles.sin(), k, v, step.block().to(device), ints(step.positions()),
-                         ints(step.rows()), step.masks().to(device))
+        block = step.block().to(device)
+        return Attention(step, angles.cos(), angles.sin(), k, v, block, *kernel_inputs(block))
 
     @property
     def prefix(self) -> int:

@@ -157,6 +157,16 @@ def test_a_tree_steps_positions_rows_and_masks_follow_its_parents():
     assert [int(w) for w in words[:, 0]] == [0b1010, 0b11010, 0b100000]
 
 
+@pytest.mark.parametrize("tree_rows,m", [(0, 9), (40, 9), (200, 16), (240, 16)])
+def test_the_kernels_inputs_from_the_staged_block_are_the_trees(tree_rows, m):
+    """kernel_inputs (device ops on the engine's block, as the engine would feed the kernel) gives
+    the positions, rows and masks TreeStep derives from the parents."""
+    step = tree.TreeStep.random(1000, tree_rows, m, torch.Generator().manual_seed(tree_rows + m))
+    positions, rows, masks = tree.kernel_inputs(step.block())
+    assert positions.tolist() == step.positions() and rows.tolist() == step.rows()
+    assert positions.dtype == rows.dtype == masks.dtype == torch.int32 and torch.equal(masks, step.masks())
+
+
 def test_a_trees_masks_cover_every_bit_and_refuse_a_tree_too_large():
     step = tree.TreeStep(0, 250, list(range(-1, 255)))  # a chain of 256 rows: the last sees all
     assert (step.masks().numpy().view(np.uint32)[-1] == 0xFFFFFFFF).all()
