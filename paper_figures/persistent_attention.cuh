@@ -6,8 +6,10 @@
 // rows P .. P + i seen. Its own layouts, which the host mirrors (persistent_mlp.py):
 //   qkv tiles with RoPE pairs together: tile c < 160 is q or k head c / 4 (heads 32.. are k), its
 //     dims d0 .. d0 + 7 and d0 + 32 .. (d0 = 8 (c % 4)); tiles 160.. are 16 rows of v each;
-//   the caches k_cache, v_cache [KV][rows][HD + 8] (a layer's; padded rows: a 64-position chunk of
-//     one kv head is one bulk copy, and 8 ldmatrix rows hit distinct banks);
+//   the caches k_cache, v_cache in the engine's layout [L][rows][KV][HD] (cache.py), a 64-row chunk
+//     of one kv head paged by a TMA tensor map (persistent_pages.cuh) into 64 rows of 128 bytes with
+//     the 128-byte swizzle: 16-byte unit u of row r sits at unit u ^ (r % 8), so 8 ldmatrix rows hit
+//     distinct banks (kv_unit);
 //   q after RoPE: qbuf [KV][QROWS][HD + 8], row tok * GQ + j for q head kv * GQ + j;
 //   partials: part_ml [KV][chunks][QROWS][2] (the chunk's max, log2 units, and its sum of exp2),
 //     part_o [KV][chunks][QROWS][HD] (unnormalized, fp32).
@@ -25,9 +27,9 @@
 #define GQ (Q_HEADS / KV_HEADS)
 #define CHUNK 64
 #define QROWS ((MAX_M * GQ + 15) / 16 * 16)  // a kv head's q rows: M * GQ in tiles of 16 (a warp's)
-#define KV_ROW ((HD + 8) * 2)               // 144 bytes
-#define KV_CHUNK_BYTES (CHUNK * KV_ROW)     // one kv head's 64 positions of k (or v)
-#define QBUF_BYTES (KV_HEADS * QROWS * KV_ROW)
+#define Q_ROW ((HD + 8) * 2)                // 144 bytes: q's rows padded (8 ldmatrix rows, distinct banks)
+#define KV_CHUNK_BYTES (CHUNK * HD * 2)     // one kv head's 64 rows of k (or v), swizzled: 8 KB
+#define QBUF_BYTES (KV_HEADS * QROWS * Q_ROW)
 #define ROPE_TILES (4 * (Q_HEADS + KV_HEADS))  // qkv tiles of q and k heads
 #define MASK_WORDS 8                        // a token's tree mask: tree rows tree0 .. tree0 + 255
 
@@ -42,7 +44,7 @@ __device__ __forceinline__ int qkv_tile_row(int c, int r) {
 // a q or k head; q into qbuf, k and v into the caches at row `row`.
 __device__ __forceinline__ void qkv_to_attention(int c, int g, int tok, bf16 xg, bf16 xg8, int pos, int row,
                                                  const float* cos_t, const float* sin_t, bf16* qbuf,
-                                                 bf16* k_cache, bf16* v_cache, int cache_rows) {
+                                                 bf16* k_cache, bf16* v_cache) {
   if (c < ROPE_TILES) {
     const int head = c / 4, d = 8 * (c % 4) + g;
     const float* cs = cos_t + (size_t)pos * HD;
@@ -51,15 +53,19 @@ __device__ __forceinline__ void qkv_to_attention(int c, int g, int tok, bf16 xg,
     rope_pair(__bfloat162float(xg), __bfloat162float(xg8), cs[d], sn[d], cs[d + 32], sn[d + 32], y1, y2);
     bf16* dst = head < Q_HEADS
                     ? qbuf + ((size_t)(head / GQ) * QROWS + tok * GQ + head % GQ) * (HD + 8)
-                    : k_cache + ((size_t)(head - Q_HEADS) * cache_rows + row) * (HD + 8);
+                    : k_cache + ((size_t)row * KV_HEADS + head - Q_HEADS) * HD;
     dst[d] = __float2bfloat16_rn(y1);
     dst[d + 32] = __float2bfloat16_rn(y2);
   } else {
     const int v = 16 * (c - ROPE_TILES) + g;  // v's rows v and v + 8: kv head v / 64
-    v_cache[((size_t)(v / HD) * cache_rows + row) * (HD + 8) + v % HD] = xg;
-    v_cache[((size_t)((v + 8) / HD) * cache_rows + row) * (HD + 8) + (v + 8) % HD] = xg8;
+    v_cache[(size_t)row * KV_HEADS * HD + v] = xg;  // rows of v: kv head v / 64, dim v % 64
+    v_cache[(size_t)row * KV_HEADS * HD + v + 8] = xg8;
   }
 }
+
+// The shared-window address of 16-byte unit u (dims 8u .. 8u + 7) of row r in a swizzled chunk tile
+// at `tile` (1024-byte aligned: the swizzle's pattern repeats every 8 rows of 128 bytes).
+__device__ __forceinline__ unsigned kv_unit(unsigned tile, int r, int u) { return tile + r * 128 + ((u ^ (r & 7)) << 4); }
 
 __device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -71,8 +77,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned 
 // of 16, two n8 tiles each), the rows' maxima and sums across the 4 lanes of a row, the weights as
 // the value product's A fragments, the outputs summed over the groups in the mma's k order; every
 // warp then arrives on the slot's empty barrier (`empty`: the producer's next copy). (Eight warps of 16 positions each, sharing maxima, sums and
-// outputs through shared memory, took ~1.5 us for this: NOTES v167, v169.) kv: the chunk's k rows
-// then its v rows in shared memory; q: the kv head's QROWS q rows; masks: the tokens' tree masks
+// outputs through shared memory, took ~1.5 us for this: NOTES v167, v169.) kv: the chunk's k tile
+// then its v tile in shared memory (swizzled, 1024-byte aligned: kv_unit); q: the kv head's QROWS q rows; masks: the tokens' tree masks
 // [MAX_M][MASK_WORDS] in shared memory. Writes the chunk's partials.
 // Marks 2, 3, 4 (--timeline, warp 0): maxima known, outputs summed, partials written.
 __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, int tree0, const unsigned* masks,
@@ -89,11 +95,11 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, i
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ++ks) {
       unsigned a[4];
-      ldmatrix_x4_at(a, q + (16 * rt + (lane & 15)) * KV_ROW + 2 * (16 * ks + 8 * (lane >> 4)));
+      ldmatrix_x4_at(a, q + (16 * rt + (lane & 15)) * Q_ROW + 2 * (16 * ks + 8 * (lane >> 4)));
 #pragma unroll
       for (int pg = 0; pg < 4; ++pg) {
         unsigned b[4];
-        ldmatrix_x4_at(b, kv + (16 * pg + 8 * (lane >> 4) + (lane & 7)) * KV_ROW + 2 * (16 * ks + 8 * ((lane >> 3) & 1)));
+        ldmatrix_x4_at(b, kv_unit(kv, 16 * pg + 8 * (lane >> 4) + (lane & 7), 2 * ks + ((lane >> 3) & 1)));
         mma_16816(sc[pg][0], a[0], a[1], a[2], a[3], b[0], b[1]);
         mma_16816(sc[pg][1], a[0], a[1], a[2], a[3], b[2], b[3]);
       }
@@ -142,8 +148,7 @@ __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, i
 #pragma unroll
       for (int dp = 0; dp < HD / 16; ++dp) {  // dim tiles 2 dp, 2 dp + 1: v rows (positions) transposed
         unsigned b[4];
-        ldmatrix_x4_trans_at(b, kv + KV_CHUNK_BYTES + (16 * pg + (lane & 7) + 8 * ((lane >> 3) & 1)) * KV_ROW +
-                                    2 * 8 * (2 * dp + (lane >> 4)));
+        ldmatrix_x4_trans_at(b, kv_unit(kv + KV_CHUNK_BYTES, 16 * pg + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * dp + (lane >> 4)));
         mma_16816(o[2 * dp], p[0], p[1], p[2], p[3], b[0], b[1]);
         mma_16816(o[2 * dp + 1], p[0], p[1], p[2], p[3], b[2], b[3]);
       }

@@ -42,7 +42,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
                bf16* qkv, bf16* k_cache, bf16* v_cache, const float* __restrict__ rope_cos,
                const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, int tree0, int first_new,
                const int* __restrict__ tok_pos, const int* __restrict__ tok_row, const unsigned* __restrict__ tree_mask,
-               int chunks, int cache_rows, float scale_log2, unsigned long long* stamps) {
+               int chunks, int cache_rows, float scale_log2, unsigned long long* stamps,
+               const __grid_constant__ TensorMap k_map, const __grid_constant__ TensorMap v_map) {
   extern __shared__ __align__(128) unsigned char smem[];
   // The ring's slots' full barriers, x's slices', g's, then the slots' empty barriers.
   __shared__ __align__(8) unsigned long long bars[DEPTH + DOWN_PAGES + 1 + DEPTH];
@@ -76,7 +77,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
   const int total = layers * per_layer;
   if (M > MAX_M) return;  // the launcher keeps to it
 
-  const PageSequence seq{paged_qkv, paged_o, paged_gate_up, paged_down, k_cache, v_cache, b, G, chunks, cache_rows,
+  const PageSequence seq{paged_qkv, paged_o, paged_gate_up, paged_down, &k_map, &v_map, b, G, chunks,
                          pages_q, pages_s, pages_o, pages_a, per_layer};
   // Deep: as far as the first late page of layer `from` on (none without the attention).
   auto deep_limit = [&](int from) {
@@ -286,8 +287,8 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         dst[tok * QKV + (attention ? qkv_tile_row(c, gl + 8) : 16 * c + gl + 8)] = xg8;
         if (attention)
           qkv_to_attention(c, gl, tok, xg, xg8, tok_at[0][tok], tok_at[1][tok], rope_cos, rope_sin, qbuf,
-                           k_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8),
-                           v_cache + (size_t)layer * KV_HEADS * cache_rows * (HD + 8), cache_rows);
+                           k_cache + (size_t)layer * cache_rows * KV_HEADS * HD,
+                           v_cache + (size_t)layer * cache_rows * KV_HEADS * HD);
       }
     };
     for (int i = 0; i < items; ++i) {
@@ -335,9 +336,9 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
         if (items_s) {  // q of the kv heads this block's items read (items in order: heads ascend)
           const int heads = (b + (items_s - 1) * G) / chunks - b / chunks + 1;
           fence_async_shared();
-          mbar_expect(xbar, heads * QROWS * KV_ROW);
+          mbar_expect(xbar, heads * QROWS * Q_ROW);
           for (int kh = b / chunks; kh < b / chunks + heads; ++kh)
-            bulk_copy(q_smem + kh * QROWS * KV_ROW, qbuf + (size_t)kh * QROWS * (HD + 8), QROWS * KV_ROW, xbar);
+            bulk_copy(q_smem + kh * QROWS * Q_ROW, qbuf + (size_t)kh * QROWS * (HD + 8), QROWS * Q_ROW, xbar);
         }
       }
       unsigned long long* marks = phase_marks(stamps, barrier_count);  // S: q, the first chunk, its item's steps
@@ -348,7 +349,7 @@ persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_
           const int it = b + i * G, kh = it / chunks, c = it % chunks;
           mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
           if (i == 0) mark(marks, 1);
-          attention_item(ring + (q % DEPTH) * PAGE_BYTES, q_smem + kh * QROWS * KV_ROW, c, tree0, masks, scale_log2,
+          attention_item(chunk_tile(ring + (q % DEPTH) * PAGE_BYTES), q_smem + kh * QROWS * Q_ROW, c, tree0, masks, scale_log2,
                          part_ml + ((size_t)kh * chunks + c) * QROWS * 2, part_o + ((size_t)kh * chunks + c) * QROWS * HD,
                          empty0 + 8 * (q % DEPTH), i == 0 ? marks : nullptr);
         }

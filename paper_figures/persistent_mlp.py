@@ -43,11 +43,11 @@ import numpy as np
 import torch
 
 from swiftspec_bench.kernel_bench import time_calls
-from swiftspec_core.kernels import build
+from swiftspec_core.kernels import build, tensor_map
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 
-from paper_figures.persistent_layouts import (FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, QKV, SHARED_MAX,
+from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, QKV, SHARED_MAX,
                                              STATIC_RESERVE, THREADS, kernel_source, paged, qrows, shared_bytes,
                                              slice_rows, sliced, unsliced)
 from paper_figures.persistent_tree import Attention
@@ -160,10 +160,12 @@ class Persistent:
         a = w.attention
         if a is None:
             self.attn_sliced = None if w.attn is None else sliced(w.attn[:, :m], page_k)
-        else:  # written by the kernel's merge; its caches in persistent_attention.cuh's layout
+        else:  # attn written by the kernel's merge; the caches are the engine's (a.k, a.v)
             self.attn_sliced = torch.zeros(layers, HIDDEN // page_k, slice_rows(m), page_k + 8, dtype=torch.bfloat16,
                                            device=dev)
-            self.k_cache, self.v_cache = (torch.nn.functional.pad(c.transpose(1, 2), (0, 8)).contiguous() for c in (a.k, a.v))
+            # the engine's caches, paged by tensor maps, one a first layer (a launch a layer starts there)
+            self.maps = [tuple(tensor_map.tiled(c[i:], box=(HEAD_DIM, 1, CHUNK, 1)) for c in (a.k, a.v))
+                         for i in range(layers)]
             self.qbuf = torch.zeros(KV_HEADS, qrows(max_m), HEAD_DIM + 8, dtype=torch.bfloat16, device=dev)
             self.part_ml = torch.zeros(KV_HEADS, a.chunks, qrows(max_m), 2, device=dev)
             self.part_o = torch.zeros(KV_HEADS, a.chunks, qrows(max_m), HEAD_DIM, device=dev)
@@ -186,14 +188,15 @@ class Persistent:
                                                       p(self.qkv[first]))
         a = w.attention
         attention_args = (null,) * 7 + (i32(0),) * 2 + (null,) * 3 + (i32(0),) * 2 + (np.float32(0),) if a is None else (
-            p(self.k_cache[first]), p(self.v_cache[first]), p(a.cos), p(a.sin), p(self.qbuf), p(self.part_ml),
+            p(a.k[first]), p(a.v[first]), p(a.cos), p(a.sin), p(self.qbuf), p(self.part_ml),
             p(self.part_o), i32(a.prefix), i32(a.first_new), p(a.tok_pos), p(a.tok_row), p(a.masks), i32(a.chunks),
             i32(a.k.shape[1]), np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)))
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
                         (p(x), p(self.paged_gate_up[first]), p(self.paged_down[first]), p(self.y[first]),
                          p(self.out[first]), p(self.counters), i32(count), i32(self.m), i32(int(deep)),
                          null if w.norm is None else p(w.norm[0][first]), np.float32(0.0 if w.norm is None else w.norm[1]),
-                         *o_args, *qkv_args, *attention_args, null if stamps is None else p(stamps)),
+                         *o_args, *qkv_args, *attention_args, null if stamps is None else p(stamps),
+                         *(self.maps[first] if a is not None else (tensor_map.TensorMap(), tensor_map.TensorMap()))),
                         self.shared, torch.cuda.current_stream().cuda_stream, False)
 
     def poison(self) -> None:

@@ -3,24 +3,36 @@
 // A layer's pages, in order: qkv's tiles b, b + G, .. (ITEM_PAGES each), the attention's items
 // (kv head, chunk) b, b + G, .. (a page each: the chunk's k rows, then its v rows), o's tile b,
 // gate_up's tiles b, b + G, .., down's tile b (DOWN_PAGES); the same every layer.
+// A CUtensorMap (the driver's, 128 opaque bytes; cuda.h is not at hand under NVRTC), a kernel
+// parameter (__grid_constant__): build.tensor_map_tiled encodes it on the host.
+struct __align__(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+// 1024-byte aligned (the 128-byte swizzle's pattern) inside a ring slot: where an attention item's
+// k tile lands, its v tile after it (2 x 8 KB; a slot has 33 KB).
+__device__ __forceinline__ unsigned chunk_tile(unsigned slot) { return (slot + 1023) & ~1023u; }
+
 struct PageSequence {
-  const bf16 *qkv, *o, *gate_up, *down, *k_cache, *v_cache;  // page images; the caches
-  int b, G, chunks, cache_rows;
+  const bf16 *qkv, *o, *gate_up, *down;  // page images
+  const TensorMap *k_map, *v_map;  // the caches [L][rows][KV][HD] as 4-D maps, boxes [64 dims, 1 head, 64 rows, 1 layer]
+  int b, G, chunks;
   int pages_q, pages_s, pages_o, pages_a, per_layer;  // a layer's pages of qkv, the attention, o, gate_up
 
   // Page q into its ring slot (ring: the slots' shared-window address; full0: slot 0's full barrier):
   // one bulk copy of the page's image (persistent_layouts.paged(): a tile's 16 rows of PAGE_K,
-  // padding included), or the attention item's two. (A page as 16 copies, one a row, was 1.5x
-  // slower (v150, v151); its code went with it: NOTES v166.)
+  // padding included), or the attention item's two tensor copies (its kv head's 64 rows of k, of v;
+  // rows past the cache's end land as zeros). (A page as 16 copies, one a row, was 1.5x slower
+  // (v150, v151); its code went with it: NOTES v166.)
   __device__ __forceinline__ void issue(int q, unsigned ring, unsigned full0) const {
     const int l = q / per_layer, j = q % per_layer, slot = q % DEPTH;
     const unsigned dst = ring + slot * PAGE_BYTES, bar = full0 + 8 * slot;
     if (pages_q <= j && j < pages_q + pages_s) {
       const int it = b + (j - pages_q) * G, kh = it / chunks, c = it % chunks;
-      const size_t at = (((size_t)l * KV_HEADS + kh) * cache_rows + CHUNK * c) * (HD + 8);
+      const unsigned tile = chunk_tile(dst);
       mbar_expect(bar, 2 * KV_CHUNK_BYTES);
-      bulk_copy(dst, k_cache + at, KV_CHUNK_BYTES, bar);
-      bulk_copy(dst + KV_CHUNK_BYTES, v_cache + at, KV_CHUNK_BYTES, bar);
+      tensor_copy_4d(tile, k_map, 0, kh, CHUNK * c, l, bar);
+      tensor_copy_4d(tile + KV_CHUNK_BYTES, v_map, 0, kh, CHUNK * c, l, bar);
       return;
     }
     const int jo = j - pages_q - pages_s, ja = jo - pages_o;  // page j of o's, of gate_up's (then down's)

@@ -19,6 +19,16 @@ __device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigne
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
+// A box of a tensor map (a __grid_constant__ parameter's address) at coordinates c0.. (innermost
+// first) into shared memory at dst, signalling bar (the TMA's tiled mode).
+template <typename Map>
+__device__ __forceinline__ void tensor_copy_4d(unsigned dst, const Map* map, int c0, int c1, int c2, int c3,
+                                               unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+      ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
 // Generic-proxy accesses before, async-proxy (bulk copy) accesses after.
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }

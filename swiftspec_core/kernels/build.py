@@ -176,7 +176,8 @@ def launch_ex(function_ptr: int, grid, block, args, shared_mem: int, stream: int
     `cluster` asks for clusters at launch (launch_config). launch() goes through it;
     paper_figures' probes launch their own compiled copies with it."""
     config = launch_config(grid, block, shared_mem, stream, pdl, cluster)
-    values = [_CTYPES[type(a)](a.item()) for a in args]
+    # ctypes structures (tensor_map.TensorMap: 128 bytes) go by value as they are
+    values = [a if isinstance(a, ctypes.Structure) else _CTYPES[type(a)](a.item()) for a in args]
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     err = _driver().cuLaunchKernelEx(ctypes.byref(config), ctypes.c_void_p(function_ptr), params, None)
     if err:
