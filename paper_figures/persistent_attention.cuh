@@ -76,9 +76,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned 
 // rows 16 w .. + 15 against the chunk's 64 positions, all in registers: scores (4 position groups
 // of 16, two n8 tiles each), the rows' maxima and sums across the 4 lanes of a row, the weights as
 // the value product's A fragments, the outputs summed over the groups in the mma's k order; every
-// warp then arrives on the slot's empty barrier (`empty`: the producer's next copy). (Eight warps of 16 positions each, sharing maxima, sums and
-// outputs through shared memory, took ~1.5 us for this: NOTES v167, v169.) kv: the chunk's k tile
-// then its v tile in shared memory (swizzled, 1024-byte aligned: kv_unit); q: the kv head's QROWS q rows; masks: the tokens' tree masks
+// warp then arrives on the slot's empty barrier (`empty`: the producer's next copy). (Eight warps
+// of 16 positions each, sharing maxima, sums and outputs through shared memory, took ~1.5 us for
+// this: NOTES v167, v169.) kv: the chunk's k tile then its v tile in shared memory (swizzled,
+// 1024-byte aligned: kv_unit); q: the kv head's QROWS q rows; masks: the tokens' tree masks
 // [MAX_M][MASK_WORDS] in shared memory. Writes the chunk's partials.
 // Marks 2, 3, 4 (--timeline, warp 0): maxima known, outputs summed, partials written.
 __device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, int tree0, const unsigned* masks,
