@@ -19,7 +19,7 @@ import torch
 
 from swiftspec_core.kernels import build
 
-from paper_figures.persistent_layouts import SHARED_MAX, shared_bytes
+from swiftspec_core.kernels.persistent import SHARED_MAX, shared_bytes
 from paper_figures.timing import fail, print_rows
 
 SOURCE = r"""

@@ -15,12 +15,12 @@ output), M rows, random bf16 weights, distinct per layer, so nothing is served f
   attention between qkv and o is not in the probe, only its barrier). --attention: the whole layer,
   the attention between qkv and o (a draft step's M tokens after --context cached ones: a chain, or
   with --tree-rows a tree over that many drafted rows, persistent_tree.py; ours: tree_attention
-  with the append; persistent: persistent_attention.cuh's phases S and R).
+  with the append; persistent: cuda/persistent_attention.cuh's phases S and R).
 
 Sides, each in one CUDA graph:
 - ours: today's kernels under PDL, a launch an op (gemm with norm= for qkv, gemm with residual= for
   o and down, gemm_swiglu with norm= for gate_up);
-- persistent: paper_figures/persistent_mlp.cu, one launch, a grid barrier after every phase, each
+- persistent: cuda/persistent.cu, one launch, a grid barrier after every phase, each
   block's weight pages (one bulk copy of each page's image laid out on the host, paged()) streaming
   through a ring of shared-memory slots, issued by a producer warp, in two modes: deep (pages cross
   the barriers) or shallow (a phase's pages issued only once its barrier passed: what the paging is
@@ -46,10 +46,10 @@ from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_core.kernels import build, tensor_map
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
+from swiftspec_core.kernels.persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KERNEL, KV_HEADS, MASK_WORDS, QKV,
+                                               SHARED_MAX, STATIC_RESERVE, THREADS, kernel_source, paged, qrows,
+                                               shared_bytes, slice_rows, sliced, unsliced)
 
-from paper_figures.persistent_layouts import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, QKV, SHARED_MAX,
-                                             STATIC_RESERVE, THREADS, kernel_source, paged, qrows, shared_bytes,
-                                             slice_rows, sliced, unsliced)
 from paper_figures.persistent_tree import Attention
 from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
 from paper_figures.timing import device_line, fail, print_rows, relative_error
@@ -144,7 +144,7 @@ class Persistent:
         m = x0.shape[0]
         max_m = max_m or m
         self.shared = shared_bytes(page_k, depth, max_m)
-        self.fn = build.compile_source(kernel_source(page_k, depth, max_m)).get_function("persistent_mlp")
+        self.fn = build.compile_source(kernel_source(page_k, depth, max_m)).get_function(KERNEL)
         self.fn.max_dynamic_shared_size_bytes = self.shared
         self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
         self.x0, self.w = x0, w

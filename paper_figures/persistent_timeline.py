@@ -1,6 +1,6 @@
 """Where a persistent layer's time goes (persistent_mlp.py --timeline; NOTES v162-v168, v177):
 thread 0 of every block stamps %globaltimer at each grid barrier e, on arrival, after its fence and
-on departure, into stamps[e + 1][block][0..2] (ns; persistent_ring.cuh), and its phase's own
+on departure, into stamps[e + 1][block][0..2] (ns; cuda/persistent_ring.cuh), and its phase's own
 moments into slots 3.. (MARKS names them); entry 0 holds the block's start (slots 0..2), its clock64 there
 (3) and the launch's end in ns and clock64 (4, 5). A phase is the work between two barriers; per
 phase, over the layers after the first (its start is the launch's):
@@ -21,19 +21,19 @@ from collections import Counter
 import numpy as np
 
 
-STAMP_SLOTS = 8  # persistent_ring.cuh's
+STAMP_SLOTS = 8  # cuda/persistent_ring.cuh's
 GEMM_MARKS = ["first page consumed", "last page landed", "last page consumed", "waited on pages (sum)",
               "x landed"]
 MARKS = {"Q (qkv)": GEMM_MARKS,
          "S (attention items)": ["q landed", "first chunk landed", "scores, maxima in smem", "outputs in smem",
                                  "partials written"],
          "R (merge)": ["maxima read", "merged", "written"],
-         "O (o_proj)": GEMM_MARKS, "A (gate_up)": GEMM_MARKS, "B (down)": GEMM_MARKS}  # thread 0's (persistent_mlp.cu)
+         "O (o_proj)": GEMM_MARKS, "A (gate_up)": GEMM_MARKS, "B (down)": GEMM_MARKS}  # thread 0's (cuda/persistent.cu)
 CYCLES = {"waited on pages (sum)"}  # marks that hold clock64 cycles, not a %globaltimer moment
 
 
 def phase_names(qkv: bool, attention: bool, o_proj: bool) -> list[str]:
-    """A layer's phases in the kernel's order (persistent_mlp.cu): each ends in a grid barrier."""
+    """A layer's phases in the kernel's order (cuda/persistent.cu): each ends in a grid barrier."""
     return ((["Q (qkv)"] if qkv else []) + (["S (attention items)", "R (merge)"] if attention else [])
             + (["O (o_proj)"] if o_proj else []) + ["A (gate_up)", "B (down)"])
 

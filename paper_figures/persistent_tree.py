@@ -1,6 +1,7 @@
 """The persistent probe's attention operands (persistent_mlp.py --attention): a draft step's tree of
 M new tokens over a cached prefix and the tree rows drafted before it, as the engine stages it (the
-block, staged.py) and as persistent_attention.cuh reads it (positions, cache rows, tree masks).
+block, staged.py), and from it what cuda/persistent_attention.cuh reads (positions, cache rows, tree
+masks: swiftspec_core.kernels.persistent.kernel_inputs, checked here against the tree's parents).
 tests/test_persistent_mlp.py checks them on the CPU."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 from swiftspec_core import staged
 from swiftspec_core.kernels.attention import tree_attention, tree_attention_reference
 
-from paper_figures.persistent_layouts import CHUNK, HEAD_DIM, KV_HEADS, MASK_WORDS, Q_HEADS
+from swiftspec_core.kernels.persistent import CHUNK, HEAD_DIM, KV_HEADS, MASK_WORDS, Q_HEADS, kernel_inputs
 
 
 @dataclass
@@ -67,22 +68,6 @@ class TreeStep:
             for k in self.path(self.tree_rows + t):
                 words[t, k // 32] |= np.uint32(1 << (k % 32))
         return torch.from_numpy(words.view(np.int32))
-
-
-def kernel_inputs(block: torch.Tensor, words: int = MASK_WORDS) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """What persistent_attention.cuh reads of a staged block [T, 4 + V] (staged.py, the engine's),
-    by device ops only (no host copy: a graph may capture them): each token's position and cache row
-    (int32 [T]) and its tree mask [T, words] int32 (bits as uint32): bit j set when one of its
-    visible rows is its PREFIX + j. Rows past 32 words are dropped: the caller keeps trees smaller."""
-    t = block.shape[0]
-    j = block[:, staged.VISIBLE:] - block[:, staged.PREFIX:staged.PREFIX + 1]  # [T, V] rows past the prefix
-    inside = (j >= 0) & (j < 32 * words)
-    seen = torch.zeros(t, 32 * words, dtype=torch.uint8, device=block.device)  # [T, 32 words]
-    seen.scatter_reduce_(1, torch.where(inside, j, 0), inside.to(torch.uint8), reduce="amax")  # repeats: one bit
-    bits = torch.arange(32, device=block.device, dtype=torch.int64)
-    packed = (seen.view(t, words, 32).to(torch.int64) << bits).sum(-1)  # [T, words] in [0, 2^32)
-    masks = torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
-    return block[:, staged.POSITION].to(torch.int32), block[:, staged.ROW].to(torch.int32), masks
 
 
 @dataclass

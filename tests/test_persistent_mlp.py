@@ -1,4 +1,5 @@
-"""paper_figures/persistent_mlp.py's host side, on the CPU: the page images and x slices the kernel
+"""The persistent kernel's host side (swiftspec_core/kernels/persistent.py) and its probe
+(paper_figures/persistent_mlp.py), on the CPU: the page images and x slices the kernel
 reads with one bulk copy each hold the rows it computes with, its shared-memory size is the
 kernel's own (checked by nvcc where it is at hand), and bad arguments end in one error line, exit 2.
 The kernel's results are checked on a GPU by the probe itself (poisoned outputs against torch)."""
@@ -13,9 +14,9 @@ import pytest
 import torch
 
 from swiftspec_core.kernels import build
+from swiftspec_core.kernels import persistent as layouts
 
 sys.path.insert(0, str(build.CUDA_DIR.parent))
-from paper_figures import persistent_layouts as layouts  # noqa: E402
 from paper_figures import persistent_mlp as probe  # noqa: E402
 from paper_figures import persistent_tree as tree  # noqa: E402
 from script_checks import assert_main_fails  # noqa: E402
@@ -56,7 +57,7 @@ def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
         pytest.skip("nvcc is not on PATH")
     check = (f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows)}, \"shared_bytes\");\n"
              f"static_assert(MASK_WORDS == {layouts.MASK_WORDS}, \"MASK_WORDS\");\n")
-    src = tmp_path / "persistent_mlp.cu"
+    src = tmp_path / "persistent.cu"
     src.write_text(layouts.kernel_source(page_k, depth, rows) + check)
     cmd = build.nvcc_command(str(src), str(tmp_path / "p.cubin"), "sm_90a", "-Xptxas", "-v")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -64,9 +65,9 @@ def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
     assert "0 bytes spill stores" in done.stdout + done.stderr
 
 
-def test_kernel_source_inlines_every_probe_header():
-    """The probe's own headers are not among cuda/'s: kernel_source must put each one's text in."""
+def test_kernel_source_has_its_defines_first_and_every_header_once():
     source = layouts.kernel_source(1024, 3, 9)
+    assert source.startswith("#define PAGE_K 1024\n#define DEPTH 3\n#define MAX_M 9\n")
     assert '#include "persistent_' not in source
     for name in ("struct PageSequence", "__device__ __forceinline__ void merge_phase", "#define SMEM_BYTES",
                  "__device__ __forceinline__ void grid_barrier"):
@@ -162,7 +163,7 @@ def test_the_kernels_inputs_from_the_staged_block_are_the_trees(tree_rows, m):
     """kernel_inputs (device ops on the engine's block, as the engine would feed the kernel) gives
     the positions, rows and masks TreeStep derives from the parents."""
     step = tree.TreeStep.random(1000, tree_rows, m, torch.Generator().manual_seed(tree_rows + m))
-    positions, rows, masks = tree.kernel_inputs(step.block())
+    positions, rows, masks = layouts.kernel_inputs(step.block())
     assert positions.tolist() == step.positions() and rows.tolist() == step.rows()
     assert positions.dtype == rows.dtype == masks.dtype == torch.int32 and torch.equal(masks, step.masks())
 

@@ -1,8 +1,7 @@
-// The persistent probe's shared-memory traffic (persistent_mlp.cu puts this text before its
-// kernel, persistent_layouts.kernel_source): mbarriers, bulk copies and the proxy fences between
-// them, the compute warps' block barrier, ldmatrix at shared-window addresses, a row of x times the
-// norm's weight in place, the warps' sums added in order, and the grid barrier between phases
-// with its timeline stamps.
+// The persistent kernel's shared-memory traffic (cuda/persistent.cu includes it after its shapes):
+// mbarriers, bulk and tensor copies and the proxy fences between them, the compute warps' block
+// barrier, ldmatrix at shared-window addresses, a row of x times the norm's weight in place, the
+// warps' sums added in order, and the grid barrier between phases with its timeline stamps.
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -34,7 +33,7 @@ __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy
 __device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
 // The compute warps' block barrier (named barrier 1, WARPS x 32 threads): the producer warp
-// (persistent_mlp.cu) takes no part once it runs its own loop.
+// (cuda/persistent.cu) takes no part once it runs its own loop.
 __device__ __forceinline__ void compute_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(WARPS * 32) : "memory"); }
 // mbarrier arrive (release at CTA scope: this thread's earlier shared-memory reads come before).
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {

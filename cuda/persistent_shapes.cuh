@@ -1,13 +1,13 @@
 // The persistent probe's shapes (Llama-3.2-1B's), its ring's and its shared memory's layout
-// (persistent_mlp.cu puts this text first of its headers: persistent_layouts.kernel_source, whose
-// shared_bytes mirrors SMEM_BYTES). QBUF_BYTES: persistent_attention.cuh's, used only at expansion.
+// (cuda/persistent.cu includes it first; swiftspec_core/kernels/persistent.py's shared_bytes mirrors
+// SMEM_BYTES). QBUF_BYTES: persistent_attention.cuh's, used only at expansion.
 #define HID 2048
 #define FFN 8192
 #define QKV 3072  // q (32 heads), k and v (8 each), of 64
 #define QKV_TILES (QKV / 16)
 #define WARPS 8  // compute warps; one more, the producer, issues the pages
 // PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 16) come from the
-// launcher (persistent_mlp.py prepends them); these are its defaults.
+// launcher (persistent.kernel_source prepends them); these are its defaults.
 #ifndef PAGE_K
 #define PAGE_K 1024
 #endif

@@ -1,5 +1,5 @@
-// A persistent probe of a forward's layers (paper_figures/persistent_mlp.py runs it and says what it
-// asks; NOTES v149-v184), Llama-3.2-1B's shapes (H = 2048, F = 8192), M <= 16 rows, bf16 in and
+// A persistent kernel of a forward's layers (swiftspec_core/kernels/persistent.py lays out what it
+// reads; paper_figures/persistent_mlp.py measures it, NOTES v149-v186), Llama-3.2-1B's shapes (H = 2048, F = 8192), M <= 16 rows, bf16 in and
 // out, fp32 sums. One launch, one block an SM; a layer runs these phases (those present), a grid
 // barrier (a counter) after each:
 //   Q (paged_qkv): qkv = rmsnorm(h) @ Wqkv^T (items_phase, 16 rows a tile); with k_cache its epilogue
@@ -14,27 +14,28 @@
 //   B: out = y @ Wd^T (tile_phase: rows 16c .., K = F), with norm_w + h; y's slices stream through
 //      Y_SLOTS slots, a slice a page.
 // Pages: 16 weight rows x PAGE_K k (32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
-// distinct banks), one bulk copy of the page's image laid out on the host (persistent_layouts.paged),
+// distinct banks), one bulk copy of the page's image laid out on the host (persistent.paged),
 // streamed through a ring of DEPTH slots in one sequence over every layer and phase by a producer
 // warp (the block's last; persistent_pages.cuh), as each slot's empty barrier says the WARPS
 // compute warps are done with it; `deep` lets it run across barriers, else a phase's pages wait for
 // that phase's barrier. Warp w sums its STEPS k steps of each page (one or two n8 tiles of x rows),
 // the warps' sums added in warp order. A phase's x lands after its barrier in slices (the M rows of
 // one page's k, [M][PAGE_K + 8], in global memory in slots of M rounded up to 8 rows), a bulk copy
-// and an mbarrier each (persistent_layouts.sliced()). Row-invariant by construction: a row's sums
+// and an mbarrier each (persistent.sliced()). Row-invariant by construction: a row's sums
 // run in an order fixed by the shapes and G (rows past M computed from other rows' x and dropped);
-// the probe checks it bitwise and the outputs against torch. A probe, not a kernel of the runtime.
+// the probe checks it bitwise and the outputs against torch.
 #include "common.cuh"
 #include "mma.cuh"
 #include "rope.cuh"
 
-#include "persistent_shapes.cuh"     // persistent_layouts.kernel_source puts these four files' text here
-#include "persistent_ring.cuh"       // (they are not among cuda/'s headers)
+// The shapes first (the others use them), then the ring's traffic, the attention, the page sequence.
+#include "persistent_shapes.cuh"
+#include "persistent_ring.cuh"
 #include "persistent_attention.cuh"
 #include "persistent_pages.cuh"
 
 extern "C" __global__ void __launch_bounds__((WARPS + 1) * 32, 1)
-persistent_mlp(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
+persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_gate_up, const bf16* __restrict__ paged_down,
                bf16* y, bf16* out, unsigned* counters, int layers, int M, int deep,
                const bf16* __restrict__ norm_w, float eps, bf16* attn,
                const bf16* __restrict__ paged_o, bf16* mid, const bf16* __restrict__ paged_qkv,

@@ -1,25 +1,21 @@
-"""What paper_figures/persistent_mlp.cu reads, laid out on the host: its source with the ring's
-defines, its shared memory, the weights as page images (one bulk copy a page) and activations in
-slices (one a page's k). persistent_mlp.py runs the probe; tests/test_persistent_mlp.py checks
-these on the CPU."""
+"""What cuda/persistent.cu (a persistent kernel for a forward's layers at Llama-3.2-1B's shapes)
+reads, laid out on the host: its source with the ring's defines, its shared memory, the weights as
+page images (one bulk copy a page), activations in slices (one a page's k), and a draft step's
+tree from the engine's staged block. paper_figures/persistent_mlp.py measures it;
+tests/test_persistent_mlp.py checks these on the CPU."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import torch
 
-from swiftspec_core.kernels import build
+from .. import staged
+from . import build
 
 HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
-Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # persistent_attention.cuh's
+Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # cuda/persistent_attention.cuh's
 MASK_WORDS = 8  # and its tree masks' words a token: tree rows prefix .. prefix + 255
 WARPS, Y_SLOTS = 8, 3  # compute warps; Y_SLOTS: down's x (y) slots
 THREADS = (WARPS + 1) * 32  # and the producer warp
-SOURCE = Path(__file__).with_name("persistent_mlp.cu")
-ATTENTION_SOURCE = Path(__file__).with_name("persistent_attention.cuh")
-RING_SOURCE = Path(__file__).with_name("persistent_ring.cuh")
-PAGES_SOURCE = Path(__file__).with_name("persistent_pages.cuh")
-SHAPES_SOURCE = Path(__file__).with_name("persistent_shapes.cuh")
+KERNEL = "persistent_layers"  # cuda/persistent.cu's
 SHARED_MAX = 227 * 1024  # an H100 / H200 block's shared memory at most
 STATIC_RESERVE = 1024  # the kernel's static shared memory: mbarriers, the tree's masks, positions and rows
 
@@ -30,7 +26,7 @@ def qrows(m: int) -> int:
 
 
 def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
-    """persistent_mlp.cu's SMEM_BYTES: the ring, then phase A's x slices, two items' partials and g,
+    """cuda/persistent.cu's SMEM_BYTES: the ring, then phase A's x slices, two items' partials and g,
     or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8 in whole 128-byte lines), or
     phase S's q copy."""
     row, tiles = page_k * 2 + 16, (max_m + 7) // 8  # tiles: n8 tiles of x rows
@@ -41,14 +37,8 @@ def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
 
 
 def kernel_source(page_k: int, depth: int, max_m: int) -> str:
-    """persistent_mlp.cu with its ring's defines first and persistent_shapes.cuh's,
-    persistent_ring.cuh's, persistent_attention.cuh's and persistent_pages.cuh's text in place of
-    their includes (build.inline_includes inlines cuda/'s headers only)."""
-    defines = f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {max_m}\n"
-    code = SOURCE.read_text()
-    for header in (SHAPES_SOURCE, RING_SOURCE, ATTENTION_SOURCE, PAGES_SOURCE):
-        code = code.replace(f'#include "{header.name}"', header.read_text())
-    return build.inline_includes(defines + code)
+    """cuda/persistent.cu with its ring's defines first, its headers inlined (build.source)."""
+    return f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {max_m}\n" + build.source("persistent")
 
 
 def slice_rows(m: int) -> int:
@@ -96,3 +86,19 @@ def paged(w: torch.Tensor, layout: str, page_k: int) -> torch.Tensor:
         w = w.view(layers, n // 16, 16, k)
     w = w.view(layers, n // 16, 16, k // page_k, page_k).transpose(2, 3)  # [L, items, pages, 16, page_k]
     return torch.nn.functional.pad(w, (0, 8)).contiguous()
+
+
+def kernel_inputs(block: torch.Tensor, words: int = MASK_WORDS) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What cuda/persistent_attention.cuh reads of a staged block [T, 4 + V] (staged.py), by device
+    ops only (no host copy: a graph may capture them): each token's position and cache row (int32
+    [T]) and its tree mask [T, words] int32 (bits as uint32): bit j set when one of its visible rows
+    is its PREFIX + j. Rows past 32 words are dropped: the caller keeps trees smaller."""
+    t = block.shape[0]
+    j = block[:, staged.VISIBLE:] - block[:, staged.PREFIX:staged.PREFIX + 1]  # [T, V] rows past the prefix
+    inside = (j >= 0) & (j < 32 * words)
+    seen = torch.zeros(t, 32 * words, dtype=torch.uint8, device=block.device)  # [T, 32 words]
+    seen.scatter_reduce_(1, torch.where(inside, j, 0), inside.to(torch.uint8), reduce="amax")  # repeats: one bit
+    bits = torch.arange(32, device=block.device, dtype=torch.int64)
+    packed = (seen.view(t, words, 32).to(torch.int64) << bits).sum(-1)  # [T, words] in [0, 2^32)
+    masks = torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
+    return block[:, staged.POSITION].to(torch.int32), block[:, staged.ROW].to(torch.int32), masks

@@ -1,5 +1,5 @@
 // A block's page sequence in the persistent probe and the producer warp that issues it
-// (persistent_mlp.cu puts this text after persistent_attention.cuh's: persistent_layouts.kernel_source).
+// (cuda/persistent.cu includes it after persistent_attention.cuh).
 // A layer's pages, in order: qkv's tiles b, b + G, .. (ITEM_PAGES each), the attention's items
 // (kv head, chunk) b, b + G, .. (a page each: the chunk's k rows, then its v rows), o's tile b,
 // gate_up's tiles b, b + G, .., down's tile b (DOWN_PAGES); the same every layer.
@@ -20,7 +20,7 @@ struct PageSequence {
   int pages_q, pages_s, pages_o, pages_a, per_layer;  // a layer's pages of qkv, the attention, o, gate_up
 
   // Page q into its ring slot (ring: the slots' shared-window address; full0: slot 0's full barrier):
-  // one bulk copy of the page's image (persistent_layouts.paged(): a tile's 16 rows of PAGE_K,
+  // one bulk copy of the page's image (persistent.paged(): a tile's 16 rows of PAGE_K,
   // padding included), or the attention item's two tensor copies (its kv head's 64 rows of k, of v;
   // rows past the cache's end land as zeros). (A page as 16 copies, one a row, was 1.5x slower
   // (v150, v151); its code went with it: NOTES v166.)
