@@ -41,7 +41,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
                const bf16* __restrict__ paged_o, bf16* mid, const bf16* __restrict__ paged_qkv,
                const bf16* __restrict__ norm_qkv,
                bf16* qkv, bf16* k_cache, bf16* v_cache, const float* __restrict__ rope_cos,
-               const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, int tree0, int first_new,
+               const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, const int* __restrict__ tree_at,
                const int* __restrict__ tok_pos, const int* __restrict__ tok_row, const unsigned* __restrict__ tree_mask,
                int chunks, int cache_rows, float scale_log2, unsigned long long* stamps,
                const __grid_constant__ TensorMap k_map, const __grid_constant__ TensorMap v_map) {
@@ -52,6 +52,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   __shared__ float row_squares[MAX_M];  // a normalized phase's x rows' sums of squares
   __shared__ unsigned masks[MAX_M * MASK_WORDS];  // with the attention: the tokens' tree masks,
   __shared__ int tok_at[2][MAX_M];                // positions and cache rows (every layer's)
+  __shared__ int tree_info[2];  // tree0 (the shared prefix's rows) and first_new (the step's first row)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
@@ -66,12 +67,11 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   const int pages_q = ITEM_PAGES * items_q;
   // With the attention (k_cache): its items (kv head, chunk) b, b + G, .., a page each (the chunk's k
   // and v rows). A chunk holding this step's rows (from first_new on) is written by phase Q: its page
-  // must not be issued before Q's barrier (late); pages past it wait with it.
+  // must not be issued before Q's barrier (late); pages past it wait with it (first_late: set once
+  // tree_at is read, below).
   const bool attention = k_cache != nullptr;
   const int items_s = attention ? (KV_HEADS * chunks - b + G - 1) / G : 0, pages_s = items_s;
   int first_late = items_s;
-  for (int i = items_s - 1; i >= 0; --i)
-    if (CHUNK * ((b + i * G) % chunks) + CHUNK > first_new) first_late = i;
   const int pages_o = attn != nullptr && b < HID / 16 ? ITEM_PAGES : 0;  // o_proj: tile b, K = H
   const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0;
   const int per_layer = pages_q + pages_s + pages_o + pages_a + pages_b;  // a layer's pages: qkv, attention, o, gate_up, down
@@ -109,8 +109,12 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   if (attention) {  // the tree's masks, positions and rows, read at every layer's S and Q epilogues
     for (int i = threadIdx.x; i < M * MASK_WORDS; i += blockDim.x) masks[i] = tree_mask[i];
     if (threadIdx.x < M) tok_at[0][threadIdx.x] = tok_pos[threadIdx.x], tok_at[1][threadIdx.x] = tok_row[threadIdx.x];
+    if (threadIdx.x < 2) tree_info[threadIdx.x] = tree_at[threadIdx.x];  // device memory: a graph replays it
   }
   __syncthreads();  // the last barrier of all (WARPS + 1) warps: the compute warps use compute_sync
+  const int tree0 = attention ? tree_info[0] : 0;
+  for (int i = items_s - 1; i >= 0; --i)
+    if (CHUNK * ((b + i * G) % chunks) + CHUNK > tree_info[1]) first_late = i;
 
   if (warp == WARPS) {  // the producer
     if (lane == 0) produce(seq, total, ring, bar0, empty0, &page_limit);

@@ -86,6 +86,7 @@ class Attention:
     tok_pos: torch.Tensor
     tok_row: torch.Tensor
     masks: torch.Tensor
+    tree_at: torch.Tensor  # [prefix, first_new] int32 (kernel_inputs)
 
     @staticmethod
     def random(layers: int, prefix: int, m: int, device, tree_rows: int = 0) -> "Attention":

@@ -163,8 +163,9 @@ def test_the_kernels_inputs_from_the_staged_block_are_the_trees(tree_rows, m):
     """kernel_inputs (device ops on the engine's block, as the engine would feed the kernel) gives
     the positions, rows and masks TreeStep derives from the parents."""
     step = tree.TreeStep.random(1000, tree_rows, m, torch.Generator().manual_seed(tree_rows + m))
-    positions, rows, masks = layouts.kernel_inputs(step.block())
+    positions, rows, masks, tree_at = layouts.kernel_inputs(step.block())
     assert positions.tolist() == step.positions() and rows.tolist() == step.rows()
+    assert tree_at.tolist() == [1000, 1000 + tree_rows] and tree_at.dtype == torch.int32
     assert positions.dtype == rows.dtype == masks.dtype == torch.int32 and torch.equal(masks, step.masks())
 
 

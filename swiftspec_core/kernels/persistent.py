@@ -88,11 +88,13 @@ def paged(w: torch.Tensor, layout: str, page_k: int) -> torch.Tensor:
     return torch.nn.functional.pad(w, (0, 8)).contiguous()
 
 
-def kernel_inputs(block: torch.Tensor, words: int = MASK_WORDS) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """What cuda/persistent_attention.cuh reads of a staged block [T, 4 + V] (staged.py), by device
+def kernel_inputs(block: torch.Tensor, words: int = MASK_WORDS) -> tuple[torch.Tensor, ...]:
+    """What cuda/persistent.cu's attention reads of a staged block [T, 4 + V] (staged.py), by device
     ops only (no host copy: a graph may capture them): each token's position and cache row (int32
-    [T]) and its tree mask [T, words] int32 (bits as uint32): bit j set when one of its visible rows
-    is its PREFIX + j. Rows past 32 words are dropped: the caller keeps trees smaller."""
+    [T]), its tree mask [T, words] int32 (bits as uint32): bit j set when one of its visible rows is
+    its PREFIX + j (rows past 32 words are dropped: the caller keeps trees smaller), and tree_at
+    int32 [2]: token 0's PREFIX (the step's shared prefix) and the lowest row the step writes
+    (padding tokens write the scratch row, the cache's last)."""
     t = block.shape[0]
     j = block[:, staged.VISIBLE:] - block[:, staged.PREFIX:staged.PREFIX + 1]  # [T, V] rows past the prefix
     inside = (j >= 0) & (j < 32 * words)
@@ -101,4 +103,5 @@ def kernel_inputs(block: torch.Tensor, words: int = MASK_WORDS) -> tuple[torch.T
     bits = torch.arange(32, device=block.device, dtype=torch.int64)
     packed = (seen.view(t, words, 32).to(torch.int64) << bits).sum(-1)  # [T, words] in [0, 2^32)
     masks = torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
-    return block[:, staged.POSITION].to(torch.int32), block[:, staged.ROW].to(torch.int32), masks
+    tree_at = torch.stack([block[0, staged.PREFIX], block[:, staged.ROW].min()]).to(torch.int32)
+    return block[:, staged.POSITION].to(torch.int32), block[:, staged.ROW].to(torch.int32), masks, tree_at
