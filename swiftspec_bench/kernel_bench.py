@@ -133,11 +133,17 @@ def _skip_unless_fits(what: str, need: int) -> None:
 
 
 def use_kernels(engine, impl: str) -> None:
-    """The engine's kernel set for `impl`: ours = fused, torch = today's torch path."""
+    """The engine's kernel set for `impl`: ours = fused, torch = today's torch path, persistent =
+    the persistent forward (a model it does not take is a skipped case, with the reason)."""
     if hasattr(engine, "use_kernels"):
-        engine.use_kernels("fused" if impl == "ours" else "torch")
-    elif impl == "ours":
-        raise Skipped("Transformer.use_kernels (the fused kernel set) is not available")
+        try:
+            engine.use_kernels({"ours": "fused", "persistent": "persistent"}.get(impl, "torch"))
+        except ValueError as why:
+            if impl != "persistent":
+                raise
+            raise Skipped(str(why)) from None
+    elif impl != "torch":
+        raise Skipped("Transformer.use_kernels (our kernel sets) is not available")
 
 
 def forward_graph(engine, width: int, context: int):

@@ -29,13 +29,15 @@ ROW_PARALLEL = ("o", "down")  # the projections an all-reduce follows under TP
 OPS = ("gemm", "awq_gemm", "allreduce", "gemm_allreduce", "attention", "rmsnorm", "swiglu", "forward", "draft_step")
 # ours: our kernels (the fused kernel set); cublas+nccl: F.linear (cuBLAS) and comm/nccl.py's
 # all-reduce; sdpa: F.scaled_dot_product_attention under the tree mask; torch: the engine's own
-# torch path (transformer.py: grouped_attention, rms_norm, silu * up; the forward's torch set).
-IMPLS = ("ours", "cublas+nccl", "sdpa", "torch")
+# torch path (transformer.py: grouped_attention, rms_norm, silu * up; the forward's torch set);
+# persistent: a forward's layers in one launch of cuda/persistent.cu (Llama-3.2-1B only; not in
+# --impl's default).
+IMPLS = ("ours", "cublas+nccl", "sdpa", "torch", "persistent")
 IMPLS_OF = {
     "gemm": ("ours", "cublas+nccl"), "awq_gemm": ("ours",), "allreduce": ("ours", "cublas+nccl"),
     "gemm_allreduce": ("ours", "cublas+nccl"), "attention": ("ours", "sdpa", "torch"),
-    "rmsnorm": ("ours", "torch"), "swiglu": ("ours", "torch"), "forward": ("ours", "torch"),
-    "draft_step": ("ours", "torch"),
+    "rmsnorm": ("ours", "torch"), "swiglu": ("ours", "torch"), "forward": ("ours", "torch", "persistent"),
+    "draft_step": ("ours", "torch", "persistent"),
 }
 NEEDS_GROUP = ("allreduce", "gemm_allreduce")  # ops that exist only across tp >= 2 processes
 WITH_CONTEXT = ("attention", "forward", "draft_step")  # ops that read a KV cache

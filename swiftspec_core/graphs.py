@@ -90,6 +90,11 @@ class PaddedForward:
         # Set when the staged block may still be in flight to the device: the host waits on it
         # before writing the block again (the decoders read each step's logits back anyway).
         self.staged = torch.cuda.Event() if pin else None
+        self.persistent = None  # with use_kernels("persistent"): the forward's kernel and buffers
+        if model.kernels == "persistent":
+            from .kernels.persistent_forward import PersistentLayers
+
+            self.persistent = PersistentLayers(model, cache, width)
         # span -> (graph, its logits). The captures run on padding inputs: they change nothing.
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = (
             {span: capture(lambda span=span: self._run(span)) for span in self.spans} if graph else {})
@@ -100,6 +105,8 @@ class PaddedForward:
 
     def _run(self, span: int) -> torch.Tensor:
         x = self.inputs  # [width, 4 + max_visible]
+        if self.persistent is not None:
+            return self.persistent(x, span)
         if self.model.kernels == "fused":  # the kernels read the block itself, no mask
             from .kernels.forward import fused_forward
 

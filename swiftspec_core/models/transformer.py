@@ -23,6 +23,9 @@ from .awq import AWQWeight, TiledAWQWeight, linear, tile
 from .rope import apply_rope, rope_tables
 
 KERNEL_SETS = ("torch", "fused")  # --kernels
+# A draft-sized model's forward on cuda/persistent.cu (kernels/persistent_forward.py): measured
+# with `swiftspec-bench kernels --impl persistent`; not a --kernels choice until runs take it.
+PERSISTENT = "persistent"
 # A prefill's attention (grouped_attention without a mask); MATH only where the others refuse.
 PREFILL_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
@@ -174,9 +177,16 @@ class Transformer(nn.Module):
         forward (graphs.PaddedForward) runs our row-invariant kernels (kernels/forward.py), bf16
         on GPU only. Prefills stay torch ops either way (their AWQ dequantize aside: awq.py's
         use_dequantize_kernel). fused also tiles the AWQ layers (once, for good: the torch ops read
-        the tiled layout too)."""
-        if kernels not in KERNEL_SETS:
-            raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)}")
+        the tiled layout too). persistent: every fixed-width forward runs all layers in one launch of
+        cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes, bf16, one GPU)."""
+        if kernels not in (*KERNEL_SETS, PERSISTENT):
+            raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)} or {PERSISTENT}")
+        if kernels == PERSISTENT:
+            from ..kernels.persistent_forward import unsupported
+
+            why = unsupported(self)
+            if why is not None:
+                raise ValueError(f"the persistent forward: {why}")
         if kernels == "fused" and (self.device.type != "cuda" or self.dtype != torch.bfloat16):
             raise ValueError(f"fused kernels run bfloat16 on a GPU, not {self.dtype} on {self.device}")
         if kernels == "fused":  # the AWQ GEMM reads the tiled layout: convert the hub's once, here

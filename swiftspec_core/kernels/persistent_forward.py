@@ -1,0 +1,116 @@
+"""A draft model's fixed-width forward on the persistent kernel (use_kernels("persistent"); NOTES
+v187): every layer in one launch of cuda/persistent.cu (each block's weight pages streamed through
+shared memory across the layers' grid barriers), reading the engine's KV cache through tensor maps
+and appending to it, then the final norm and lm_head as the fused forward's. Only Llama-3.2-1B's
+shapes on one GPU in bf16 (the kernel's shapes are compile-time: cuda/persistent_shapes.cuh);
+prefills stay on the torch path. A draft's numerics never change what a decoder emits (the target
+verifies every token), so this forward reduces keys by cache row, not by position as the fused
+forward's row-invariant attention does."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..staged import TOKEN
+from . import build, tensor_map
+from .gemm import gemm
+from .norm import rmsnorm
+from .persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KERNEL, KV_HEADS, MASK_WORDS, Q_HEADS, QKV, STATIC_RESERVE,
+                         SHARED_MAX, THREADS, kernel_inputs, kernel_source, paged, qrows, shared_bytes, slice_rows,
+                         unsliced)
+
+SHAPES = dict(dim=HIDDEN, ffn_dim=FFN, n_heads=Q_HEADS, n_kv_heads=KV_HEADS, head_dim=HEAD_DIM)
+PAGE_K, DEPTH = 1024, 4  # the ring measured best at the draft step's width 9 (NOTES v184)
+MAX_WIDTH = 16  # the kernel's two n8 tiles of x rows
+MAX_TREE_ROWS = 32 * MASK_WORDS  # rows past a step's shared prefix a token's mask holds
+
+
+def unsupported(model) -> str | None:
+    """Why `model` cannot run the persistent forward, or None when it can."""
+    a = model.args
+    if model.device.type != "cuda" or model.dtype != torch.bfloat16:
+        return f"it runs bfloat16 on a GPU, not {model.dtype} on {model.device}"
+    if model.group.size != 1:
+        return "it runs on one GPU (no tensor parallelism)"
+    if a.quant != "none" or a.qkv_bias:
+        return "it takes bf16 weights without a qkv bias (Llama's)"
+    shape = {k: getattr(a, k) for k in SHAPES}
+    if shape != SHAPES:
+        return f"its kernel is built for Llama-3.2-1B's shapes {SHAPES}, not {shape}"
+    return None
+
+
+@torch.no_grad()
+def page_images(model) -> dict[str, torch.Tensor]:
+    """The layers' weights as the kernel's page images and norms, stacked over layers; built once a
+    model (~0.8% more bytes than the layers' weights, which the torch prefill keeps using)."""
+    images = model.__dict__.get("_persistent_images")
+    if images is None:
+        def stack(name: str) -> torch.Tensor:
+            return torch.stack([getattr(layer, name).detach() for layer in model.layers])
+
+        images = {"qkv": paged(stack("wqkv"), "qkv_rope", PAGE_K), "o": paged(stack("wo"), "down", PAGE_K),
+                  "gate_up": paged(stack("w_gate_up"), "gate_up", PAGE_K),
+                  "down": paged(stack("w_down"), "down", PAGE_K),
+                  "attn_norm": stack("attn_norm"), "mlp_norm": stack("mlp_norm")}
+        model.__dict__["_persistent_images"] = images  # not a module attribute: no state_dict entry
+    return images
+
+
+class PersistentLayers:
+    """The persistent forward of `model` at one width (a PaddedForward's), over `cache`: its kernel
+    (built for that width), activations in slices, the attention's scratch and the cache's tensor
+    maps. __call__(block, span) -> [width, vocab] fp32 logits, by device work only (graph-safe)."""
+
+    def __init__(self, model, cache, width: int):
+        why = unsupported(model)
+        if why is not None:
+            raise ValueError(f"the persistent forward: {why}")
+        if not 1 <= width <= MAX_WIDTH:
+            raise ValueError(f"the persistent forward takes 1..{MAX_WIDTH} tokens, not {width}")
+        self.shared = shared_bytes(PAGE_K, DEPTH, width)
+        if self.shared + STATIC_RESERVE > SHARED_MAX:
+            raise ValueError(f"a {PAGE_K}x{DEPTH} ring at width {width} needs {self.shared} bytes of shared memory")
+        self.model, self.cache, self.width = model, cache, width
+        self.images = page_images(model)
+        self.fn = build.compile_source(kernel_source(PAGE_K, DEPTH, width)).get_function(KERNEL)
+        self.fn.max_dynamic_shared_size_bytes = self.shared
+        self.sms = torch.cuda.get_device_properties(model.device).multi_processor_count
+        if self.sms < HIDDEN // 16:
+            raise ValueError(f"the persistent forward gives o_proj's and down's {HIDDEN // 16} tiles a block each: "
+                             f"it needs as many SMs, this GPU has {self.sms}")
+        layers, rows, dev, bf16 = len(model.layers), slice_rows(width), model.device, torch.bfloat16
+
+        def slices(*lead: int, k: int = HIDDEN) -> torch.Tensor:  # [..., K / PAGE_K, rows, PAGE_K + 8]
+            return torch.zeros(*lead, k // PAGE_K, rows, PAGE_K + 8, dtype=bf16, device=dev)
+
+        self.x0, self.y = slices(), slices(layers, k=FFN)
+        self.out, self.mid, self.attn = slices(layers), slices(layers), slices(layers)
+        self.qkv = torch.zeros(layers, width, QKV, dtype=bf16, device=dev)
+        chunks = -(-cache.rows // CHUNK)  # the most a span needs
+        self.qbuf = torch.zeros(KV_HEADS, qrows(width), HEAD_DIM + 8, dtype=bf16, device=dev)
+        self.part_ml = torch.zeros(KV_HEADS, chunks, qrows(width), 2, device=dev)
+        self.part_o = torch.zeros(KV_HEADS, chunks, qrows(width), HEAD_DIM, device=dev)
+        self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
+        self.maps = tuple(tensor_map.tiled(c, (HEAD_DIM, 1, CHUNK, 1)) for c in (cache.k, cache.v))
+
+    def __call__(self, block: torch.Tensor, span: int) -> torch.Tensor:
+        """block: the staged [width, 4 + V] int64 (staged.py); span: the cache rows attention may read."""
+        m, p, i32 = self.model, build.ptr, np.int32
+        h = m.embed_tokens(block[:, TOKEN])  # [width, H]
+        self.x0[:, :self.width, :PAGE_K].copy_(h.view(self.width, HIDDEN // PAGE_K, PAGE_K).transpose(0, 1))
+        tok_pos, tok_row, masks, tree_at = kernel_inputs(block)
+        im, eps = self.images, np.float32(m.args.norm_eps)
+        args = (p(self.x0), p(im["gate_up"]), p(im["down"]), p(self.y), p(self.out), p(self.counters),
+                i32(len(m.layers)), i32(self.width), i32(1), p(im["mlp_norm"]), eps, p(self.attn), p(im["o"]),
+                p(self.mid), p(im["qkv"]), p(im["attn_norm"]), p(self.qkv), p(self.cache.k), p(self.cache.v),
+                p(m.cos), p(m.sin), p(self.qbuf), p(self.part_ml), p(self.part_o), p(tree_at), p(tok_pos),
+                p(tok_row), p(masks), i32(-(-span // CHUNK)), i32(self.cache.rows),
+                np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)), np.uint64(0), *self.maps)
+        build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,), args, self.shared,
+                        torch.cuda.current_stream().cuda_stream, False)
+        h = unsliced(self.out[-1], self.width)  # [width, H]: the last layer's output
+        head = m.embed if m.lm_head is None else m.lm_head
+        return gemm(rmsnorm(h, m.norm, m.args.norm_eps), head)[:, : m.full_vocab].float()

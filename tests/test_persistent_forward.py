@@ -1,0 +1,103 @@
+"""The persistent forward (swiftspec_core/kernels/persistent_forward.py): on the CPU, which models it
+takes and the clean refusals elsewhere (use_kernels, the kernel bench's skipped case, the drafter's
+tree size); on a GPU (skipped without one), its logits against the torch ops' on a Llama-3.2-1B
+layer shape and every decoder lossless with it as the draft's forward."""
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from engine_fixtures import VOCAB, engine, perturbed, prompt, target_state, tiny_args
+from swiftspec_core.decoders import DECODERS, SpecSettings
+from swiftspec_core.decoders.drafter import Drafter
+from swiftspec_core.kernels import persistent_forward as pf
+from swiftspec_core.models.args import ModelArgs
+from swiftspec_core.models.weights import build_engine
+from swiftspec_core.tree import tree_mask
+
+
+def one_b_args(layers: int = 2) -> ModelArgs:
+    """Llama-3.2-1B's layer shapes (the kernel's), a few layers and a small vocabulary."""
+    return ModelArgs(dim=2048, n_layers=layers, n_heads=32, n_kv_heads=8, head_dim=64, ffn_dim=8192, vocab_size=VOCAB,
+                     norm_eps=1e-5, rope_theta=500000.0, rope_scaling=None, qkv_bias=False, tie_embeddings=False,
+                     max_position=2048)
+
+
+def fake(args: ModelArgs, device="cuda", dtype=torch.bfloat16, tp: int = 1):
+    return SimpleNamespace(args=args, device=torch.device(device), dtype=dtype, group=SimpleNamespace(size=tp))
+
+
+def test_it_takes_llama_3_2_1b_shapes_in_bf16_on_one_gpu_only():
+    assert pf.unsupported(fake(one_b_args())) is None
+    assert "GPU" in pf.unsupported(fake(one_b_args(), device="cpu"))
+    assert "bfloat16" in pf.unsupported(fake(one_b_args(), dtype=torch.float32))
+    assert "one GPU" in pf.unsupported(fake(one_b_args(), tp=2))
+    assert "bias" in pf.unsupported(fake(dataclasses.replace(one_b_args(), qkv_bias=True)))
+    assert "shapes" in pf.unsupported(fake(tiny_args()))
+
+
+def test_a_model_it_does_not_take_is_refused_cleanly():
+    from swiftspec_bench.kernel_bench import use_kernels
+    from swiftspec_bench.kernel_ops import Skipped
+
+    model = engine(target_state())  # float64 on the CPU
+    with pytest.raises(ValueError, match="persistent forward"):
+        model.use_kernels("persistent")
+    assert model.kernels == "torch"
+    with pytest.raises(Skipped, match="persistent forward"):
+        use_kernels(model, "persistent")
+
+
+def test_the_drafter_refuses_a_tree_its_masks_cannot_hold():
+    model = engine(target_state())
+    model.kernels = "persistent"  # as use_kernels would set it on a GPU
+    with pytest.raises(ValueError, match=f"{pf.MAX_TREE_ROWS} rows"):
+        Drafter(model, 8, pf.MAX_TREE_ROWS + 1)
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def gpu_engine(state: dict, kernels: str):
+    return build_engine(one_b_args(), {k: v.float() for k, v in state.items()}, dtype=torch.bfloat16,
+                        device="cuda", max_seq_len=1024, compile=False, kernels=kernels)
+
+
+@gpu
+def test_its_logits_are_close_to_the_torch_ops_on_a_tree():
+    from swiftspec_core.graphs import PaddedForward
+
+    weights = target_state(0, 1.0, one_b_args())
+    fast, ops = gpu_engine(weights, "persistent"), gpu_engine(weights, "torch")
+    n, gen = 300, torch.Generator().manual_seed(0)
+    caches = []
+    for model in (fast, ops):
+        caches.append(model.new_cache(512))
+        model.prefill(prompt(n), caches[-1])
+    forward = PaddedForward(fast, caches[0], 9, 32, graph=True)
+    for size in (1, 5, 9):
+        parents = [-1] + [int(torch.randint(0, i, (), generator=gen)) for i in range(1, size)]
+        visible = [[n]]
+        for i in range(1, size):
+            visible.append(visible[parents[i]] + [n + i])
+        tokens, rows = torch.randint(0, VOCAB, (size,), generator=gen).tolist(), list(range(n, n + size))
+        positions = [n + len(v) - 1 for v in visible]
+        got = forward(tokens, positions, rows, n, visible).clone()
+        dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731
+        ref = ops(dev(tokens), dev(positions), dev(rows), tree_mask(n, n + size, visible, "cuda"), caches[1])
+        err = ((got - ref).norm() / ref.norm()).item()
+        assert err < 2e-2, f"size {size}: relative error {err:.3g}"
+
+
+@gpu
+@pytest.mark.parametrize("system", ["tree", "swiftspec"])
+def test_decoders_with_a_persistent_draft_emit_ars_tokens(system):
+    base = target_state(0, 0.5, one_b_args())
+    target, draft = gpu_engine(base, "fused"), gpu_engine(perturbed(base, 0.3), "persistent")
+    p = prompt(16) * 2
+    ref = DECODERS["ar"](target, None, p, max_new_tokens=48, eos_ids=set())
+    got = DECODERS[system](target, draft, p, max_new_tokens=48, eos_ids=set(), settings=SpecSettings(draft_steps=2))
+    assert got.tokens == ref.tokens
