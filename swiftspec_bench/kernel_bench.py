@@ -135,13 +135,14 @@ def _skip_unless_fits(what: str, need: int) -> None:
 def use_kernels(engine, impl: str) -> None:
     """The engine's kernel set for `impl`: ours = fused, torch = today's torch path, persistent =
     the persistent forward (a model it does not take is a skipped case, with the reason)."""
+    if impl == "persistent":
+        from swiftspec_core.kernels.persistent_forward import unsupported
+
+        why = unsupported(engine)
+        if why is not None:
+            raise Skipped(f"the persistent forward: {why}")
     if hasattr(engine, "use_kernels"):
-        try:
-            engine.use_kernels({"ours": "fused", "persistent": "persistent"}.get(impl, "torch"))
-        except ValueError as why:
-            if impl != "persistent":
-                raise
-            raise Skipped(str(why)) from None
+        engine.use_kernels({"ours": "fused", "persistent": "persistent"}.get(impl, "torch"))
     elif impl != "torch":
         raise Skipped("Transformer.use_kernels (our kernel sets) is not available")
 

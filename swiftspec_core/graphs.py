@@ -19,7 +19,7 @@ import gc
 import torch
 
 from .cache import KVCache
-from .models.transformer import Transformer
+from .models.transformer import PERSISTENT, Transformer
 from . import staged
 from .staged import POSITION, PREFIX, ROW, TOKEN, VISIBLE
 from .tree import tree_mask
@@ -91,7 +91,7 @@ class PaddedForward:
         # before writing the block again (the decoders read each step's logits back anyway).
         self.staged = torch.cuda.Event() if pin else None
         self.persistent = None  # with use_kernels("persistent"): the forward's kernel and buffers
-        if model.kernels == "persistent":
+        if model.kernels == PERSISTENT:
             from .kernels.persistent_forward import PersistentLayers
 
             self.persistent = PersistentLayers(model, cache, width)

@@ -44,7 +44,7 @@ def test_a_model_it_does_not_take_is_refused_cleanly():
     from swiftspec_bench.kernel_ops import Skipped
 
     model = engine(target_state())  # float64 on the CPU
-    with pytest.raises(ValueError, match="persistent forward"):
+    with pytest.raises(ValueError, match="bfloat16 on a GPU"):
         model.use_kernels("persistent")
     assert model.kernels == "torch"
     with pytest.raises(Skipped, match="persistent forward"):

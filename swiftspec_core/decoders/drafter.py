@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ..models.transformer import Transformer
+from ..models.transformer import PERSISTENT, Transformer
 from ..replay import Replay, best_path
 from ..graphs import make_forward
 from ..kernels.persistent_forward import MAX_TREE_ROWS
@@ -25,7 +25,7 @@ class Drafter:
         the most chain tokens a step grafts under its best leaf (graft.py; 0: no grafting), found by
         looking up the graft_ngram sizes. Built once per model and settings; `prefill` starts a request."""
         self.model, self.replay = model, None
-        if model.kernels == "persistent" and max_tree_rows > MAX_TREE_ROWS:  # its tree masks' bits
+        if model.kernels == PERSISTENT and max_tree_rows > MAX_TREE_ROWS:  # its tree masks' bits
             raise ValueError(f"the persistent forward holds trees of {MAX_TREE_ROWS} rows, not {max_tree_rows}")
         self.cache = model.new_cache(model.max_seq_len + max_tree_rows)
         # A forward holds the leaves, a pending token and a chain. A token sees at most: pending

@@ -178,17 +178,12 @@ class Transformer(nn.Module):
         on GPU only. Prefills stay torch ops either way (their AWQ dequantize aside: awq.py's
         use_dequantize_kernel). fused also tiles the AWQ layers (once, for good: the torch ops read
         the tiled layout too). persistent: every fixed-width forward runs all layers in one launch of
-        cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes, bf16, one GPU)."""
+        cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes, bf16, one GPU; a
+        forward of another model refuses it: persistent_forward.unsupported says why)."""
         if kernels not in (*KERNEL_SETS, PERSISTENT):
             raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)} or {PERSISTENT}")
-        if kernels == PERSISTENT:
-            from ..kernels.persistent_forward import unsupported
-
-            why = unsupported(self)
-            if why is not None:
-                raise ValueError(f"the persistent forward: {why}")
-        if kernels == "fused" and (self.device.type != "cuda" or self.dtype != torch.bfloat16):
-            raise ValueError(f"fused kernels run bfloat16 on a GPU, not {self.dtype} on {self.device}")
+        if kernels != "torch" and (self.device.type != "cuda" or self.dtype != torch.bfloat16):
+            raise ValueError(f"{kernels} kernels run bfloat16 on a GPU, not {self.dtype} on {self.device}")
         if kernels == "fused":  # the AWQ GEMM reads the tiled layout: convert the hub's once, here
             for module in self.modules():
                 if isinstance(module, AWQLinear):
