@@ -74,7 +74,7 @@ def _order(row: dict) -> tuple:
 
 def markdown(rows: list[dict], notes: list[str], meta: dict) -> str:
     """A table per op (rows in `rows`' order): shape columns, then each implementation's median
-    us and achieved GB/s, the floor, and ours over the floor."""
+    us and achieved GB/s, the floor, and ours (and persistent, where measured) over the floor."""
     lines = [
         "# Kernel table (swiftspec-bench kernels)", "",
         f"Device {meta['device']}; commit {meta['commit']}; bfloat16, random weights; copy bandwidth "
@@ -86,7 +86,8 @@ def markdown(rows: list[dict], notes: list[str], meta: dict) -> str:
         "latency-bound). Shapes are one rank's shard at that tp. ours: our kernels (the fused set); "
         "cublas+nccl: F.linear and comm/nccl.py's all-reduce; sdpa: F.scaled_dot_product_attention "
         "under the tree mask; torch: the engine's torch functions, eager, in the same CUDA graph "
-        "(forward and draft_step: the engine as the decoders run it, compiled blocks).", "",
+        "(forward and draft_step: the engine as the decoders run it, compiled blocks); persistent: "
+        "a forward's layers in one launch of cuda/persistent.cu.", "",
     ]
     by_group: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
@@ -106,14 +107,14 @@ def _op_table(group: str, rows: list[dict]) -> list[str]:
     cells: dict[tuple, dict[str, dict]] = {}
     for r in rows:
         cells.setdefault(tuple(r[c] for c in shape_cols), {})[r["impl"]] = r
-    head = shape_cols + impls + ["floor us", "ours / floor"]
+    over = [i for i in ("ours", "persistent") if i in impls] or ["ours"]  # the ratios shown
+    head = shape_cols + impls + ["floor us"] + [f"{i} / floor" for i in over]
     lines = [f"## {group}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for shape, by_impl in cells.items():
         floor = next((r["floor_us"] for r in by_impl.values() if r["floor_us"] is not None), None)
-        ours = by_impl.get("ours")
-        ratio = f"{ours['median_us'] / floor:.2f}x" if ours and floor else ""
+        ratios = [f"{by_impl[i]['median_us'] / floor:.2f}x" if i in by_impl and floor else "" for i in over]
         row = [str(v) for v in shape] + [_cell(by_impl.get(i)) for i in impls]
-        lines.append("| " + " | ".join(row + [_num(floor), ratio]) + " |")
+        lines.append("| " + " | ".join(row + [_num(floor)] + ratios) + " |")
     return lines + [""]
 
 

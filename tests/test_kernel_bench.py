@@ -127,6 +127,17 @@ def test_make_row_arithmetic():
     assert ar["floor_us"] is None and ar["gbps"] == round(8 * 4096 * 2 / 2e-6 / 1e9, 1)
 
 
+def test_a_draft_step_table_shows_each_kernel_set_over_the_floor():
+    rows = [kernel_table.make_row(Case("draft_step", "llama-3.2-1b", 1, 9, 1000, impl), us, 4e12, "gpu", "abc")
+            for impl, us in (("ours", 1000.0), ("torch", 1800.0), ("persistent", 900.0))]
+    table = kernel_table.markdown(rows, [], dict(device="gpu", commit="abc", bandwidth=4e12, timing="t"))
+    head = next(line for line in table.splitlines() if line.startswith("| op |"))
+    assert head.endswith("| ours | torch | persistent | floor us | ours / floor | persistent / floor |")
+    floor = rows[0]["floor_us"]
+    line = next(line for line in table.splitlines() if line.startswith("| draft_step |"))
+    assert line.endswith(f"| {1000 / floor:.2f}x | {900 / floor:.2f}x |")
+
+
 def _opts(tmp_path, **over):
     base = dict(models="llama-3.2-1b,llama-3-8b", tp="1,2", m="1,8", context="500,1000", ops="all",
                 impl="ours,cublas+nccl,sdpa,torch", tree_w=8, out=str(tmp_path / "o"))
