@@ -77,8 +77,8 @@ def kernel_inputs(block: torch.Tensor, words: int = MASK_WORDS) -> tuple[torch.T
     t = block.shape[0]
     j = block[:, staged.VISIBLE:] - block[:, staged.PREFIX:staged.PREFIX + 1]  # [T, V] rows past the prefix
     inside = (j >= 0) & (j < 32 * words)
-    seen = torch.zeros(t, 32 * words, dtype=torch.uint8, device=block.device)  # [T, 32 words]
-    seen.scatter_reduce_(1, torch.where(inside, j, 0), inside.to(torch.uint8), reduce="amax")  # repeats: one bit
+    seen = torch.zeros(t, 32 * words, dtype=torch.int32, device=block.device)  # [T, 32 words] (int32: CUDA's atomic max)
+    seen.scatter_reduce_(1, torch.where(inside, j, 0), inside.to(torch.int32), reduce="amax")  # repeats: one bit
     bits = torch.arange(32, device=block.device, dtype=torch.int64)
     packed = (seen.view(t, words, 32).to(torch.int64) << bits).sum(-1)  # [T, words] in [0, 2^32)
     masks = torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
