@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from swiftspec_bench.kernel_bench import time_calls
+from swiftspec_bench.kernel_ops import chain_block
 from swiftspec_core.kernels import build
 from swiftspec_core.kernels.attention import tree_attention, tree_attention_reference
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
@@ -97,15 +98,6 @@ class Weights:
         return cache + 2 * sum(w[0].numel() for w in (self.gate_up, self.down, self.o, self.qkv) if w is not None)
 
 
-def chain_block(prefix: int, m: int) -> torch.Tensor:
-    """staged.py's block of a chain of m tokens: token t at position and row prefix + t, its prefix
-    the cache rows below prefix, then rows prefix .. prefix + t visible (padded with its own)."""
-    t = torch.arange(m)
-    visible = torch.minimum(torch.arange(m)[None, :], t[:, None]) + prefix  # [M, M]
-    cols = torch.stack([torch.zeros_like(t), prefix + t, prefix + t, torch.full_like(t, prefix)], 1)
-    return torch.cat([cols, visible], dim=1)
-
-
 @dataclass
 class Attention:
     """A chain of the M new tokens after `prefix` cached ones (a draft step's tree with one path):
@@ -128,7 +120,7 @@ class Attention:
         angles = torch.cat([angles, angles], dim=1)  # rotate_half's layout: pair (i, i + 32)
         k, v = (torch.randn(layers, rows, KV_HEADS, HEAD_DIM, device=device).to(torch.bfloat16) for _ in range(2))
         k[:, prefix:], v[:, prefix:] = 0, 0
-        return Attention(prefix, m, angles.cos(), angles.sin(), k, v, chain_block(prefix, m).to(device))
+        return Attention(prefix, m, angles.cos(), angles.sin(), k, v, chain_block(prefix, m, device=device))
 
     @property
     def span(self) -> int:
