@@ -80,9 +80,11 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
 
   const PageSequence seq{paged_qkv, paged_o, paged_gate_up, paged_down, &k_map, &v_map, b, G, chunks,
                          pages_q, pages_s, pages_o, pages_a, per_layer};
-  // Deep: as far as the first late page of layer `from` on (none without the attention).
-  auto deep_limit = [&](int from) {
-    return first_late < items_s ? min(total, from * per_layer + pages_q + first_late) : total;
+  // At a phase's start (thread 0): the producer may issue pages below its end (shallow), or deep as
+  // far as the first late page of layer `from` on (none without the attention).
+  auto raise_limit = [&](int from, int phase_end) {
+    const int deep_end = first_late < items_s ? min(total, from * per_layer + pages_q + first_late) : total;
+    store_release(&page_limit, deep ? deep_end : phase_end);
   };
   // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in global and shared memory), a copy
   // and an mbarrier each, so a page waits only for its own slice. Bit s of x_parity: the phase of
@@ -327,7 +329,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
     if (paged_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
       if (threadIdx.x == 0) {
-        store_release(&page_limit, deep ? deep_limit(l) : l * per_layer + pages_q);
+        raise_limit(l, l * per_layer + pages_q);
         load_x(hidden, ITEM_PAGES);
       }
       gemm_marks(pages_q);
@@ -337,7 +339,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     if (attention) {  // Phase S: the attention's items; then phase R: the merge into attn[l]'s slices
       const unsigned q_smem = xs;  // qbuf's copy (Q's x, partials and g are read by now)
       if (threadIdx.x == 0) {
-        store_release(&page_limit, deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s);
+        raise_limit(l + 1, l * per_layer + pages_q + pages_s);
         if (items_s) {  // q of the kv heads this block's items read (items in order: heads ascend)
           const int heads = (b + (items_s - 1) * G) / chunks - b / chunks + 1;
           fence_async_shared();
@@ -367,7 +369,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
       if (threadIdx.x == 0) {
-        store_release(&page_limit, deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s + pages_o);
+        raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o);
         if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
       }
       gemm_marks(pages_o);
@@ -377,7 +379,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     }
     // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
     if (threadIdx.x == 0) {
-      store_release(&page_limit, deep ? deep_limit(l + 1) : l * per_layer + pages_q + pages_s + pages_o + pages_a);
+      raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o + pages_a);
       load_x(hidden, ITEM_PAGES);
     }
     gemm_marks(pages_a);
@@ -386,7 +388,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
 
     // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
     if (threadIdx.x == 0) {
-      store_release(&page_limit, deep ? deep_limit(l + 1) : (l + 1) * per_layer);
+      raise_limit(l + 1, (l + 1) * per_layer);
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS);  // the rest as slots free
     }
     gemm_marks(pages_b);

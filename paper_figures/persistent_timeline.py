@@ -75,7 +75,7 @@ def marks(stamps: np.ndarray, names: list[str]) -> list[dict]:
     """A row a mark of the phases in MARKS: the median over layers (2..) of the median over the
     blocks that wrote it of (mark - the block's departure before), and the same for the block that
     arrived last, us; a mark in CYCLES is a duration, its cycles at the SMs' clock."""
-    rows = []
+    rows, ghz = [], None  # the SMs' clock, read once a CYCLES mark needs it
     for p, name in enumerate(names):
         for k, label in enumerate(MARKS.get(name, [])):
             typical, last = [], []
@@ -84,7 +84,11 @@ def marks(stamps: np.ndarray, names: list[str]) -> list[dict]:
                 wrote = raw > 0
                 if not wrote.any():
                     continue
-                ns = raw / sm_clock_ghz(stamps) if label in CYCLES else raw - stamps[e - 1, :, 2]  # since the departure before
+                if label in CYCLES:
+                    ghz = ghz or sm_clock_ghz(stamps)
+                    ns = raw / ghz
+                else:
+                    ns = raw - stamps[e - 1, :, 2]  # since the departure before
                 typical.append(np.median(ns[wrote]))
                 lastb = int(stamps[e, :, 0].argmax())
                 if wrote[lastb]:
