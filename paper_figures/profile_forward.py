@@ -1,12 +1,13 @@
 """Where a fused forward's time goes: every kernel of its graph replay, from torch's profiler.
 
     PYTHONPATH=. python3 paper_figures/profile_forward.py --models llama-3.2-1b,llama-3-8b \
-        [--width 8] [--context 1000] [--replays 5] [--quant awq] [--csv FILE]
+        [--width 8] [--context 1000] [--replays 5] [--quant awq] [--impl persistent] [--csv FILE]
 
 Builds each model at its real shapes on one GPU (random bf16 weights; with --quant awq the layer
 projections round-to-nearest quantized, as `run --weights random --quant awq` builds them) on our
 kernel set, captures the forward of `width` tree tokens after `context` cached ones as the decoders
-run it (kernel_bench's forward_graph: graphs.make_forward), times the replay with CUDA events
+run it (kernel_bench's forward_graph: graphs.make_forward; --impl persistent: the layers in one
+persistent kernel, kernels/persistent_forward.py, where the model takes it), times the replay with CUDA events
 (median), then replays it
 under torch.profiler and tables its kernels by their place in a layer (the norms, qkv, append_kv,
 attention, o, gate_up, down; embed, lm_head and the rest outside the layers): calls a forward,
@@ -30,7 +31,7 @@ from swiftspec_bench.kernel_bench import build_shard, forward_graph, median_us, 
 from swiftspec_core.runtime.floor import copy_bandwidth
 from swiftspec_bench.kernel_shapes import BF16
 
-ORDER = ("embed", "norm (attention)", "qkv", "append_kv", "attention", "o", "norm (mlp)", "gate_up", "down",
+ORDER = ("embed", "layers (persistent)", "norm (attention)", "qkv", "append_kv", "attention", "o", "norm (mlp)", "gate_up", "down",
          "norm (final)", "lm_head", "after lm_head")
 
 
@@ -53,6 +54,8 @@ def label_kernels(names: list[str]) -> list[str]:
                      "norm (attention)" if seen_norms % 2 else "norm (mlp)")
         elif "append_kv" in n:
             label = "append_kv"
+        elif "persistent_layers" in n:  # every layer in one launch: what runs before it is the embedding's
+            label = "layers (persistent)"
         elif "tree_attention" in n:
             label = "attention"
         elif "gemm" in n and prev == "attention":
@@ -80,14 +83,15 @@ def kernel_events(graph, replays: int = 1) -> list:
                   key=lambda e: e.time_range.start)
 
 
-def profile_model(model: str, width: int, context: int, replays: int, quant: str = "none") -> tuple[list[dict], dict]:
+def profile_model(model: str, width: int, context: int, replays: int, quant: str = "none",
+                  impl: str = "ours") -> tuple[list[dict], dict]:
     engine = build_shard(model, 1, context + width + 1, quant=quant)
-    use_kernels(engine, "ours")
+    use_kernels(engine, impl)
     graph, keep = forward_graph(engine, width, context)
     replay_us = median_us(graph, 1)
     kernels = kernel_events(graph, replays)
     floor_us = engine.args.weight_bytes(BF16) / copy_bandwidth() * 1e6  # 4-bit codes where AWQ
-    summary = dict(model=model, quant=quant, width=width, context=context, replay_us=replay_us, floor_us=floor_us,
+    summary = dict(model=model, impl=impl, quant=quant, width=width, context=context, replay_us=replay_us, floor_us=floor_us,
                    kernels=len(kernels), pdl=os.environ.get("SWIFTSPEC_PDL", "1"))
     if not kernels or len(kernels) % replays:
         summary["note"] = f"{len(kernels)} kernel events for {replays} replays: not tabled"
@@ -118,6 +122,8 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--quant", choices=("none", "awq"), default="none")
+    parser.add_argument("--impl", choices=("ours", "persistent"), default="ours",
+                        help="our fused kernels, or the persistent forward's layers (Llama-3.2-1B only)")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--body", choices=("rule", "gemms", "kernels"), default="rule",
                         help="the layer body: forward.norms_in_gemms's choice, or forced (the norms inside the "
@@ -129,8 +135,8 @@ def main() -> None:
         forward.norms_in_gemms = lambda model: args.body == "gemms"
     everything = []
     for model in args.models.split(","):
-        rows, s = profile_model(model, args.width, args.context, args.replays, args.quant)
-        print(f"\n{model} (quant {args.quant}), width {s['width']}, context {s['context']}, SWIFTSPEC_PDL={s['pdl']}, "
+        rows, s = profile_model(model, args.width, args.context, args.replays, args.quant, args.impl)
+        print(f"\n{model} (quant {args.quant}, kernels {args.impl}), width {s['width']}, context {s['context']}, SWIFTSPEC_PDL={s['pdl']}, "
               f"layer body: {args.body}, "
               f"replay {s['replay_us']:.1f} us (CUDA events, median), "
               f"floor {s['floor_us']:.1f} us ({s['replay_us'] / s['floor_us']:.2f}x); {s['kernels']} kernel events"
@@ -140,7 +146,7 @@ def main() -> None:
             print("\n| place | calls | median us | us a forward | kernels |\n|---|---|---|---|---|")
             for r in rows:
                 print(f"| {r['place']} | {r['calls']} | {r['median_us']:.2f} | {r['forward_us']:.1f} | {r['kernels']} |")
-        everything += [r | {k: s[k] for k in ("quant", "width", "context", "pdl", "replay_us")} for r in rows]
+        everything += [r | {k: s[k] for k in ("impl", "quant", "width", "context", "pdl", "replay_us")} for r in rows]
     if args.csv and everything:
         import pandas as pd
 

@@ -24,3 +24,12 @@ def test_awq_layers_with_norms_in_epilogues():
     names = [EMBED, "rmsnorm_c1", *layer, *layer, "rmsnorm_c1", "gemm_nt4"]
     one = ["qkv", "attention", "o", "gate_up", "down"]
     assert label_kernels(names) == ["embed", "norm (attention)", *one, *one, "norm (final)", "lm_head"]
+
+
+def test_persistent_layers():
+    # the tree's inputs (kernel_inputs' elementwise ops) run before the one launch of every layer; the
+    # copy of the last layer's output out of its slices after it counts with the layers
+    names = [EMBED, "copy_kernel", "scatter_reduce", "reduce_kernel", "persistent_layers", "copy_kernel",
+             "rmsnorm_c1", "gemm_nt4", "topk"]
+    assert label_kernels(names) == ["embed"] * 4 + ["layers (persistent)", "layers (persistent)", "norm (final)",
+                                                     "lm_head", "after lm_head"]
