@@ -8,14 +8,9 @@
 #pragma once
 #include "common.cuh"
 #include "rope.cuh"
+#include "staged.cuh"
 
 #define APPEND_MAX 32  // the most tokens whose keys and values a block appends (kernels/attention.py)
-
-// Staged block columns (graphs.py): token, position, cache row, prefix length, visible rows.
-#define COL_POSITION 1
-#define COL_ROW 2
-#define COL_PREFIX 3
-#define COL_VISIBLE 4
 
 // Before the block's first barrier: token t's new key and value of kv head kh (its k in qkv at
 // k_tok + t * stride, its v KV * HD further) into row t of new_k and new_v ([T][ROW] bf16 each,

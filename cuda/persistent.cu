@@ -27,6 +27,7 @@
 #include "common.cuh"
 #include "mma.cuh"
 #include "rope.cuh"
+#include "staged.cuh"
 
 // The shapes first (the others use them), then the ring's traffic, the attention, the page sequence.
 #include "persistent_shapes.cuh"
@@ -41,9 +42,8 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
                const bf16* __restrict__ paged_o, bf16* mid, const bf16* __restrict__ paged_qkv,
                const bf16* __restrict__ norm_qkv,
                bf16* qkv, bf16* k_cache, bf16* v_cache, const float* __restrict__ rope_cos,
-               const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, const int* __restrict__ tree_at,
-               const int* __restrict__ tok_pos, const int* __restrict__ tok_row, const unsigned* __restrict__ tree_mask,
-               int chunks, int cache_rows, float scale_log2, unsigned long long* stamps,
+               const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, const long long* __restrict__ block,
+               int block_cols, int chunks, int cache_rows, float scale_log2, unsigned long long* stamps,
                const __grid_constant__ TensorMap k_map, const __grid_constant__ TensorMap v_map) {
   extern __shared__ __align__(128) unsigned char smem[];
   // The ring's slots' full barriers, x's slices', g's, then the slots' empty barriers.
@@ -53,6 +53,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   __shared__ unsigned masks[MAX_M * MASK_WORDS];  // with the attention: the tokens' tree masks,
   __shared__ int tok_at[2][MAX_M];                // positions and cache rows (every layer's)
   __shared__ int tree_info[2];  // tree0 (the shared prefix's rows) and first_new (the step's first row)
+  __shared__ int lowest_row;    // first_new's minimum, taken by atomicMin
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
@@ -68,7 +69,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   // With the attention (k_cache): its items (kv head, chunk) b, b + G, .., a page each (the chunk's k
   // and v rows). A chunk holding this step's rows (from first_new on) is written by phase Q: its page
   // must not be issued before Q's barrier (late); pages past it wait with it (first_late: set once
-  // tree_at is read, below).
+  // the tree is read, below).
   const bool attention = k_cache != nullptr;
   const int items_s = attention ? (KV_HEADS * chunks - b + G - 1) / G : 0, pages_s = items_s;
   int first_late = items_s;
@@ -108,10 +109,29 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     page_limit = 0;
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  if (attention) {  // the tree's masks, positions and rows, read at every layer's S and Q epilogues
-    for (int i = threadIdx.x; i < M * MASK_WORDS; i += blockDim.x) masks[i] = tree_mask[i];
-    if (threadIdx.x < M) tok_at[0][threadIdx.x] = tok_pos[threadIdx.x], tok_at[1][threadIdx.x] = tok_row[threadIdx.x];
-    if (threadIdx.x < 2) tree_info[threadIdx.x] = tree_at[threadIdx.x];  // device memory: a graph replays it
+  if (attention) {  // the step's tree from the staged block (device memory: a graph replays it), read
+    // at every layer's S and Q epilogues: each token's position and cache row; tree0, token 0's
+    // prefix (the step's shared prefix); first_new, the lowest row the step writes (padding tokens
+    // write the scratch row, the cache's last); token i's mask, bit j set when one of its visible
+    // rows is its prefix + j (rows past MASK_WORDS words: the drafter keeps trees smaller).
+    // persistent.kernel_inputs is its torch twin.
+    for (int i = threadIdx.x; i < M * MASK_WORDS; i += blockDim.x) masks[i] = 0u;
+    if (threadIdx.x == 0) lowest_row = 0x7fffffff;
+    __syncthreads();
+    if (threadIdx.x < M) {
+      const long long* tok = block + (size_t)threadIdx.x * block_cols;
+      tok_at[0][threadIdx.x] = (int)tok[COL_POSITION];
+      tok_at[1][threadIdx.x] = (int)tok[COL_ROW];
+      atomicMin(&lowest_row, (int)tok[COL_ROW]);
+    }
+    for (int e = threadIdx.x; e < M * (block_cols - COL_VISIBLE); e += blockDim.x) {
+      const long long* tok = block + (size_t)(e / (block_cols - COL_VISIBLE)) * block_cols;
+      const long long j = tok[COL_VISIBLE + e % (block_cols - COL_VISIBLE)] - tok[COL_PREFIX];
+      if (j >= 0 && j < 32 * MASK_WORDS)
+        atomicOr(&masks[e / (block_cols - COL_VISIBLE) * MASK_WORDS + (int)(j >> 5)], 1u << (j & 31));
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) tree_info[0] = (int)block[COL_PREFIX], tree_info[1] = lowest_row;
   }
   __syncthreads();  // the last barrier of all (WARPS + 1) warps: the compute warps use compute_sync
   const int tree0 = attention ? tree_info[0] : 0;

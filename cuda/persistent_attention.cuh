@@ -1,9 +1,9 @@
 // The attention phases of the persistent kernel (cuda/persistent.cu includes this; NOTES v161, v185):
 // Llama-3.2-1B's 32 q heads and 8 kv heads of 64, M <= 16 new tokens of a draft step's tree: token
-// i at RoPE position tok_pos[i] and cache row tok_row[i], seeing the shared prefix (cache rows
-// below tree0) and the tree rows its mask holds (bit j of masks[i]: row tree0 + j, its ancestors'
-// and its own). A chain after P cached rows is the tree with tree0 = P, row and position P + i and
-// rows P .. P + i seen. Its own layouts, which the host mirrors (persistent.py):
+// i at its RoPE position and cache row (tok_at, from the staged block), seeing the shared prefix
+// (cache rows below tree0) and the tree rows its mask holds (bit j of masks[i]: row tree0 + j, its
+// ancestors' and its own). A chain after P cached rows is the tree with tree0 = P, row and position
+// P + i and rows P .. P + i seen. Its own layouts, which the host mirrors (persistent.py):
 //   qkv tiles with RoPE pairs together: tile c < 160 is q or k head c / 4 (heads 32.. are k), its
 //     dims d0 .. d0 + 7 and d0 + 32 .. (d0 = 8 (c % 4)); tiles 160.. are 16 rows of v each;
 //   the caches k_cache, v_cache in the engine's layout [L][rows][KV][HD] (cache.py), a 64-row chunk

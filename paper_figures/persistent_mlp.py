@@ -187,9 +187,9 @@ class Persistent:
         qkv_args = (null,) * 3 if w.qkv is None else (p(self.paged_qkv[first]), p(w.g_qkv[first]),
                                                       p(self.qkv[first]))
         a = w.attention
-        attention_args = (null,) * 11 + (i32(0),) * 2 + (np.float32(0),) if a is None else (
+        attention_args = (null,) * 8 + (i32(0),) * 3 + (np.float32(0),) if a is None else (
             p(a.k[first]), p(a.v[first]), p(a.cos), p(a.sin), p(self.qbuf), p(self.part_ml),
-            p(self.part_o), p(a.tree_at), p(a.tok_pos), p(a.tok_row), p(a.masks), i32(a.chunks),
+            p(self.part_o), p(a.block), i32(a.block.shape[1]), i32(a.chunks),
             i32(a.k.shape[1]), np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)))
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
                         (p(x), p(self.paged_gate_up[first]), p(self.paged_down[first]), p(self.y[first]),

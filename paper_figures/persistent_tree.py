@@ -1,7 +1,7 @@
 """The persistent probe's attention operands (persistent_mlp.py --attention): a draft step's tree of
 M new tokens over a cached prefix and the tree rows drafted before it, as the engine stages it (the
-block, staged.py), and from it what cuda/persistent_attention.cuh reads (positions, cache rows, tree
-masks: swiftspec_core.kernels.persistent.kernel_inputs, checked here against the tree's parents).
+block, staged.py), which cuda/persistent.cu reads (positions, cache rows and tree masks: its torch
+twin swiftspec_core.kernels.persistent.kernel_inputs is checked against the tree's parents).
 tests/test_persistent_mlp.py checks them on the CPU."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 from swiftspec_core import staged
 from swiftspec_core.kernels.attention import tree_attention, tree_attention_reference
 
-from swiftspec_core.kernels.persistent import CHUNK, HEAD_DIM, KV_HEADS, MASK_WORDS, Q_HEADS, kernel_inputs
+from swiftspec_core.kernels.persistent import CHUNK, HEAD_DIM, KV_HEADS, MASK_WORDS, Q_HEADS
 
 
 @dataclass
@@ -74,19 +74,13 @@ class TreeStep:
 class Attention:
     """A draft step's tree (TreeStep) on the device: the RoPE tables [rows, 64] fp32, each layer's
     caches in the engine's layout [L, rows, KV, 64] (random, the new tokens' rows zero until
-    appended), rows = the span rounded up to a chunk, the staged block, and the kernel's tokens'
-    positions, cache rows and tree masks from it (kernel_inputs; built here: no host copy inside a
-    graph capture)."""
+    appended), rows = the span rounded up to a chunk, and the staged block the kernel reads."""
     step: TreeStep
     cos: torch.Tensor
     sin: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
     block: torch.Tensor
-    tok_pos: torch.Tensor
-    tok_row: torch.Tensor
-    masks: torch.Tensor
-    tree_at: torch.Tensor  # [prefix, first_new] int32 (kernel_inputs)
 
     @staticmethod
     def random(layers: int, prefix: int, m: int, device, tree_rows: int = 0) -> "Attention":
@@ -98,7 +92,7 @@ class Attention:
         k, v = (torch.randn(layers, rows, KV_HEADS, HEAD_DIM, device=device).to(torch.bfloat16) for _ in range(2))
         k[:, prefix + tree_rows:], v[:, prefix + tree_rows:] = 0, 0
         block = step.block().to(device)
-        return Attention(step, angles.cos(), angles.sin(), k, v, block, *kernel_inputs(block))
+        return Attention(step, angles.cos(), angles.sin(), k, v, block)
 
     @property
     def prefix(self) -> int:

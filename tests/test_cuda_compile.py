@@ -102,3 +102,11 @@ def test_attention_trace_instruments_the_current_kernel(tmp_path):
     cmd = build.nvcc_command(str(src), str(tmp_path / "t.cubin"), "sm_90")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_staged_blocks_columns_are_stageds():
+    """cuda/staged.cuh's columns (read by attention.cu and persistent.cu) are swiftspec_core/staged.py's."""
+    from swiftspec_core import staged
+
+    defines = dict(re.findall(r"#define COL_(\w+) (\d+)", (build.CUDA_DIR / "staged.cuh").read_text()))
+    assert defines and {k: int(v) for k, v in defines.items()} == {k: getattr(staged, k) for k in defines}

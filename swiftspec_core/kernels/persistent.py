@@ -89,12 +89,12 @@ def paged(w: torch.Tensor, layout: str, page_k: int) -> torch.Tensor:
 
 
 def kernel_inputs(block: torch.Tensor, words: int = MASK_WORDS) -> tuple[torch.Tensor, ...]:
-    """What cuda/persistent.cu's attention reads of a staged block [T, 4 + V] (staged.py), by device
-    ops only (no host copy: a graph may capture them): each token's position and cache row (int32
-    [T]), its tree mask [T, words] int32 (bits as uint32): bit j set when one of its visible rows is
-    its PREFIX + j (rows past 32 words are dropped: the caller keeps trees smaller), and tree_at
-    int32 [2]: token 0's PREFIX (the step's shared prefix) and the lowest row the step writes
-    (padding tokens write the scratch row, the cache's last)."""
+    """The torch twin of cuda/persistent.cu's prologue, which reads the staged block [T, 4 + V]
+    (staged.py) itself (these ops were ~40 us of small launches a draft step: NOTES v188): each
+    token's position and cache row (int32 [T]), its tree mask [T, words] int32 (bits as uint32): bit
+    j set when one of its visible rows is its PREFIX + j (rows past 32 words are dropped: the caller
+    keeps trees smaller), and tree_at int32 [2]: token 0's PREFIX (the step's shared prefix) and the
+    lowest row the step writes (padding tokens write the scratch row, the cache's last)."""
     t = block.shape[0]
     j = block[:, staged.VISIBLE:] - block[:, staged.PREFIX:staged.PREFIX + 1]  # [T, V] rows past the prefix
     inside = (j >= 0) & (j < 32 * words)

@@ -18,7 +18,7 @@ from . import build, tensor_map
 from .gemm import gemm
 from .norm import rmsnorm
 from .persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KERNEL, KV_HEADS, MASK_WORDS, Q_HEADS, QKV, STATIC_RESERVE,
-                         SHARED_MAX, THREADS, kernel_inputs, kernel_source, paged, qrows, shared_bytes, slice_rows,
+                         SHARED_MAX, THREADS, kernel_source, paged, qrows, shared_bytes, slice_rows,
                          unsliced)
 
 SHAPES = dict(dim=HIDDEN, ffn_dim=FFN, n_heads=Q_HEADS, n_kv_heads=KV_HEADS, head_dim=HEAD_DIM)
@@ -97,17 +97,17 @@ class PersistentLayers:
         self.maps = tuple(tensor_map.tiled(c, (HEAD_DIM, 1, CHUNK, 1)) for c in (cache.k, cache.v))
 
     def __call__(self, block: torch.Tensor, span: int) -> torch.Tensor:
-        """block: the staged [width, 4 + V] int64 (staged.py); span: the cache rows attention may read."""
+        """block: the staged [width, 4 + V] int64 (staged.py), contiguous on the device: the kernel
+        reads each token's position, row and tree from it; span: the cache rows attention may read."""
         m, p, i32 = self.model, build.ptr, np.int32
         h = m.embed_tokens(block[:, TOKEN])  # [width, H]
         self.x0[:, :self.width, :PAGE_K].copy_(h.view(self.width, HIDDEN // PAGE_K, PAGE_K).transpose(0, 1))
-        tok_pos, tok_row, masks, tree_at = kernel_inputs(block)
         im, eps = self.images, np.float32(m.args.norm_eps)
         args = (p(self.x0), p(im["gate_up"]), p(im["down"]), p(self.y), p(self.out), p(self.counters),
                 i32(len(m.layers)), i32(self.width), i32(1), p(im["mlp_norm"]), eps, p(self.attn), p(im["o"]),
                 p(self.mid), p(im["qkv"]), p(im["attn_norm"]), p(self.qkv), p(self.cache.k), p(self.cache.v),
-                p(m.cos), p(m.sin), p(self.qbuf), p(self.part_ml), p(self.part_o), p(tree_at), p(tok_pos),
-                p(tok_row), p(masks), i32(-(-span // CHUNK)), i32(self.cache.rows),
+                p(m.cos), p(m.sin), p(self.qbuf), p(self.part_ml), p(self.part_o), p(block),
+                i32(block.shape[1]), i32(-(-span // CHUNK)), i32(self.cache.rows),
                 np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)), np.uint64(0), *self.maps)
         build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,), args, self.shared,
                         torch.cuda.current_stream().cuda_stream, False)
