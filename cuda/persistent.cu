@@ -372,13 +372,25 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
       if (items_s) {
         mbar_wait(xbar, x_parity & 1);
         mark(marks, 0);
-        for (int i = 0; i < items_s; ++i, ++q) {
-          const int it = b + i * G, kh = it / chunks, c = it % chunks;
-          mbar_wait(bar0 + 8 * (q % DEPTH), (q / DEPTH) & 1);
+        // Two items at a time, warps 0-3 the first and 4-7 the second (a warp a tile of 16 q rows),
+        // so a block given two items (more items than blocks: spans past 1024 rows) takes about
+        // one item's time (v189). Every warp waits for both pages before it frees them, so a
+        // slot's empty barrier never counts an arrival meant for its next use.
+        static_assert(QROWS / 16 <= WARPS / 2, "an item's q row tiles fit half the warps");
+        for (int i = 0; i < items_s; i += 2) {
+          const int pair = min(2, items_s - i), mine = warp / (WARPS / 2), rt = warp % (WARPS / 2);
+          for (int k = 0; k < pair; ++k) mbar_wait(bar0 + 8 * ((q + k) % DEPTH), ((q + k) / DEPTH) & 1);
           if (i == 0) mark(marks, 1);
-          attention_item(chunk_tile(ring + (q % DEPTH) * PAGE_BYTES), q_smem + kh * QROWS * Q_ROW, c, tree0, masks, scale_log2,
-                         part_ml + ((size_t)kh * chunks + c) * QROWS * 2, part_o + ((size_t)kh * chunks + c) * QROWS * HD,
-                         empty0 + 8 * (q % DEPTH), i == 0 ? marks : nullptr);
+          if (mine < pair && rt < QROWS / 16) {
+            const int it = b + (i + mine) * G, kh = it / chunks, c = it % chunks;
+            attention_item(rt, chunk_tile(ring + (q + mine) % DEPTH * PAGE_BYTES), q_smem + kh * QROWS * Q_ROW, c,
+                           tree0, masks, scale_log2, part_ml + ((size_t)kh * chunks + c) * QROWS * 2,
+                           part_o + ((size_t)kh * chunks + c) * QROWS * HD, i == 0 && mine == 0 ? marks : nullptr);
+          }
+          __syncwarp();
+          if (lane == 0)
+            for (int k = 0; k < pair; ++k) mbar_arrive(empty0 + 8 * ((q + k) % DEPTH));  // the producer's next copies
+          q += pair;
         }
         x_parity ^= 1u;
       }

@@ -72,107 +72,101 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(unsigned (&r)[4], unsigned 
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
 }
 
-// Item (kv head, chunk c) of the block (every compute warp calls it): warp w < QROWS / 16 takes q
-// rows 16 w .. + 15 against the chunk's 64 positions, all in registers: scores (4 position groups
-// of 16, two n8 tiles each), the rows' maxima and sums across the 4 lanes of a row, the weights as
-// the value product's A fragments, the outputs summed over the groups in the mma's k order; every
-// warp then arrives on the slot's empty barrier (`empty`: the producer's next copy). (Eight warps
-// of 16 positions each, sharing maxima, sums and outputs through shared memory, took ~1.5 us for
-// this: NOTES v167, v169.) kv: the chunk's k tile then its v tile in shared memory (swizzled,
-// 1024-byte aligned: kv_unit); q: the kv head's QROWS q rows; masks: the tokens' tree masks
-// [MAX_M][MASK_WORDS] in shared memory. Writes the chunk's partials.
+// Item (kv head, chunk c), a warp's part: q rows 16 rt .. + 15 against the chunk's 64 positions, all
+// in registers: scores (4 position groups of 16, two n8 tiles each), the rows' maxima and sums across
+// the 4 lanes of a row, the weights as the value product's A fragments, the outputs summed over the
+// groups in the mma's k order. (Eight warps of 16 positions each, sharing maxima, sums and outputs
+// through shared memory, took ~1.5 us for this: NOTES v167, v169.) kv: the chunk's k tile then its
+// v tile in shared memory (swizzled, 1024-byte aligned: kv_unit); q: the kv head's QROWS q rows;
+// masks: the tokens' tree masks [MAX_M][MASK_WORDS] in shared memory. Writes the chunk's partials
+// of those rows. The caller (persistent.cu's phase S) gives warps to items and frees the slots.
 // Marks 2, 3, 4 (--timeline, warp 0): maxima known, outputs summed, partials written.
-__device__ __forceinline__ void attention_item(unsigned kv, unsigned q, int c, int tree0, const unsigned* masks,
-                                               float scale_log2, float* part_ml,
-                                               float* part_o, unsigned empty, unsigned long long* marks) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  if (warp < QROWS / 16) {
-    const int rt = warp;
-    float sc[4][2][4];  // scores: position group pg, its n8 tile nt, the mma's 4 values
+__device__ __forceinline__ void attention_item(int rt, unsigned kv, unsigned q, int c, int tree0, const unsigned* masks,
+                                               float scale_log2, float* part_ml, float* part_o,
+                                               unsigned long long* marks) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  float sc[4][2][4];  // scores: position group pg, its n8 tile nt, the mma's 4 values
 #pragma unroll
-    for (int pg = 0; pg < 4; ++pg)
+  for (int pg = 0; pg < 4; ++pg)
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt) sc[pg][nt][0] = sc[pg][nt][1] = sc[pg][nt][2] = sc[pg][nt][3] = 0.f;
+    for (int nt = 0; nt < 2; ++nt) sc[pg][nt][0] = sc[pg][nt][1] = sc[pg][nt][2] = sc[pg][nt][3] = 0.f;
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ++ks) {
-      unsigned a[4];
-      ldmatrix_x4_at(a, q + (16 * rt + (lane & 15)) * Q_ROW + 2 * (16 * ks + 8 * (lane >> 4)));
-#pragma unroll
-      for (int pg = 0; pg < 4; ++pg) {
-        unsigned b[4];
-        ldmatrix_x4_at(b, kv_unit(kv, 16 * pg + 8 * (lane >> 4) + (lane & 7), 2 * ks + ((lane >> 3) & 1)));
-        mma_16816(sc[pg][0], a[0], a[1], a[2], a[3], b[0], b[1]);
-        mma_16816(sc[pg][1], a[0], a[1], a[2], a[3], b[2], b[3]);
-      }
-    }
-    // Scale to log2 units and mask: row 16 rt + g (+ 8 for e >= 2) is token row / GQ (rows past M:
-    // M - 1's mask, dropped); cache row 64c + .. is seen below tree0, else by the token's mask.
-    float m[2] = {NEG_INF, NEG_INF};
-#pragma unroll
-    for (int pg = 0; pg < 4; ++pg)
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = 16 * rt + g + 8 * (e >> 1), j = CHUNK * c + 16 * pg + 8 * nt + 2 * t + (e & 1) - tree0;
-          const unsigned* mask = masks + min(row / GQ, MAX_M - 1) * MASK_WORDS;
-          const bool seen = j < 0 || (j < 32 * MASK_WORDS && (mask[j >> 5] >> (j & 31)) & 1u);
-          const float v = seen ? sc[pg][nt][e] * scale_log2 : NEG_INF;
-          sc[pg][nt][e] = v;
-          m[e >> 1] = fmaxf(m[e >> 1], v);
-        }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
-      m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
-    }
-    mark(marks, 2);
-    // The weights, rounded to bf16 for the value product (A fragments: group pg's positions are its
-    // k), their sums in fp32; then the outputs, group after group in the mma's accumulators.
-    float l[2] = {0.f, 0.f}, o[HD / 8][4];
-#pragma unroll
-    for (int dt = 0; dt < HD / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
+  for (int ks = 0; ks < HD / 16; ++ks) {
+    unsigned a[4];
+    ldmatrix_x4_at(a, q + (16 * rt + (lane & 15)) * Q_ROW + 2 * (16 * ks + 8 * (lane >> 4)));
 #pragma unroll
     for (int pg = 0; pg < 4; ++pg) {
-      unsigned p[4];  // p[0]: row g, positions 0..7 of the group (k 2t); p[1]: row g + 8; p[2], p[3]: 8..15
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        float w[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          w[e] = m[e >> 1] == NEG_INF ? 0.f : exp2f(sc[pg][nt][e] - m[e >> 1]);
-          l[e >> 1] += w[e];
-        }
-        p[2 * nt] = pack2(__float2bfloat16_rn(w[0]), __float2bfloat16_rn(w[1]));
-        p[2 * nt + 1] = pack2(__float2bfloat16_rn(w[2]), __float2bfloat16_rn(w[3]));
-      }
-#pragma unroll
-      for (int dp = 0; dp < HD / 16; ++dp) {  // dim tiles 2 dp, 2 dp + 1: v rows (positions) transposed
-        unsigned b[4];
-        ldmatrix_x4_trans_at(b, kv_unit(kv + KV_CHUNK_BYTES, 16 * pg + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * dp + (lane >> 4)));
-        mma_16816(o[2 * dp], p[0], p[1], p[2], p[3], b[0], b[1]);
-        mma_16816(o[2 * dp + 1], p[0], p[1], p[2], p[3], b[2], b[3]);
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-    }
-    mark(marks, 3);
-    // The chunk's partials: rows 16 rt + g and + 8, dims 8 dt + 2t, + 1.
-#pragma unroll
-    for (int dt = 0; dt < HD / 8; ++dt) {
-      *reinterpret_cast<float2*>(part_o + (16 * rt + g) * HD + 8 * dt + 2 * t) = make_float2(o[dt][0], o[dt][1]);
-      *reinterpret_cast<float2*>(part_o + (16 * rt + g + 8) * HD + 8 * dt + 2 * t) = make_float2(o[dt][2], o[dt][3]);
-    }
-    if (t == 0) {
-      *reinterpret_cast<float2*>(part_ml + 2 * (16 * rt + g)) = make_float2(m[0], l[0]);
-      *reinterpret_cast<float2*>(part_ml + 2 * (16 * rt + g + 8)) = make_float2(m[1], l[1]);
+      unsigned b[4];
+      ldmatrix_x4_at(b, kv_unit(kv, 16 * pg + 8 * (lane >> 4) + (lane & 7), 2 * ks + ((lane >> 3) & 1)));
+      mma_16816(sc[pg][0], a[0], a[1], a[2], a[3], b[0], b[1]);
+      mma_16816(sc[pg][1], a[0], a[1], a[2], a[3], b[2], b[3]);
     }
   }
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty);  // this warp is done with the chunk's slot
+  // Scale to log2 units and mask: row 16 rt + g (+ 8 for e >= 2) is token row / GQ (rows past M:
+  // M - 1's mask, dropped); cache row 64c + .. is seen below tree0, else by the token's mask.
+  float m[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+  for (int pg = 0; pg < 4; ++pg)
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = 16 * rt + g + 8 * (e >> 1), j = CHUNK * c + 16 * pg + 8 * nt + 2 * t + (e & 1) - tree0;
+        const unsigned* mask = masks + min(row / GQ, MAX_M - 1) * MASK_WORDS;
+        const bool seen = j < 0 || (j < 32 * MASK_WORDS && (mask[j >> 5] >> (j & 31)) & 1u);
+        const float v = seen ? sc[pg][nt][e] * scale_log2 : NEG_INF;
+        sc[pg][nt][e] = v;
+        m[e >> 1] = fmaxf(m[e >> 1], v);
+      }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
+    m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
+  }
+  mark(marks, 2);
+  // The weights, rounded to bf16 for the value product (A fragments: group pg's positions are its
+  // k), their sums in fp32; then the outputs, group after group in the mma's accumulators.
+  float l[2] = {0.f, 0.f}, o[HD / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < HD / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
+#pragma unroll
+  for (int pg = 0; pg < 4; ++pg) {
+    unsigned p[4];  // p[0]: row g, positions 0..7 of the group (k 2t); p[1]: row g + 8; p[2], p[3]: 8..15
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      float w[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        w[e] = m[e >> 1] == NEG_INF ? 0.f : exp2f(sc[pg][nt][e] - m[e >> 1]);
+        l[e >> 1] += w[e];
+      }
+      p[2 * nt] = pack2(__float2bfloat16_rn(w[0]), __float2bfloat16_rn(w[1]));
+      p[2 * nt + 1] = pack2(__float2bfloat16_rn(w[2]), __float2bfloat16_rn(w[3]));
+    }
+#pragma unroll
+    for (int dp = 0; dp < HD / 16; ++dp) {  // dim tiles 2 dp, 2 dp + 1: v rows (positions) transposed
+      unsigned b[4];
+      ldmatrix_x4_trans_at(b, kv_unit(kv + KV_CHUNK_BYTES, 16 * pg + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * dp + (lane >> 4)));
+      mma_16816(o[2 * dp], p[0], p[1], p[2], p[3], b[0], b[1]);
+      mma_16816(o[2 * dp + 1], p[0], p[1], p[2], p[3], b[2], b[3]);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+  }
+  mark(marks, 3);
+  // The chunk's partials: rows 16 rt + g and + 8, dims 8 dt + 2t, + 1.
+#pragma unroll
+  for (int dt = 0; dt < HD / 8; ++dt) {
+    *reinterpret_cast<float2*>(part_o + (16 * rt + g) * HD + 8 * dt + 2 * t) = make_float2(o[dt][0], o[dt][1]);
+    *reinterpret_cast<float2*>(part_o + (16 * rt + g + 8) * HD + 8 * dt + 2 * t) = make_float2(o[dt][2], o[dt][3]);
+  }
+  if (t == 0) {
+    *reinterpret_cast<float2*>(part_ml + 2 * (16 * rt + g)) = make_float2(m[0], l[0]);
+    *reinterpret_cast<float2*>(part_ml + 2 * (16 * rt + g + 8)) = make_float2(m[1], l[1]);
+  }
   mark(marks, 4);
 }
 
