@@ -31,7 +31,7 @@
 #define KV_CHUNK_BYTES (CHUNK * HD * 2)     // one kv head's 64 rows of k (or v), swizzled: 8 KB
 #define QBUF_BYTES (KV_HEADS * QROWS * Q_ROW)
 #define ROPE_TILES (4 * (Q_HEADS + KV_HEADS))  // qkv tiles of q and k heads
-#define MASK_WORDS 8                        // a token's tree mask: tree rows tree0 .. tree0 + 255
+#define MASK_WORDS 12                       // a token's tree mask: tree rows tree0 .. tree0 + 383
 
 // Row r (0..15) of qkv's tile c in the attention's layout.
 __device__ __forceinline__ int qkv_tile_row(int c, int r) {

@@ -127,11 +127,14 @@ def run(
     draft_noise: float = typer.Option(0.0, help="Losslessness runs: the draft is the target's random weights plus "
                                                 "this relative Gaussian noise (--weights random, a draft of the "
                                                 "target's shape)."),
-    kernels: str = typer.Option("auto", help="torch | fused | auto: our engines' forwards as torch ops (compiled on "
-                                             "GPU) or our row-invariant CUDA kernels (cuda/; bfloat16 on GPU, forwards "
-                                             "of at most 16 tokens), with which every decoder emits exactly ar's "
-                                             "tokens; auto: fused where it can run (on 2xH200 it was the faster, "
-                                             "paper_figures/NOTES.md v9), else torch. Fused rows are labelled :fused."),
+    kernels: str = typer.Option("auto", help="torch | fused | persistent | auto: our engines' forwards as torch ops "
+                                             "(compiled on GPU) or our row-invariant CUDA kernels (cuda/; bfloat16 on "
+                                             "GPU, forwards of at most 16 tokens), with which every decoder emits "
+                                             "exactly ar's tokens; persistent: fused, with the draft's forwards in one "
+                                             "launch of cuda/persistent.cu (a Llama-3.2-1B-shaped draft on one GPU); "
+                                             "auto: fused where it can run (on 2xH200 it was the faster, "
+                                             "paper_figures/NOTES.md v9), else torch. Rows are labelled :fused, or "
+                                             ":persistent where a persistent draft ran."),
     quant: str = typer.Option("none", help="none | awq: the target's layer projections in 4-bit AWQ (group 128; "
                                            "the tiny presets' narrow layers 64 or 32), round-to-nearest from its "
                                            "weights (a checkpoint that is already AWQ loads as it is). "

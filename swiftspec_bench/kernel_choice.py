@@ -1,4 +1,5 @@
-"""--kernels: which kernel set a run's engines use (torch ops, or our fused cuda/ kernels)."""
+"""--kernels: which kernel set a run's engines use (torch ops, our fused cuda/ kernels, or those with
+the draft's forwards on the persistent kernel)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,13 +7,16 @@ from pathlib import Path
 from swiftspec_core.errors import UserError
 
 
-def choose(o, device: str, dtype: str, specs: list[str]) -> str:
-    """-> torch or fused. fused runs bf16 on a GPU, forwards of at most MAX_ROWS tokens, and the
-    shapes the kernels take (kernels.shape_supported) for every model in `specs`; auto is fused
-    wherever that holds and the shapes are known before loading (presets, local folders), else
-    torch (fused measured faster end to end on 2xH200, and exact: paper_figures/NOTES.md v9)."""
+def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpus: int) -> str:
+    """-> torch, fused or persistent. fused runs bf16 on a GPU, forwards of at most MAX_ROWS tokens,
+    and the shapes the kernels take (kernels.shape_supported) for the target and the draft (None:
+    no system drafts); auto is fused wherever that holds and the shapes are known before loading
+    (presets, local folders), else torch (fused measured faster end to end on 2xH200, and exact:
+    paper_figures/NOTES.md v9). persistent is fused with the draft's forwards on the persistent
+    kernel: a draft of its shape on one GPU (draft_gpus: the most any draft engine spans), trees it
+    can mask; chosen by name only (auto does not pick it)."""
     from swiftspec_core.kernels import MAX_ROWS, shape_supported
-    from swiftspec_core.models.transformer import KERNEL_SETS
+    from swiftspec_core.models.transformer import KERNEL_SETS, PERSISTENT
 
     if o.kernels not in (*KERNEL_SETS, "auto"):
         raise UserError(f"--kernels {o.kernels}: choose {', '.join(KERNEL_SETS)} or auto")
@@ -21,20 +25,43 @@ def choose(o, device: str, dtype: str, specs: list[str]) -> str:
     draft_width = o.tree_w + 1 + (o.graft_len if o.graft != "off" else 0)  # leaves, a pending token, a chain
     widths = ((o.tree_bs, "--tree-bs"), (draft_width, "a draft step (--tree-w + 1 + --graft-len)"),
               (o.chain_k + 1, "a chain verification (--chain-k + 1)"))
-    shapes = {spec: known_args(spec) for spec in specs}
+    shapes = {spec: known_args(spec) for spec in [target] + ([draft] if draft else [])}
     if o.kernels == "auto":
         fits = (device == "cuda" and dtype == "bfloat16" and all(width <= MAX_ROWS for width, _ in widths)
                 and all(args is not None and shape_supported(args) for args in shapes.values()))
         return "fused" if fits else "torch"
     if device != "cuda" or dtype != "bfloat16":
-        raise UserError(f"--kernels fused runs bfloat16 on a GPU (this run: {dtype} on {device})")
+        raise UserError(f"--kernels {o.kernels} runs bfloat16 on a GPU (this run: {dtype} on {device})")
     for width, what in widths:
         if width > MAX_ROWS:
-            raise UserError(f"--kernels fused: {what} is {width} tokens wide; the kernels take at most {MAX_ROWS}")
+            raise UserError(f"--kernels {o.kernels}: {what} is {width} tokens wide; the kernels take at most {MAX_ROWS}")
     for spec, args in shapes.items():
         if args is not None and not shape_supported(args):
-            raise UserError(f"--kernels fused: {spec} has head_dim {args.head_dim}; the kernels take 64 or 128")
-    return "fused"
+            raise UserError(f"--kernels {o.kernels}: {spec} has head_dim {args.head_dim}; the kernels take 64 or 128")
+    if o.kernels == PERSISTENT and draft is not None:
+        check_persistent_draft(o, draft, shapes[draft], draft_gpus)
+    return o.kernels
+
+
+def check_persistent_draft(o, draft: str, args, draft_gpus: int) -> None:
+    """--kernels persistent: the draft's forwards fit the persistent kernel (its shape, one GPU, the
+    draft tree's rows within a token's mask), or a UserError saying which does not."""
+    from swiftspec_core.decoders.base import SpecSettings, draft_tree_rows
+    from swiftspec_core.kernels.persistent_forward import MAX_TREE_ROWS, unsupported_shape
+
+    if args is None:
+        raise UserError(f"--kernels persistent: the draft's shape must be known before loading (a preset or a "
+                        f"local folder), not {draft}")
+    why = unsupported_shape(args)
+    if why is not None:
+        raise UserError(f"--kernels persistent: {draft}: the persistent forward {why}")
+    if draft_gpus > 1:
+        raise UserError(f"--kernels persistent runs the draft on one GPU; this run shards it over {draft_gpus} "
+                        f"(--tp, --split)")
+    rows = draft_tree_rows(SpecSettings(tree_bs=o.tree_bs, tree_w=o.tree_w))
+    if rows > MAX_TREE_ROWS:
+        raise UserError(f"--kernels persistent: at --tree-bs {o.tree_bs} --tree-w {o.tree_w} the draft tree keeps "
+                        f"{rows} cache rows; its masks hold {MAX_TREE_ROWS}")
 
 
 def known_args(spec: str):

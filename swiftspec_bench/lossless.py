@@ -2,8 +2,9 @@
 
 For each query, a row's tokens are compared with the reference's: ar's at the row's target
 placement where that ran (chain@tp2 and tree@tp2 against ar@tp2, swiftspec@2+1 against ar@tp2),
-else ar's, else the tokens most systems emitted; rows of our fused kernels (labelled :fused) only
-against fused rows, which round differently from torch's. Each divergence is placed (the first differing position)
+else ar's, else the tokens most systems emitted; rows whose target ran our fused kernels (labelled
+:fused, or :persistent: a persistent draft, a fused target) only against those rows, which round
+differently from torch's. Each divergence is placed (the first differing position)
 and classed by the reference's top-2 logit margin there:
 - near-tie: both systems saw a near-tie there and chose within it: the reference's margin and
   (where the row records it) the row's own are below the rounding bound of the run's dtype, and
@@ -89,12 +90,18 @@ def target_tp(system: str) -> int:
     return int(where[2:]) if where.startswith("tp") else int(where.split("+")[0]) if where else 1
 
 
+def target_kernels(system: str) -> str:
+    """The target's kernels in a row's system label (systems.label): fused for :fused and
+    :persistent (a persistent draft's target runs fused), else torch."""
+    return "fused" if system.endswith((":fused", ":persistent")) else "torch"
+
+
 def _reference(rows: pd.DataFrame, system: str) -> tuple[pd.Series, str]:
     """ar's row at the system's target placement where it ran the query, else ar's, else a row
     with the output most systems emitted (ours before transformers' peers, whose 16-bit kernels
     differ)."""
-    tp, fused = target_tp(system), ":fused" * system.endswith(":fused")
-    same_kernels = rows[rows["system"].str.endswith(":fused") == bool(fused)]  # torch and fused round apart
+    tp, fused = target_tp(system), ":fused" * (target_kernels(system) == "fused")
+    same_kernels = rows[rows["system"].map(target_kernels) == target_kernels(system)]  # torch and fused round apart
     for name in ([f"ar@tp{tp}{fused}"] if tp > 1 and system != f"ar@tp{tp}{fused}" else []) + [f"ar{fused}"]:
         ar = same_kernels[same_kernels["system"] == name]
         if len(ar):

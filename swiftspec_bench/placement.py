@@ -27,6 +27,17 @@ def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None
             raise UserError(f"{flag} needs {need} GPUs, {have} visible")
 
 
+def draft_gpus(systems: list[str], tp: int, split: tuple[int, int] | None) -> int:
+    """The most GPUs one draft engine of the run spans: swiftspec's draft group at a --split (in
+    one process without one), the other drafting systems' --tp (their draft shares the target's
+    processes); 0 when no system drafts."""
+    from .systems import SYSTEMS
+
+    spans = [(split[1] if split else 1) if s == "swiftspec" else tp
+             for s in systems if SYSTEMS[s].needs_draft and SYSTEMS[s].on_engine]
+    return max(spans, default=0)
+
+
 def floors(pair, device: str) -> dict:
     """The HBM floor of one forward of each model on one GPU (all its weight bytes / measured copy
     bandwidth), so every row carries the number its times are held against. It is the one-GPU
@@ -53,13 +64,13 @@ def floors(pair, device: str) -> dict:
 
 def where(pair, system: str) -> dict:
     """Where a system ran: GPUs it used, and the kernels its forwards were made of."""
-    from .systems import SYSTEMS
+    from .systems import SYSTEMS, row_kernels
 
     sys = SYSTEMS[system]
     processes = (sum(pair.split) if system == "swiftspec" else pair.tp) if pair.spans_processes(sys) else 1
     cuda = pair.device == "cuda"
-    if sys.on_engine and pair.kernels == "fused":
-        return dict(gpus=processes, kernels="fused")
+    if sys.on_engine and pair.kernels != "torch":
+        return dict(gpus=processes, kernels=row_kernels(system, pair.kernels))
     compiled = cuda and sys.on_engine  # on GPU our engines fuse their layers' ops with torch.compile
     return dict(gpus=processes if cuda else 0, kernels="torch-compile" if compiled else "torch")
 

@@ -77,7 +77,7 @@ class Checked:
     replay: object | None  # replay_source.ReplaySource
     replay_digest: str  # sha256 of the replayed results file; "" for real acceptance
     graft_sizes: tuple[int, ...]  # --graft-ngram, longest first
-    kernels: str  # --kernels resolved: torch or fused
+    kernels: str  # --kernels resolved: torch, fused or persistent
 
 
 @dataclass
@@ -126,7 +126,8 @@ def validate(o: RunOptions) -> Checked:
     check_model_spec(o.target, "--target", o.weights)
     if needs_draft:
         check_model_spec(o.draft, "--draft", o.weights)
-    kernels = kernel_choice.choose(o, device, dtype, [o.target] + ([o.draft] if needs_draft else []))
+    kernels = kernel_choice.choose(o, device, dtype, o.target, o.draft if needs_draft else None,
+                                   placement.draft_gpus(systems, o.tp, split))
     out = Path(o.out)
     check_out_dir(out)
     data_dir = ds.resolve_data_dir(o.data_dir)

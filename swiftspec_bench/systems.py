@@ -42,16 +42,26 @@ def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | 
           graft: str = "off", kernels: str = "torch") -> str:
     """A system's name in the rows, with its placement where it spans processes (ar@tp2,
     swiftspec@1+1), swiftspec's d where it was fixed (swiftspec:d3), grafting where the system
-    grafts (tree:graft) and our fused kernels where its engines run them (ar:fused), so runs that
-    differ only there can share a folder."""
+    grafts (tree:graft) and our kernels where its engines run them (ar:fused; tree:persistent, a
+    draft on the persistent kernel and its target fused), so runs that differ only there can share
+    a folder."""
     suffix = ":graft" if name in GRAFTING and graft != "off" else ""
-    suffix += ":fused" if SYSTEMS[name].on_engine and kernels == "fused" else ""
+    if SYSTEMS[name].on_engine and kernels != "torch":
+        suffix += f":{row_kernels(name, kernels)}"
     if name == "swiftspec":
         where = f"@{split[0]}+{split[1]}" if split else ""
         return f"swiftspec{where}" + (f":d{draft_steps}" if draft_steps else "") + suffix
     if SYSTEMS[name].on_engine and tp > 1:
         return f"{name}@tp{tp}{suffix}"
     return name + suffix
+
+
+def row_kernels(name: str, kernels: str) -> str:
+    """What a system's engines ran under --kernels `kernels`: a system without a draft runs its
+    target's set (ar under persistent: fused)."""
+    from swiftspec_core.models.transformer import engine_kernels
+
+    return engine_kernels(kernels, draft=SYSTEMS[name].needs_draft)
 
 
 def row_graft(name: str, graft: str) -> str:
@@ -74,7 +84,7 @@ class LoadedPair:
                  draft_noise: float = 0.0, kernels: str = "torch", quant: str = "none", keep_pools: bool = False):
         self.target, self.draft, self.draft_noise = target, draft, draft_noise
         self.quant = quant  # the target engine's layer projections: none or awq (the draft's stay plain)
-        self.kernels = kernels  # the engines' forwards: torch ops or our fused kernels
+        self.kernels = kernels  # --kernels: the engines' forwards (each engine's: engine_kernels)
         self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
         self.tp, self.split = tp, split
         self.worker_timeout = worker_timeout  # seconds without a heartbeat before a pool worker counts as stalled
@@ -101,20 +111,21 @@ class LoadedPair:
             return self.target, self.draft
         if self._engines is None:
             self._engines = (self._build(self.target, self.quant),
-                             self._build(self.draft) if self.draft is not None else None)
+                             self._build(self.draft, draft=True) if self.draft is not None else None)
         return self._engines
 
-    def _build(self, loaded, quant: str = "none"):
+    def _build(self, loaded, quant: str = "none", draft: bool = False):
         """The engine on the loaded model's own weights: the hf-* peers then compute on the same
         storage (fuse_projections points the model's q/k/v and gate/up at views of the engine's
         fused blocks), so each model's weights are in memory once. Under --quant awq the target's
         engine holds 4-bit AWQ tensors of its own (loading.engine_of)."""
         from swiftspec_core.kernels.awq_dequantize import use_for_prefills
         from swiftspec_core.models.loading import engine_of
+        from swiftspec_core.models.transformer import engine_kernels
 
-        use_for_prefills(self.kernels)
+        use_for_prefills(engine_kernels(self.kernels, draft=False))  # the target's: the only AWQ engine
         return engine_of(loaded, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
-                         kernels=self.kernels, quant=quant)
+                         kernels=engine_kernels(self.kernels, draft), quant=quant)
 
     def pool_for(self, system: System, settings: SpecSettings):
         """The workers of a multi-process system (started on first use: that is its warm-up)."""

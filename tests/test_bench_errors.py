@@ -207,18 +207,48 @@ def test_fused_kernels_take_forwards_of_at_most_16_tokens_and_their_shapes():
 
     big = ["llama-3-8b", "llama-3.2-1b"]  # head_dim 128 and 64: shapes the kernels take
     ok = SimpleNamespace(kernels="fused", tree_bs=16, tree_w=8, graft="ngram", graft_len=7, chain_k=7)
-    assert choose(ok, "cuda", "bfloat16", big) == "fused"
-    assert choose(SimpleNamespace(**{**vars(ok), "kernels": "torch", "tree_bs": 64}), "cpu", "float32", big) == "torch"
+    assert choose(ok, "cuda", "bfloat16", *big, 1) == "fused"
+    assert choose(SimpleNamespace(**{**vars(ok), "kernels": "torch", "tree_bs": 64}), "cpu", "float32", *big, 1) == "torch"
     auto = SimpleNamespace(**{**vars(ok), "kernels": "auto"})  # fused wherever it can run, else torch
-    assert choose(auto, "cuda", "bfloat16", big) == "fused"
-    assert [choose(auto, *where, big) for where in (("cpu", "float32"), ("cuda", "float32"))] == ["torch"] * 2
-    assert choose(SimpleNamespace(**{**vars(auto), "tree_bs": 32}), "cuda", "bfloat16", big) == "torch"
-    assert choose(auto, "cuda", "bfloat16", ["tiny-llama"]) == "torch"  # head_dim 16
-    assert choose(auto, "cuda", "bfloat16", ["org/unknown-model"]) == "torch"  # shape unknown before loading
+    assert choose(auto, "cuda", "bfloat16", *big, 1) == "fused"
+    assert [choose(auto, *where, *big, 1) for where in (("cpu", "float32"), ("cuda", "float32"))] == ["torch"] * 2
+    assert choose(SimpleNamespace(**{**vars(auto), "tree_bs": 32}), "cuda", "bfloat16", *big, 1) == "torch"
+    assert choose(auto, "cuda", "bfloat16", "tiny-llama", None, 0) == "torch"  # head_dim 16
+    assert choose(auto, "cuda", "bfloat16", "org/unknown-model", None, 0) == "torch"  # shape unknown before loading
     for over, contains in (({"tree_bs": 17}, "--tree-bs is 17"), ({"graft_len": 8}, "a draft step"),
                            ({"chain_k": 16}, "a chain verification")):
         with pytest.raises(UserError, match=contains):
-            choose(SimpleNamespace(**{**vars(ok), **over}), "cuda", "bfloat16", big)
+            choose(SimpleNamespace(**{**vars(ok), **over}), "cuda", "bfloat16", *big, 1)
     with pytest.raises(UserError, match="tiny-llama has head_dim 16"):
-        choose(ok, "cuda", "bfloat16", ["tiny-llama"])
-    choose(SimpleNamespace(**{**vars(ok), "graft": "off", "graft_len": 8}), "cuda", "bfloat16", big)
+        choose(ok, "cuda", "bfloat16", "tiny-llama", None, 0)
+    choose(SimpleNamespace(**{**vars(ok), "graft": "off", "graft_len": 8}), "cuda", "bfloat16", *big, 1)
+
+
+def test_a_persistent_draft_is_refused_where_the_persistent_kernel_cannot_run_it():
+    from types import SimpleNamespace
+
+    from swiftspec_bench.kernel_choice import choose
+
+    ok = SimpleNamespace(kernels="persistent", tree_bs=12, tree_w=8, graft="off", graft_len=0, chain_k=7)
+    assert choose(ok, "cuda", "bfloat16", "llama-3-8b", "llama-3.2-1b", 1) == "persistent"
+    assert choose(ok, "cuda", "bfloat16", "llama-3-8b", None, 0) == "persistent"  # ar only: a fused target
+    for over, draft, gpus, contains in (
+            ({}, "llama-3.2-3b", 1, "llama-3.2-3b: the persistent forward its kernel is built for Llama-3.2-1B's"),
+            ({}, "qwen2.5-coder-0.5b", 1, "without a qkv bias"),
+            ({}, "org/unknown-draft", 1, "the draft's shape must be known before loading"),
+            ({}, "llama-3.2-1b", 2, "runs the draft on one GPU; this run shards it over 2"),
+            ({"tree_bs": 16}, "llama-3.2-1b", 1, "keeps 512 cache rows; its masks hold 384")):
+        with pytest.raises(UserError, match=contains):
+            choose(SimpleNamespace(**{**vars(ok), **over}), "cuda", "bfloat16", "llama-3-8b", draft, gpus)
+    with pytest.raises(UserError, match="--kernels persistent runs bfloat16 on a GPU"):
+        choose(ok, "cpu", "float32", "llama-3-8b", "llama-3.2-1b", 1)
+
+
+def test_the_draft_gpus_are_the_widest_draft_engine():
+    from swiftspec_bench.placement import draft_gpus
+
+    assert draft_gpus(["ar", "hf-ar"], 2, None) == 0
+    assert draft_gpus(["ar", "tree", "swiftspec"], 1, (1, 1)) == 1
+    assert draft_gpus(["swiftspec"], 2, (1, 2)) == 2
+    assert draft_gpus(["swiftspec"], 2, None) == 1  # lockstep: one process
+    assert draft_gpus(["chain"], 2, None) == 2  # its draft shares the target's TP processes

@@ -297,3 +297,12 @@ def test_best_split_is_the_fastest_over_the_queries_every_split_ran():
         best_split(pd.DataFrame([row("tree@tp8", 1, 1.0)]))
     with pytest.raises(ValueError, match="no query ran at every split"):
         best_split(pd.DataFrame([row("swiftspec@4+4", 1, 1.0), row("swiftspec@6+2", 2, 1.0)]))
+
+
+def test_labels_say_which_kernels_each_systems_engines_ran():
+    from swiftspec_bench.systems import label
+
+    assert [label(s, 1, None, kernels="persistent") for s in ("ar", "tree", "chain")] == \
+        ["ar:fused", "tree:persistent", "chain:persistent"]
+    assert label("swiftspec", 1, (1, 1), 3, "ngram", "persistent") == "swiftspec@1+1:d3:graft:persistent"
+    assert [label(s, 2, None, kernels="fused") for s in ("ar", "hf-ar")] == ["ar@tp2:fused", "hf-ar"]

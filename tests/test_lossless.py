@@ -89,6 +89,16 @@ def test_fused_rows_are_held_against_fused_ar_only():
     assert classes(alone)[0] == [["swiftspec:fused", 1, 1, "real"]]  # the fused majority, not torch's ar
 
 
+def test_persistent_draft_rows_are_held_against_fused_ar():
+    # --kernels persistent: the draft on the persistent kernel, the target (and ar) fused
+    frame = frame_of(row("ar", [5, 6, 7, 8, 1]), row("ar:fused"), row("tree:persistent"),
+                     row("swiftspec@1+1:persistent", [5, 6, 7, 1, 1]))
+    found, _ = classes(frame)
+    assert found == [["swiftspec@1+1:persistent", 1, 3, "real"]]
+    assert lossless.check(frame)[0]["differs_from"].tolist() == ["ar:fused"]
+    assert [lossless.target_kernels(s) for s in ("ar", "ar:fused", "tree:graft:persistent")] == ["torch", "fused", "fused"]
+
+
 def test_fp32_has_no_near_ties_and_peers_can_fail():
     frame = frame_of(row("ar", dtype="float32"), row("tree", [5, 6, 1, 1, 1], dtype="float32"),
                      row("hf-ar", [5, 1, 1, 1, 1], dtype="float32"))

@@ -58,6 +58,24 @@ def test_the_drafter_refuses_a_tree_its_masks_cannot_hold():
         Drafter(model, 8, pf.MAX_TREE_ROWS + 1)
 
 
+def test_a_persistent_run_builds_a_fused_target_and_a_persistent_draft(monkeypatch):
+    """--kernels persistent: the runtime's workers (service._engines) and the bench's own process
+    (systems.LoadedPair) give the target fused kernels and the draft the persistent forward."""
+    from swiftspec_bench import systems
+    from swiftspec_core.models import loading
+    from swiftspec_core.runtime import service
+
+    monkeypatch.setattr(loading, "load_engine", lambda spec, **kwargs: (spec, kwargs["kernels"]))
+    monkeypatch.setattr(loading, "engine_of", lambda loaded, **kwargs: (loaded, kwargs["kernels"]))
+    plan = SimpleNamespace(dtype="bfloat16", kernels="persistent", weights="random", seed=0, max_seq_len=64,
+                           target="target", draft="draft", quant="none", system="tree", draft_noise=0.0)
+    ctx = SimpleNamespace(group=SimpleNamespace(size=1), device="cpu", role="target",
+                          placement=SimpleNamespace(draft_ranks=[]))
+    assert service._engines(plan, ctx) == (("target", "fused"), ("draft", "persistent"))
+    pair = systems.LoadedPair("target", "draft", dtype=torch.bfloat16, device="cpu", kernels="persistent")
+    assert pair.models_for(systems.SYSTEMS["tree"]) == (("target", "fused"), ("draft", "persistent"))
+
+
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 

@@ -170,10 +170,11 @@ def test_the_kernels_inputs_from_the_staged_block_are_the_trees(tree_rows, m):
 
 
 def test_a_trees_masks_cover_every_bit_and_refuse_a_tree_too_large():
-    step = tree.TreeStep(0, 250, list(range(-1, 255)))  # a chain of 256 rows: the last sees all
+    rows = 32 * layouts.MASK_WORDS
+    step = tree.TreeStep(0, rows - 6, list(range(-1, rows - 1)))  # a chain of every row: the last sees all
     assert (step.masks().numpy().view(np.uint32)[-1] == 0xFFFFFFFF).all()
     with pytest.raises(ValueError):
-        tree.TreeStep(0, 250, list(range(-1, 256))).masks()
+        tree.TreeStep(0, rows - 6, list(range(-1, rows))).masks()
 
 
 def test_the_tree_attention_reads_ancestors_only():

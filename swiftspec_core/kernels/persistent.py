@@ -12,12 +12,15 @@ from . import build
 
 HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
 Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # cuda/persistent_attention.cuh's
-MASK_WORDS = 8  # and its tree masks' words a token: tree rows prefix .. prefix + 255
+# A token's tree mask in 32-bit words: tree rows prefix .. prefix + 383, the drafter's 4 tree_bs
+# tree_w rows at a run's defaults (12, 8: decoders.base.draft_tree_rows)
+MASK_WORDS = 12
 WARPS, Y_SLOTS = 8, 3  # compute warps; Y_SLOTS: down's x (y) slots
 THREADS = (WARPS + 1) * 32  # and the producer warp
 KERNEL = "persistent_layers"  # cuda/persistent.cu's
 SHARED_MAX = 227 * 1024  # an H100 / H200 block's shared memory at most
-STATIC_RESERVE = 1024  # the kernel's static shared memory: mbarriers, the tree's masks, positions and rows
+STATIC_RESERVE = 1280  # the kernel's static shared memory (mbarriers, the tree's masks, positions and rows):
+# ptxas counts 1152 bytes at M = 16, where a 1024x4 ring leaves exactly this much
 
 
 def qrows(m: int) -> int:

@@ -29,14 +29,18 @@ MAX_TREE_ROWS = 32 * MASK_WORDS  # rows past a step's shared prefix a token's ma
 
 def unsupported(model) -> str | None:
     """Why `model` cannot run the persistent forward, or None when it can."""
-    a = model.args
     if model.device.type != "cuda" or model.dtype != torch.bfloat16:
         return f"it runs bfloat16 on a GPU, not {model.dtype} on {model.device}"
     if model.group.size != 1:
         return "it runs on one GPU (no tensor parallelism)"
-    if a.quant != "none" or a.qkv_bias:
+    return unsupported_shape(model.args)
+
+
+def unsupported_shape(args) -> str | None:
+    """Why a model of these ModelArgs cannot run the persistent forward (whatever its device), or None."""
+    if args.quant != "none" or args.qkv_bias:
         return "it takes bf16 weights without a qkv bias (Llama's)"
-    shape = {k: getattr(a, k) for k in SHAPES}
+    shape = {k: getattr(args, k) for k in SHAPES}
     if shape != SHAPES:
         return f"its kernel is built for Llama-3.2-1B's shapes {SHAPES}, not {shape}"
     return None

@@ -22,12 +22,18 @@ from .args import ModelArgs
 from .awq import AWQWeight, TiledAWQWeight, linear, tile
 from .rope import apply_rope, rope_tables
 
-KERNEL_SETS = ("torch", "fused")  # --kernels
-# A draft-sized model's forward on cuda/persistent.cu (kernels/persistent_forward.py): measured
-# with `swiftspec-bench kernels --impl persistent`; not a --kernels choice until runs take it.
+# --kernels. persistent is a draft's set: its fixed-width forwards in one launch of
+# cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes); a run under it runs its
+# target fused (engine_kernels).
 PERSISTENT = "persistent"
+KERNEL_SETS = ("torch", "fused", PERSISTENT)
 # A prefill's attention (grouped_attention without a mask); MATH only where the others refuse.
 PREFILL_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def engine_kernels(kernels: str, draft: bool) -> str:
+    """One engine's kernel set in a run under --kernels `kernels` (a target's under persistent: fused)."""
+    return "fused" if kernels == PERSISTENT and not draft else kernels
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -180,8 +186,8 @@ class Transformer(nn.Module):
         the tiled layout too). persistent: every fixed-width forward runs all layers in one launch of
         cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes, bf16, one GPU; a
         forward of another model refuses it: persistent_forward.unsupported says why)."""
-        if kernels not in (*KERNEL_SETS, PERSISTENT):
-            raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)} or {PERSISTENT}")
+        if kernels not in KERNEL_SETS:
+            raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)}")
         if kernels != "torch" and (self.device.type != "cuda" or self.dtype != torch.bfloat16):
             raise ValueError(f"{kernels} kernels run bfloat16 on a GPU, not {self.dtype} on {self.device}")
         if kernels == "fused":  # the AWQ GEMM reads the tiled layout: convert the hub's once, here

@@ -46,7 +46,7 @@ class WorkerPlan:
     max_seq_len: int
     settings: SpecSettings
     draft_noise: float = 0.0  # the draft's relative weight noise (models/noise.py)
-    kernels: str = "torch"  # Transformer.use_kernels
+    kernels: str = "torch"  # --kernels (each engine's: transformer.engine_kernels)
     quant: str = "none"  # the target's layer projections: none or awq (models/awq.py); the draft's stay plain
 
 
@@ -63,22 +63,23 @@ class Request:
 def _engines(plan: WorkerPlan, ctx):
     from ..kernels.awq_dequantize import use_for_prefills
     from ..models.loading import load_engine
+    from ..models.transformer import engine_kernels
 
     dtype = getattr(torch, plan.dtype)
-    use_for_prefills(plan.kernels)
-    if plan.kernels == "fused" and ctx.group.size > 1:  # the fused kernels' all-reduce: LL over peer memory
+    use_for_prefills(engine_kernels(plan.kernels, draft=False))  # the target's: the only AWQ engine
+    if engine_kernels(plan.kernels, ctx.role == "draft") == "fused" and ctx.group.size > 1:  # their LL all-reduce
         from ..kernels.allreduce import LLAllReduce, exchange_over
 
         group = ctx.group
         exchange = exchange_over(group.host_pg, list(range(group.size)))
         group.use_low_latency(LLAllReduce(group.rank, group.size, exchange))
-    load = lambda spec, noise=0.0, quant="none": load_engine(  # noqa: E731
+    load = lambda spec, draft, noise=0.0, quant="none": load_engine(  # noqa: E731
         spec, weights=plan.weights, dtype=dtype, device=ctx.device, seed=plan.seed, group=ctx.group,
-        max_seq_len=plan.max_seq_len, noise=noise, kernels=plan.kernels, quant=quant)
+        max_seq_len=plan.max_seq_len, noise=noise, kernels=engine_kernels(plan.kernels, draft), quant=quant)
     split = bool(ctx.placement.draft_ranks)
-    target = load(plan.target, quant=plan.quant) if ctx.role == "target" else None
+    target = load(plan.target, False, quant=plan.quant) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
-    return target, load(plan.draft, plan.draft_noise) if needs_draft else None
+    return target, load(plan.draft, True, plan.draft_noise) if needs_draft else None
 
 
 def _serve_one(ctx, plan: WorkerPlan, target, draft, req: Request, settings: SpecSettings):
