@@ -1,12 +1,13 @@
 """Where a fused forward's time goes: every kernel of its graph replay, from torch's profiler.
 
     PYTHONPATH=. python3 paper_figures/profile_forward.py --models llama-3.2-1b,llama-3-8b \
-        [--width 8] [--context 1000] [--replays 5] [--quant awq] [--impl persistent] [--csv FILE]
+        [--width 8] [--context 1000] [--visible N] [--replays 5] [--quant awq] [--impl persistent] [--csv FILE]
 
 Builds each model at its real shapes on one GPU (random bf16 weights; with --quant awq the layer
 projections round-to-nearest quantized, as `run --weights random --quant awq` builds them) on our
 kernel set, captures the forward of `width` tree tokens after `context` cached ones as the decoders
-run it (kernel_bench's forward_graph: graphs.make_forward; --impl persistent: the layers in one
+run it (kernel_bench's forward_graph: graphs.make_forward, its staged block --visible rows a token
+wide, the drafter's 385 at the run defaults, else the width; --impl persistent: the layers in one
 persistent kernel, kernels/persistent_forward.py, where the model takes it), times the replay with CUDA events
 (median), then replays it
 under torch.profiler and tables its kernels by their place in a layer (the norms, qkv, append_kv,
@@ -84,14 +85,15 @@ def kernel_events(graph, replays: int = 1) -> list:
 
 
 def profile_model(model: str, width: int, context: int, replays: int, quant: str = "none",
-                  impl: str = "ours") -> tuple[list[dict], dict]:
+                  impl: str = "ours", visible: int | None = None) -> tuple[list[dict], dict]:
     engine = build_shard(model, 1, context + width + 1, quant=quant)
     use_kernels(engine, impl)
-    graph, keep = forward_graph(engine, width, context)
+    graph, keep = forward_graph(engine, width, context, visible)
     replay_us = median_us(graph, 1)
     kernels = kernel_events(graph, replays)
     floor_us = engine.args.weight_bytes(BF16) / copy_bandwidth() * 1e6  # 4-bit codes where AWQ
-    summary = dict(model=model, impl=impl, quant=quant, width=width, context=context, replay_us=replay_us, floor_us=floor_us,
+    summary = dict(model=model, impl=impl, quant=quant, width=width, visible=visible or width, context=context,
+                   replay_us=replay_us, floor_us=floor_us,
                    kernels=len(kernels), pdl=os.environ.get("SWIFTSPEC_PDL", "1"))
     if not kernels or len(kernels) % replays:
         summary["note"] = f"{len(kernels)} kernel events for {replays} replays: not tabled"
@@ -120,6 +122,8 @@ def main() -> None:
     parser.add_argument("--models", default="llama-3.2-1b,llama-3-8b")
     parser.add_argument("--width", type=int, default=8)
     parser.add_argument("--context", type=int, default=1000)
+    parser.add_argument("--visible", type=int, default=None,
+                        help="visible rows a token in the staged block (a draft step's: the draft tree's rows + 1)")
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--quant", choices=("none", "awq"), default="none")
     parser.add_argument("--impl", choices=("ours", "persistent"), default="ours",
@@ -135,8 +139,9 @@ def main() -> None:
         forward.norms_in_gemms = lambda model: args.body == "gemms"
     everything = []
     for model in args.models.split(","):
-        rows, s = profile_model(model, args.width, args.context, args.replays, args.quant, args.impl)
-        print(f"\n{model} (quant {args.quant}, kernels {args.impl}), width {s['width']}, context {s['context']}, SWIFTSPEC_PDL={s['pdl']}, "
+        rows, s = profile_model(model, args.width, args.context, args.replays, args.quant, args.impl, args.visible)
+        print(f"\n{model} (quant {args.quant}, kernels {args.impl}), width {s['width']}, context {s['context']}, "
+              f"visible {s['visible']}, SWIFTSPEC_PDL={s['pdl']}, "
               f"layer body: {args.body}, "
               f"replay {s['replay_us']:.1f} us (CUDA events, median), "
               f"floor {s['floor_us']:.1f} us ({s['replay_us'] / s['floor_us']:.2f}x); {s['kernels']} kernel events"

@@ -218,6 +218,9 @@ def kernels(
                                         "rmsnorm, swiglu, forward, draft_step, or all."),
     impl: str = typer.Option("ours,cublas+nccl,sdpa,torch", help="Comma list of implementations."),
     tree_w: int = typer.Option(DEFAULT_TREE_W, help="draft_step times the draft forward at width tree_w + 1."),
+    tree_bs: int = typer.Option(DEFAULT_TREE_BS, help="draft_step stages its tokens as the drafter does at this "
+                                                      "--tree-bs and --tree-w (a token's block row as wide as "
+                                                      "the draft tree's cache rows)."),
     out: str = typer.Option("runs/kernels", help="Folder of kernels.csv and kernels.md; rows already there "
                                                  "(same device) are kept, not measured again."),
 ) -> None:
@@ -226,7 +229,7 @@ def kernels(
     from . import kernel_bench, kernel_shapes
 
     with user_errors(log=Path(out) / "kernels.log"):  # a worker's fault: every rank's traceback
-        opts = kernel_shapes.validate(models, tp, m, context, ops, impl, tree_w, out)
+        opts = kernel_shapes.validate(models, tp, m, context, ops, impl, tree_w, tree_bs, out)
         path, written, notes = kernel_bench.run(opts, kernel_shapes.plan(opts))
     for note in notes:
         typer.echo(f"not measured: {note}")

@@ -27,7 +27,7 @@ from swiftspec_core.graphs import capture, make_forward
 
 from . import kernel_table
 from .kernel_ops import CALLS, LOCAL_OPS, Skipped, group_call, ours
-from .kernel_shapes import BF16, NEEDS_GROUP, Case, Options, message_bytes, shard_args
+from .kernel_shapes import BF16, NEEDS_GROUP, Case, Options, draft_visible, message_bytes, shard_args
 
 REPLAYS = 10
 WARMUPS = 2  # eager rounds of the calls before the capture (graphs.capture)
@@ -147,22 +147,23 @@ def use_kernels(engine, impl: str) -> None:
         raise Skipped("Transformer.use_kernels (our kernel sets) is not available")
 
 
-def forward_graph(engine, width: int, context: int):
+def forward_graph(engine, width: int, context: int, max_visible: int | None = None):
     """The captured graph of the width-`width` forward (a chain of `width` tree tokens after
-    `context` cached ones: every token sees its ancestors), inputs staged. -> (graph, what keeps
-    it alive: the forward and its cache)."""
+    `context` cached ones: every token sees its ancestors), inputs staged in a block of
+    `max_visible` visible rows a token (default: the width). -> (graph, what keeps it alive: the
+    forward and its cache)."""
     cache = engine.new_cache(context + width)
     cache.length = context
-    forward = make_forward(engine, cache, width, width)
+    forward = make_forward(engine, cache, width, max_visible or width)
     rows = list(range(context, context + width))
     forward([0] * width, rows, rows, context, [rows[:j + 1] for j in range(width)])  # stages the inputs
     graph, _ = forward.graphs[forward.span_for(context + width)]
     return graph, (forward, cache)
 
 
-def time_forward(engine, width: int, context: int, before_timing=None) -> float:
+def time_forward(engine, width: int, context: int, before_timing=None, max_visible: int | None = None) -> float:
     """Median us of one graph replay of forward_graph's forward."""
-    graph, keep = forward_graph(engine, width, context)
+    graph, keep = forward_graph(engine, width, context, max_visible)
     if before_timing is not None:
         before_timing()
     us = median_us(graph, 1)
@@ -170,8 +171,10 @@ def time_forward(engine, width: int, context: int, before_timing=None) -> float:
     return us
 
 
-def measure_forwards(cases: list[Case], group=None, before_timing=None) -> list[tuple[Case, float | str]]:
-    """The forward and draft-step cases, one engine per (model, tp), built once."""
+def measure_forwards(cases: list[Case], group=None, before_timing=None,
+                     draft_visible: int | None = None) -> list[tuple[Case, float | str]]:
+    """The forward and draft-step cases, one engine per (model, tp), built once; a draft step's
+    block holds draft_visible rows a token (kernel_shapes.draft_visible)."""
     results = []
     by_engine: dict[tuple, list[Case]] = defaultdict(list)
     for c in cases:
@@ -183,7 +186,8 @@ def measure_forwards(cases: list[Case], group=None, before_timing=None) -> list[
             for impl in dict.fromkeys(c.impl for c in todo):
                 try:
                     use_kernels(engine, impl)
-                    results += [(c, time_forward(engine, c.m, c.context, before_timing))
+                    results += [(c, time_forward(engine, c.m, c.context, before_timing,
+                                                 draft_visible if c.group == "draft_step" else None))
                                 for c in todo if c.impl == impl]
                 except Skipped as why:
                     results += [(c, str(why)) for c in todo if c.impl == impl]
@@ -216,7 +220,7 @@ def _release() -> None:
 def _group_worker(rank: int, world: int, ctx) -> list[tuple[Case, float | str]]:
     """Every rank runs the same cases in the same order (their collectives pair up); rank 0's
     times are the rows."""
-    cases: list[Case] = ctx.args
+    cases, draft_visible = ctx.args  # list[Case], int
     line_up = ctx.world.barrier
     ll = None
 
@@ -240,21 +244,21 @@ def _group_worker(rank: int, world: int, ctx) -> list[tuple[Case, float | str]]:
             except Skipped as why:
                 results.append((case, str(why)))
         results += measure_forwards([c for c in cases if c.group in ("forward", "draft_step")], ctx.group,
-                                    before_timing=line_up)
+                                    before_timing=line_up, draft_visible=draft_visible)
     finally:
         if ll is not None:
             ll.close()  # before the process group goes (the design notes: a hang at exit otherwise)
     return results
 
 
-def measure_group(cases: list[Case], tp: int) -> list[tuple[Case, float | str]]:
+def measure_group(cases: list[Case], tp: int, draft_visible: int) -> list[tuple[Case, float | str]]:
     """Cases that need tp processes; each is Skipped when the machine has fewer GPUs."""
     if torch.cuda.device_count() < tp:
         return [(c, f"needs {tp} GPUs, {torch.cuda.device_count()} visible") for c in cases]
     from swiftspec_core.runtime.launch import run_workers
 
     _release()
-    return run_workers(_group_worker, tp, cases, device="cuda")
+    return run_workers(_group_worker, tp, (cases, draft_visible), device="cuda")
 
 
 # ---- the command ----
@@ -295,6 +299,7 @@ def run(opts: Options, cases: list[Case]) -> tuple[Path, int, list[str]]:
         kernel_table.write(opts.out, rows, notes(skipped), meta)
 
     torch.manual_seed(SEED)
+    visible = draft_visible(opts)
     local = [c for c in todo if c.processes == 1 and c.group in LOCAL_OPS]
     with cheap_collections():
         for case in local:
@@ -304,10 +309,11 @@ def run(opts: Options, cases: list[Case]) -> tuple[Path, int, list[str]]:
                 record(case, str(why))
             except Exception as exc:  # noqa: BLE001 -- one broken kernel must not end the table
                 record(case, failed(exc))
-        for case, outcome in measure_forwards([c for c in todo if c.processes == 1 and c not in local]):
+        for case, outcome in measure_forwards([c for c in todo if c.processes == 1 and c not in local],
+                                              draft_visible=visible):
             record(case, outcome)
     for tp in sorted({c.tp for c in todo if c.processes > 1}):
-        for case, outcome in measure_group([c for c in todo if c.processes > 1 and c.tp == tp], tp):
+        for case, outcome in measure_group([c for c in todo if c.processes > 1 and c.tp == tp], tp, visible):
             record(case, outcome)
     kernel_table.write(opts.out, rows, notes(skipped), meta)
     return opts.out / kernel_table.CSV_NAME, len(rows) - len(kept), notes(skipped)

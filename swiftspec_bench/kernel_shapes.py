@@ -87,6 +87,7 @@ class Options:
     ops: list[str]  # group names (OPS)
     impls: list[str]
     tree_w: int  # draft_step runs the draft forward at width tree_w + 1
+    tree_bs: int  # and stages its tokens as the drafter does at this --tree-bs (draft_visible)
     out: Path
 
 
@@ -165,7 +166,7 @@ def parse_ints(text: str, flag: str, low: int, high: int | None = None) -> list[
     return list(dict.fromkeys(values))
 
 
-def validate(models: str, tp: str, m: str, context: str, ops: str, impl: str, tree_w: int,
+def validate(models: str, tp: str, m: str, context: str, ops: str, impl: str, tree_w: int, tree_bs: int,
              out: str) -> Options:
     """Every option checked against the presets and the kernels' limits: a UserError otherwise."""
     from .run_folder import check_out_dir
@@ -174,9 +175,11 @@ def validate(models: str, tp: str, m: str, context: str, ops: str, impl: str, tr
     opts = Options(models=names, tps=parse_ints(tp, "--tp", 1, 8), ms=parse_ints(m, "--m", 1, MAX_M),
                    contexts=parse_ints(context, "--context", 1),
                    ops=list(OPS) if ops.strip() == "all" else parse_names(ops, "--ops", "op", OPS), impls=parse_names(impl, "--impl", "impl", IMPLS),
-                   tree_w=tree_w, out=Path(out))
+                   tree_w=tree_w, tree_bs=tree_bs, out=Path(out))
     if not 1 <= tree_w < MAX_M:
         raise UserError(f"--tree-w {tree_w}: the draft step's width tree_w + 1 must be 2..{MAX_M}")
+    if tree_bs < 1:
+        raise UserError(f"--tree-bs {tree_bs}: must be at least 1")
     widest = max(opts.ms + [tree_w + 1])
     for name in names:
         args = shard_args(name, 1)
@@ -190,6 +193,16 @@ def validate(models: str, tp: str, m: str, context: str, ops: str, impl: str, tr
                     raise UserError(f"{name} at --tp {t}: {proj}'s K = {k} is not a multiple of 8")
     check_out_dir(opts.out)
     return opts
+
+
+def draft_visible(opts: Options) -> int:
+    """The visible rows a token of the draft step's staged block holds: the drafter's at --tree-bs
+    and --tree-w (its tree's cache rows + 1, NOTES v190), not the step's width: the kernels read
+    the block, and a persistent prologue's cost grows with it."""
+    from swiftspec_core.decoders.base import SpecSettings, draft_tree_rows
+    from swiftspec_core.decoders.drafter import staged_visible
+
+    return staged_visible(opts.tree_w, draft_tree_rows(SpecSettings(tree_bs=opts.tree_bs, tree_w=opts.tree_w)))
 
 
 def plan(opts: Options) -> list[Case]:

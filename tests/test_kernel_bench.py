@@ -140,7 +140,7 @@ def test_a_draft_step_table_shows_each_kernel_set_over_the_floor():
 
 def _opts(tmp_path, **over):
     base = dict(models="llama-3.2-1b,llama-3-8b", tp="1,2", m="1,8", context="500,1000", ops="all",
-                impl="ours,cublas+nccl,sdpa,torch", tree_w=8, out=str(tmp_path / "o"))
+                impl="ours,cublas+nccl,sdpa,torch", tree_w=8, tree_bs=12, out=str(tmp_path / "o"))
     return kernel_shapes.validate(**(base | over))
 
 
@@ -202,7 +202,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(floor, "copy_bandwidth", lambda *a, **k: 4e12)
     monkeypatch.setattr(kernel_bench, "measure_local", local)
     monkeypatch.setattr(kernel_bench, "measure_forwards", lambda cases, *a, **k: [(c, local(c)) for c in cases])
-    monkeypatch.setattr(kernel_bench, "measure_group", lambda cases, tp: [(c, "needs 2 GPUs, 1 visible") for c in cases])
+    monkeypatch.setattr(kernel_bench, "measure_group", lambda cases, tp, visible: [(c, "needs 2 GPUs, 1 visible") for c in cases])
     monkeypatch.setenv("SWIFTSPEC_COMMIT", "c0ffee")
     return measured
 
@@ -306,3 +306,16 @@ def test_gpu_smoke(tmp_path):
     md = (out / "kernels.md").read_text()
     for op in ("rmsnorm", "attention"):  # ours is measured, or the table says why not
         assert op in measured_ours or f"{op} ours" in md
+
+
+def test_the_draft_step_is_staged_as_wide_as_the_drafters_block(tmp_path):
+    # the run defaults (bs 12, w 8): the drafter's tree keeps 384 cache rows, a token's block row 385
+    from swiftspec_core.decoders.base import SpecSettings, draft_tree_rows
+    from swiftspec_core.decoders.drafter import staged_visible
+    from swiftspec_core.errors import UserError
+
+    assert kernel_shapes.draft_visible(_opts(tmp_path)) == 385
+    assert kernel_shapes.draft_visible(_opts(tmp_path, tree_bs=2, tree_w=3)) == 4 * 2 * 3 + 1
+    assert staged_visible(8, draft_tree_rows(SpecSettings(tree_bs=1, tree_w=1)), graft_len=6) == 8 + 1 + 6
+    with pytest.raises(UserError, match="--tree-bs 0"):
+        _opts(tmp_path, tree_bs=0)

@@ -18,6 +18,12 @@ from ..tree import TokenTree
 from .graft import Grafter
 
 
+def staged_visible(width: int, max_tree_rows: int, graft_len: int = 0) -> int:
+    """The visible rows a draft step's staged block holds a token (its forwards' max_visible): a
+    step's tokens, or a node's ancestors anywhere in the tree's rows, and itself."""
+    return max(width + 1 + graft_len, max_tree_rows + 1)
+
+
 class Drafter:
     def __init__(self, model: Transformer, width: int, max_tree_rows: int, graft_len: int = 0,
                  graft_ngram: tuple[int, ...] = (3, 2)):
@@ -31,7 +37,7 @@ class Drafter:
         # A forward holds the leaves, a pending token and a chain. A token sees at most: pending
         # tokens (only before a fresh root), or its ancestors, and itself. A step without a chain
         # runs the narrower forward (on GPU its own graphs: the chain's rows would be padding).
-        visible = max(width + 1 + graft_len, max_tree_rows + 1)
+        visible = staged_visible(width, max_tree_rows, graft_len)
         self.forward = make_forward(model, self.cache, width + 1 + graft_len, max_visible=visible)
         self.narrow = make_forward(model, self.cache, width + 1, max_visible=visible) if graft_len else self.forward
         self.grafter = Grafter(graft_len, graft_ngram) if graft_len else None
