@@ -217,7 +217,10 @@ def kernels(
     ops: str = typer.Option("all", help="Comma list of gemm, awq_gemm, allreduce, gemm_allreduce, attention, "
                                         "rmsnorm, swiglu, forward, draft_step, or all."),
     impl: str = typer.Option("ours,cublas+nccl,sdpa,torch", help="Comma list of implementations."),
-    tree_w: int = typer.Option(DEFAULT_TREE_W, help="draft_step times the draft forward at width tree_w + 1."),
+    tree_w: int = typer.Option(DEFAULT_TREE_W, help="draft_step times the draft forward at width tree_w + 1 "
+                                                      "(+ --graft-len)."),
+    graft_len: int = typer.Option(0, help="draft_step as a grafted step: a chain of this many tokens rides along "
+                                          "(the run default grafts up to 6)."),
     tree_bs: int = typer.Option(DEFAULT_TREE_BS, help="draft_step stages its tokens as the drafter does at this "
                                                       "--tree-bs and --tree-w (a token's block row as wide as "
                                                       "the draft tree's cache rows)."),
@@ -229,7 +232,7 @@ def kernels(
     from . import kernel_bench, kernel_shapes
 
     with user_errors(log=Path(out) / "kernels.log"):  # a worker's fault: every rank's traceback
-        opts = kernel_shapes.validate(models, tp, m, context, ops, impl, tree_w, tree_bs, out)
+        opts = kernel_shapes.validate(models, tp, m, context, ops, impl, tree_w, tree_bs, graft_len, out)
         path, written, notes = kernel_bench.run(opts, kernel_shapes.plan(opts))
     for note in notes:
         typer.echo(f"not measured: {note}")

@@ -86,8 +86,9 @@ class Options:
     contexts: list[int]
     ops: list[str]  # group names (OPS)
     impls: list[str]
-    tree_w: int  # draft_step runs the draft forward at width tree_w + 1
+    tree_w: int  # draft_step runs the draft forward at width tree_w + 1 + graft_len
     tree_bs: int  # and stages its tokens as the drafter does at this --tree-bs (draft_visible)
+    graft_len: int  # a grafted step's chain (0: a plain expansion)
     out: Path
 
 
@@ -167,7 +168,7 @@ def parse_ints(text: str, flag: str, low: int, high: int | None = None) -> list[
 
 
 def validate(models: str, tp: str, m: str, context: str, ops: str, impl: str, tree_w: int, tree_bs: int,
-             out: str) -> Options:
+             graft_len: int, out: str) -> Options:
     """Every option checked against the presets and the kernels' limits: a UserError otherwise."""
     from .run_folder import check_out_dir
 
@@ -175,12 +176,13 @@ def validate(models: str, tp: str, m: str, context: str, ops: str, impl: str, tr
     opts = Options(models=names, tps=parse_ints(tp, "--tp", 1, 8), ms=parse_ints(m, "--m", 1, MAX_M),
                    contexts=parse_ints(context, "--context", 1),
                    ops=list(OPS) if ops.strip() == "all" else parse_names(ops, "--ops", "op", OPS), impls=parse_names(impl, "--impl", "impl", IMPLS),
-                   tree_w=tree_w, tree_bs=tree_bs, out=Path(out))
-    if not 1 <= tree_w < MAX_M:
-        raise UserError(f"--tree-w {tree_w}: the draft step's width tree_w + 1 must be 2..{MAX_M}")
+                   tree_w=tree_w, tree_bs=tree_bs, graft_len=graft_len, out=Path(out))
+    if tree_w < 1 or graft_len < 0 or draft_width(opts) > MAX_M:
+        raise UserError(f"--tree-w {tree_w} --graft-len {graft_len}: the draft step's width tree_w + 1 + "
+                        f"graft_len must be 2..{MAX_M}")
     if tree_bs < 1:
         raise UserError(f"--tree-bs {tree_bs}: must be at least 1")
-    widest = max(opts.ms + [tree_w + 1])
+    widest = max(opts.ms + [draft_width(opts)])
     for name in names:
         args = shard_args(name, 1)
         if max(opts.contexts) + widest > args.max_position:
@@ -202,7 +204,13 @@ def draft_visible(opts: Options) -> int:
     from swiftspec_core.decoders.base import SpecSettings, draft_tree_rows
     from swiftspec_core.decoders.drafter import staged_visible
 
-    return staged_visible(opts.tree_w, draft_tree_rows(SpecSettings(tree_bs=opts.tree_bs, tree_w=opts.tree_w)))
+    return staged_visible(opts.tree_w, draft_tree_rows(SpecSettings(tree_bs=opts.tree_bs, tree_w=opts.tree_w)),
+                          opts.graft_len)
+
+
+def draft_width(opts: Options) -> int:
+    """The draft step's forward width: w leaves, a pending token, a grafted chain (drafter.py's)."""
+    return opts.tree_w + 1 + opts.graft_len
 
 
 def plan(opts: Options) -> list[Case]:
@@ -233,5 +241,5 @@ def _shapes(group: str, opts: Options, deepest: int) -> list[tuple[str, int, int
     if group == "forward":
         return [(group, m, deepest) for m in opts.ms]
     if group == "draft_step":
-        return [(group, opts.tree_w + 1, deepest)]
+        return [(group, draft_width(opts), deepest)]
     return [(group, m, None) for m in opts.ms]

@@ -140,7 +140,7 @@ def test_a_draft_step_table_shows_each_kernel_set_over_the_floor():
 
 def _opts(tmp_path, **over):
     base = dict(models="llama-3.2-1b,llama-3-8b", tp="1,2", m="1,8", context="500,1000", ops="all",
-                impl="ours,cublas+nccl,sdpa,torch", tree_w=8, tree_bs=12, out=str(tmp_path / "o"))
+                impl="ours,cublas+nccl,sdpa,torch", tree_w=8, tree_bs=12, graft_len=0, out=str(tmp_path / "o"))
     return kernel_shapes.validate(**(base | over))
 
 
@@ -317,5 +317,9 @@ def test_the_draft_step_is_staged_as_wide_as_the_drafters_block(tmp_path):
     assert kernel_shapes.draft_visible(_opts(tmp_path)) == 385
     assert kernel_shapes.draft_visible(_opts(tmp_path, tree_bs=2, tree_w=3)) == 4 * 2 * 3 + 1
     assert staged_visible(8, draft_tree_rows(SpecSettings(tree_bs=1, tree_w=1)), graft_len=6) == 8 + 1 + 6
+    grafted = _opts(tmp_path, ops="draft_step", graft_len=6)  # the run's grafted step: 15 wide, 385 rows
+    assert {c.m for c in kernel_shapes.plan(grafted)} == {15} and kernel_shapes.draft_visible(grafted) == 385
     with pytest.raises(UserError, match="--tree-bs 0"):
         _opts(tmp_path, tree_bs=0)
+    with pytest.raises(UserError, match="--graft-len 8"):
+        _opts(tmp_path, graft_len=8)

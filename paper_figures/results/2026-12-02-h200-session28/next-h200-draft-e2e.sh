@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Prepared at the end of session 28 (NOTES "For the next session (written at the end of the
+# twenty-eighth)"), not run: one H200, main at the commit given; carry [".data"]. Why the persistent
+# draft lost end to end on qa and gsm8k (calls 6, 8) while its draft step wins in the kernel bench:
+# (1) the draft step staged as the drafter stages it (385 visible rows a token at the run defaults:
+#     kernel_shapes.draft_visible), widths 9 and 15 (--graft-len 6), ours and persistent, main and the
+#     wide-prologue patch (the prologue's loads batched, v190);
+# (2) the persistent kernel's profile at width 15, context 300, the 385-wide block (qa's regime);
+# (3) qa and gsm8k end to end, 4 prompts, persistent (wide-prologue) first, then fused. ~7 min.
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
+python3 -m pip install -q --no-deps -e . > /dev/null 2>&1
+START=$(date +%s); O=$OUT/nd; mkdir -p $O; P=$PWD/paper_figures/results/2026-12-02-h200-session28
+echo "commit $SWIFTSPEC_COMMIT, $(date -u +%FT%TZ)" > $O/env.log
+rm -rf /tmp/wide; mkdir -p /tmp/wide
+cp -r swiftspec_core swiftspec_bench paper_figures cuda tests pyproject.toml README.md .data /tmp/wide/
+(cd /tmp/wide && patch -s -p1 < $P/wide-prologue.patch) && echo "wide-prologue patched"
+kernels() {  # kernels TREE LABEL GRAFT_LEN CONTEXT: the draft step (w 8, bs 12), ours and persistent
+  (cd $1 && PYTHONPATH=. timeout -k 5 100 python3 -m swiftspec_bench.cli kernels --models llama-3.2-1b --tp 1 --m 8 \
+      --context $4 --ops draft_step --impl ours,persistent --graft-len $3 --out $O/kernels-$2 > $O/kernels-$2.log 2>&1)
+  echo "kernels $2 exit $? ($(( $(date +%s) - START )) s)"; grep -E "^\| draft_step " $O/kernels-$2/kernels.md
+}
+kernels . main-w9 0 1000
+kernels /tmp/wide wide-w9 0 1000
+kernels . main-w15-300 6 300
+kernels /tmp/wide wide-w15-300 6 300
+(cd /tmp/wide && PYTHONPATH=. timeout -k 5 90 python3 paper_figures/profile_forward.py --models llama-3.2-1b --width 15 \
+    --context 300 --visible 385 --impl persistent > $O/profile-wide.md 2>&1)
+echo "profile exit $? ($(( $(date +%s) - START )) s)"; grep -E "^(llama|\| )" $O/profile-wide.md | cut -c1-130
+(cd /tmp/wide && REPLAY=paper_figures/results/2026-12-01-cpu-qwen-pair-graft-paths-bs12 TREE_BS=12 DATA_DIR=.data/eagle \
+    bash paper_figures/run_2xh200.sh $O/e2e $(( 560 - ($(date +%s) - START) )) \
+    "4 --systems tree --kernels persistent --datasets qa,gsm8k" "4 --systems tree --kernels fused --datasets qa,gsm8k" \
+    > $O/e2e.log 2>&1)
+grep -hE "^==|skipped|error" $O/e2e.log | tail -6
+python3 -m swiftspec_bench.cli compare $O/e2e --format markdown > $O/e2e/compare.md 2>&1
+grep -E "overall" $O/e2e/compare.md | cut -c1-240
+cd $OUT && tar czf nd.tgz nd
