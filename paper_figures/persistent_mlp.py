@@ -263,6 +263,9 @@ def main() -> None:
     parser.add_argument("--tree-rows", type=int, default=0,
                         help="draft-tree rows after the context that the M new tokens extend, parents at random "
                              "(--attention; 0: the M tokens a chain)")
+    parser.add_argument("--visible", type=int, default=0,
+                        help="visible rows a token in the staged block the kernel reads (--attention; a drafter's: "
+                             "its tree's rows + 1, 385 at the run defaults; 0: the longest path)")
     parser.add_argument("--timeline", action="store_true",
                         help="then where the first ring's layer spends its time (deep and shallow), phase by phase")
     parser.add_argument("--rings", default="1024x3",
@@ -291,7 +294,7 @@ def main() -> None:
         if not args.attention:
             w.attn = torch.randn(L, m, HIDDEN, device=dev).to(torch.bfloat16)
     if args.attention:
-        w.attention = Attention.random(L, args.context, m, dev, tree_rows=args.tree_rows)
+        w.attention = Attention.random(L, args.context, m, dev, tree_rows=args.tree_rows, visible=args.visible)
     if with_qkv:
         w.qkv = (torch.randn(L, QKV, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
         w.g_qkv = (1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16)

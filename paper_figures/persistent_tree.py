@@ -51,10 +51,11 @@ class TreeStep:
     def rows(self) -> list[int]:
         return [self.prefix + self.tree_rows + t for t in range(self.m)]
 
-    def block(self) -> torch.Tensor:
-        """The engine's staged block [M, 4 + V] of the new tokens (token ids 0)."""
+    def block(self, width: int = 0) -> torch.Tensor:
+        """The engine's staged block [M, 4 + V] of the new tokens (token ids 0); V = the longest
+        path, or `width` where wider (a drafter's: its tree's rows + 1, drafter.staged_visible)."""
         visible = [[self.prefix + k for k in self.path(self.tree_rows + t)] for t in range(self.m)]
-        block = torch.zeros(self.m, staged.VISIBLE + max(map(len, visible)), dtype=torch.long)
+        block = torch.zeros(self.m, staged.VISIBLE + max(width, *map(len, visible)), dtype=torch.long)
         staged.write(block.numpy(), [0] * self.m, self.positions(), self.rows(), self.prefix, visible, scratch_row=0)
         return block
 
@@ -83,7 +84,7 @@ class Attention:
     block: torch.Tensor
 
     @staticmethod
-    def random(layers: int, prefix: int, m: int, device, tree_rows: int = 0) -> "Attention":
+    def random(layers: int, prefix: int, m: int, device, tree_rows: int = 0, visible: int = 0) -> "Attention":
         step = TreeStep.random(prefix, tree_rows, m, torch.Generator().manual_seed(prefix + 7 * tree_rows + m))
         rows = -(-(prefix + tree_rows + m) // CHUNK) * CHUNK
         inv_freq = 500000.0 ** -(torch.arange(0, HEAD_DIM, 2, device=device, dtype=torch.float32) / HEAD_DIM)
@@ -91,7 +92,7 @@ class Attention:
         angles = torch.cat([angles, angles], dim=1)  # rotate_half's layout: pair (i, i + 32)
         k, v = (torch.randn(layers, rows, KV_HEADS, HEAD_DIM, device=device).to(torch.bfloat16) for _ in range(2))
         k[:, prefix + tree_rows:], v[:, prefix + tree_rows:] = 0, 0
-        block = step.block().to(device)
+        block = step.block(visible).to(device)
         return Attention(step, angles.cos(), angles.sin(), k, v, block)
 
     @property

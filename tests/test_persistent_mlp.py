@@ -158,12 +158,15 @@ def test_a_tree_steps_positions_rows_and_masks_follow_its_parents():
     assert [int(w) for w in words[:, 0]] == [0b1010, 0b11010, 0b100000]
 
 
-@pytest.mark.parametrize("tree_rows,m", [(0, 9), (40, 9), (200, 16), (240, 16)])
-def test_the_kernels_inputs_from_the_staged_block_are_the_trees(tree_rows, m):
-    """kernel_inputs (device ops on the engine's block, as the engine would feed the kernel) gives
-    the positions, rows and masks TreeStep derives from the parents."""
+@pytest.mark.parametrize("tree_rows,m,width", [(0, 9, 0), (40, 9, 0), (200, 16, 0), (240, 16, 0), (360, 15, 385)])
+def test_the_kernels_inputs_from_the_staged_block_are_the_trees(tree_rows, m, width):
+    """kernel_inputs (the kernel prologue's torch twin) gives the positions, rows and masks TreeStep
+    derives from the parents, also from a block as wide as a drafter's (width: its unused visible
+    slots repeat each token's own row)."""
     step = tree.TreeStep.random(1000, tree_rows, m, torch.Generator().manual_seed(tree_rows + m))
-    positions, rows, masks, tree_at = layouts.kernel_inputs(step.block())
+    block = step.block(width)
+    assert not width or block.shape[1] == 4 + width
+    positions, rows, masks, tree_at = layouts.kernel_inputs(block)
     assert positions.tolist() == step.positions() and rows.tolist() == step.rows()
     assert tree_at.tolist() == [1000, 1000 + tree_rows] and tree_at.dtype == torch.int32
     assert positions.dtype == rows.dtype == masks.dtype == torch.int32 and torch.equal(masks, step.masks())

@@ -6,7 +6,9 @@
 #     kernel_shapes.draft_visible), widths 9 and 15 (--graft-len 6), ours and persistent, main and the
 #     wide-prologue patch (the prologue's loads batched, v190);
 # (2) the persistent kernel's profile at width 15, context 300, the 385-wide block (qa's regime);
-# (3) qa and gsm8k end to end, 4 prompts, persistent (wide-prologue) first, then fused. ~7 min.
+# (3) the probe's layer in qa's regime (a 60-row prefix, a 360-row tree, the 385-wide block) with
+#     --timeline, main and wide-prologue, beside a chain at context 1000;
+# (4) qa and gsm8k end to end, 4 prompts, persistent (wide-prologue) first, then fused. ~8 min.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
@@ -28,6 +30,15 @@ kernels /tmp/wide wide-w15-300 6 300
 (cd /tmp/wide && PYTHONPATH=. timeout -k 5 90 python3 paper_figures/profile_forward.py --models llama-3.2-1b --width 15 \
     --context 300 --visible 385 --impl persistent > $O/profile-wide.md 2>&1)
 echo "profile exit $? ($(( $(date +%s) - START )) s)"; grep -E "^(llama|\| )" $O/profile-wide.md | cut -c1-130
+probe() {  # probe TREE LABEL ARGS..: the persistent layer in qa's regime (a short prefix, a full tree)
+  (cd $1 && PYTHONPATH=. timeout -k 5 70 python3 paper_figures/persistent_mlp.py "${@:3}" > $O/$2.md 2> $O/$2.log)
+  echo "$2 exit $? ($(( $(date +%s) - START )) s)"
+  sed -n '/deep, SM clock/,/shallow, SM clock/p' $O/$2.md | grep -E "^\| [QSROAB] \(|the layer" | cut -c1-100
+  grep -E "^\| (ours|persistent 1024x4, deep \|)" $O/$2.md | cut -c1-120; tail -1 $O/$2.log
+}
+probe . main-qa-step --attention --rows 15 --rings 1024x4 --context 60 --tree-rows 360 --visible 385 --timeline
+probe /tmp/wide wide-qa-step --attention --rows 15 --rings 1024x4 --context 60 --tree-rows 360 --visible 385
+probe /tmp/wide wide-chain-step --attention --rows 15 --rings 1024x4 --context 1000
 (cd /tmp/wide && REPLAY=paper_figures/results/2026-12-01-cpu-qwen-pair-graft-paths-bs12 TREE_BS=12 DATA_DIR=.data/eagle \
     bash paper_figures/run_2xh200.sh $O/e2e $(( 560 - ($(date +%s) - START) )) \
     "4 --systems tree --kernels persistent --datasets qa,gsm8k" "4 --systems tree --kernels fused --datasets qa,gsm8k" \
