@@ -36,3 +36,19 @@ def perturbed(state: dict, scale: float, seed: int = 1) -> dict:
 
 def prompt(n: int = 12, seed: int = 1) -> list[int]:
     return torch.randint(0, VOCAB, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def random_tree(n: int, size: int, gen: torch.Generator) -> tuple[list[int], list[list[int]]]:
+    """Parents (root first) and each node's visible rows (ancestors, itself) for a tree at rows n.."""
+    parents = [-1] + [int(torch.randint(0, i, (), generator=gen)) for i in range(1, size)]
+    visible = [[n]]
+    for i in range(1, size):
+        visible.append(visible[parents[i]] + [n + i])
+    return parents, visible
+
+
+def poison_logits(forward) -> None:
+    """NaN into every captured graph's logits of a PaddedForward: its replay must write every row read."""
+    with torch.inference_mode():
+        for _, logits in forward.graphs.values():
+            logits.fill_(float("nan"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine_fixtures import VOCAB, perturbed, prompt, target_state
+from engine_fixtures import VOCAB, perturbed, poison_logits, prompt, random_tree, target_state
 from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.graphs import PaddedForward
 from swiftspec_core.models.args import ModelArgs
@@ -47,15 +47,6 @@ def prefilled(model, n: int):
     return cache
 
 
-def random_tree(n: int, size: int, gen: torch.Generator) -> tuple[list[int], list[list[int]]]:
-    """Parents (root first) and each node's visible rows (ancestors, itself) for a tree at rows n.."""
-    parents = [-1] + [int(torch.randint(0, i, (), generator=gen)) for i in range(1, size)]
-    visible = [[n]]
-    for i in range(1, size):
-        visible.append(visible[parents[i]] + [n + i])
-    return parents, visible
-
-
 @pytest.mark.parametrize("qkv_bias", [False, True])
 def test_fused_forward_is_close_to_torch(qkv_bias, body):
     weights = state(qkv_bias=qkv_bias)
@@ -67,9 +58,7 @@ def test_fused_forward_is_close_to_torch(qkv_bias, body):
         _, visible = random_tree(n, size, gen)
         tokens, rows = torch.randint(0, VOCAB, (size,), generator=gen).tolist(), list(range(n, n + size))
         positions = [n + len(v) - 1 for v in visible]
-        with torch.inference_mode():
-            for _, logits in forward.graphs.values():
-                logits.fill_(float("nan"))  # poison: the replay must write every row we read
+        poison_logits(forward)
         got = forward(tokens, positions, rows, n, visible).clone()
         dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731
         ref = ops(dev(tokens), dev(positions), dev(rows), tree_mask(n, n + size, visible, "cuda"), cache_t)

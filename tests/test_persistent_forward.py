@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from engine_fixtures import VOCAB, engine, perturbed, prompt, target_state, tiny_args
+from engine_fixtures import VOCAB, engine, perturbed, poison_logits, prompt, random_tree, target_state, tiny_args
 from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.decoders.drafter import Drafter
 from swiftspec_core.kernels import persistent_forward as pf
@@ -109,15 +109,10 @@ def test_its_logits_are_as_close_to_fp32_as_the_torch_ops_in_bf16():
     prefix_k = caches[0].k[:, :n].clone()
     forward = PaddedForward(fast, caches[0], 9, 32, graph=True)
     for size in (1, 5, 9):
-        parents = [-1] + [int(torch.randint(0, i, (), generator=gen)) for i in range(1, size)]
-        visible = [[n]]
-        for i in range(1, size):
-            visible.append(visible[parents[i]] + [n + i])
+        _, visible = random_tree(n, size, gen)
         tokens, rows = torch.randint(0, VOCAB, (size,), generator=gen).tolist(), list(range(n, n + size))
         positions = [n + len(v) - 1 for v in visible]
-        with torch.inference_mode():
-            for _, logits in forward.graphs.values():
-                logits.fill_(float("nan"))  # poison: the replay must write every row we read
+        poison_logits(forward)
         got = forward(tokens, positions, rows, n, visible).clone()
         dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731
         mask = tree_mask(n, n + size, visible, "cuda")
