@@ -52,3 +52,18 @@ def poison_logits(forward) -> None:
     with torch.inference_mode():
         for _, logits in forward.graphs.values():
             logits.fill_(float("nan"))
+
+
+def random_step(forward, n: int, size: int, gen: torch.Generator) -> tuple[torch.Tensor, tuple]:
+    """A random tree of `size` new tokens at rows n.. after an n-row prefix through `forward` (a
+    PaddedForward on the GPU, its logits poisoned first) -> (its logits, and the same step as a
+    model's own forward takes it: tokens, positions, rows and tree mask on the device)."""
+    from swiftspec_core.tree import tree_mask
+
+    _, visible = random_tree(n, size, gen)
+    tokens, rows = torch.randint(0, VOCAB, (size,), generator=gen).tolist(), list(range(n, n + size))
+    positions = [n + len(v) - 1 for v in visible]
+    poison_logits(forward)
+    got = forward(tokens, positions, rows, n, visible).clone()
+    dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731
+    return got, (dev(tokens), dev(positions), dev(rows), tree_mask(n, n + size, visible, "cuda"))

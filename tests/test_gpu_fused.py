@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine_fixtures import VOCAB, perturbed, poison_logits, prompt, random_tree, target_state
+from engine_fixtures import VOCAB, perturbed, prompt, random_step, random_tree, target_state
 from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.graphs import PaddedForward
 from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.weights import build_engine
-from swiftspec_core.tree import tree_mask
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -55,13 +54,8 @@ def test_fused_forward_is_close_to_torch(qkv_bias, body):
     cache_f, cache_t = prefilled(fused, n), prefilled(ops, n)
     forward = PaddedForward(fused, cache_f, 8, 8, graph=True)
     for size in (1, 5, 8):  # fresh random trees each time
-        _, visible = random_tree(n, size, gen)
-        tokens, rows = torch.randint(0, VOCAB, (size,), generator=gen).tolist(), list(range(n, n + size))
-        positions = [n + len(v) - 1 for v in visible]
-        poison_logits(forward)
-        got = forward(tokens, positions, rows, n, visible).clone()
-        dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731
-        ref = ops(dev(tokens), dev(positions), dev(rows), tree_mask(n, n + size, visible, "cuda"), cache_t)
+        got, step = random_step(forward, n, size, gen)
+        ref = ops(*step, cache_t)
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f"size {size}: relative error {err:.3g}"  # bf16: a rounding here and there
         k_err = ((cache_f.k[:, n:n + size].float() - cache_t.k[:, n:n + size].float()).norm()

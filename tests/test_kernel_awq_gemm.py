@@ -337,7 +337,7 @@ def test_awq_swiglu_every_launch_shape_is_bitwise_the_two_kernels():
 @needs_gpu
 @pytest.mark.parametrize("qkv_bias", [False, True])
 def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
-    from engine_fixtures import prompt, target_state
+    from engine_fixtures import poison_logits, prompt, target_state
     from swiftspec_core.decoders import DECODERS, SpecSettings
     from swiftspec_core.graphs import PaddedForward
     from swiftspec_core.models.transformer import AWQLinear
@@ -371,9 +371,7 @@ def test_fused_awq_engine_is_close_to_torch_and_lossless(qkv_bias):
     n, tokens, visible = 40, [5, 9, 200], [[40], [40, 41], [40, 41, 42]]
     cache_f, cache_t = prefilled(fused, n), prefilled(ops, n)
     forward = PaddedForward(fused, cache_f, 8, 8, graph=True)
-    with torch.inference_mode():
-        for _, logits in forward.graphs.values():
-            logits.fill_(float("nan"))
+    poison_logits(forward)
     rows = positions = [n, n + 1, n + 2]
     got = forward(tokens, positions, rows, n, visible).clone()
     dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731

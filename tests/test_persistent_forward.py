@@ -10,13 +10,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from engine_fixtures import VOCAB, engine, perturbed, poison_logits, prompt, random_tree, target_state, tiny_args
+from engine_fixtures import VOCAB, engine, perturbed, prompt, random_step, target_state, tiny_args
 from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.decoders.drafter import Drafter
 from swiftspec_core.kernels import persistent_forward as pf
 from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.weights import build_engine
-from swiftspec_core.tree import tree_mask
 
 
 def one_b_args(layers: int = 2) -> ModelArgs:
@@ -109,14 +108,8 @@ def test_its_logits_are_as_close_to_fp32_as_the_torch_ops_in_bf16():
     prefix_k = caches[0].k[:, :n].clone()
     forward = PaddedForward(fast, caches[0], 9, 32, graph=True)
     for size in (1, 5, 9):
-        _, visible = random_tree(n, size, gen)
-        tokens, rows = torch.randint(0, VOCAB, (size,), generator=gen).tolist(), list(range(n, n + size))
-        positions = [n + len(v) - 1 for v in visible]
-        poison_logits(forward)
-        got = forward(tokens, positions, rows, n, visible).clone()
-        dev = lambda x: torch.tensor(x, device="cuda")  # noqa: E731
-        mask = tree_mask(n, n + size, visible, "cuda")
-        bf16, fp32 = (m(dev(tokens), dev(positions), dev(rows), mask, c) for m, c in zip((ops, exact), caches[1:]))
+        got, step = random_step(forward, n, size, gen)
+        bf16, fp32 = (m(*step, c) for m, c in zip((ops, exact), caches[1:]))
         err, bf16_err = relative_error(got, fp32), relative_error(bf16, fp32)
         print(f"size {size}: logits' relative error against fp32 {err:.4f} (torch ops in bf16: {bf16_err:.4f})")
         assert err < 2 * bf16_err, f"size {size}: {err:.3g} against the torch ops' {bf16_err:.3g}"
