@@ -27,7 +27,6 @@
 #include "common.cuh"
 #include "mma.cuh"
 #include "rope.cuh"
-#include "staged.cuh"
 
 // The shapes first (the others use them), then the ring's traffic, the attention, the page sequence.
 #include "persistent_shapes.cuh"
@@ -109,30 +108,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     page_limit = 0;
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  if (attention) {  // the step's tree from the staged block (device memory: a graph replays it), read
-    // at every layer's S and Q epilogues: each token's position and cache row; tree0, token 0's
-    // prefix (the step's shared prefix); first_new, the lowest row the step writes (padding tokens
-    // write the scratch row, the cache's last); token i's mask, bit j set when one of its visible
-    // rows is its prefix + j (rows past MASK_WORDS words: the drafter keeps trees smaller).
-    // persistent.kernel_inputs is its torch twin.
-    for (int i = threadIdx.x; i < M * MASK_WORDS; i += blockDim.x) masks[i] = 0u;
-    if (threadIdx.x == 0) lowest_row = 0x7fffffff;
-    __syncthreads();
-    if (threadIdx.x < M) {
-      const long long* tok = block + (size_t)threadIdx.x * block_cols;
-      tok_at[0][threadIdx.x] = (int)tok[COL_POSITION];
-      tok_at[1][threadIdx.x] = (int)tok[COL_ROW];
-      atomicMin(&lowest_row, (int)tok[COL_ROW]);
-    }
-    for (int e = threadIdx.x; e < M * (block_cols - COL_VISIBLE); e += blockDim.x) {
-      const long long* tok = block + (size_t)(e / (block_cols - COL_VISIBLE)) * block_cols;
-      const long long j = tok[COL_VISIBLE + e % (block_cols - COL_VISIBLE)] - tok[COL_PREFIX];
-      if (j >= 0 && j < 32 * MASK_WORDS)
-        atomicOr(&masks[e / (block_cols - COL_VISIBLE) * MASK_WORDS + (int)(j >> 5)], 1u << (j & 31));
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) tree_info[0] = (int)block[COL_PREFIX], tree_info[1] = lowest_row;
-  }
+  if (attention) stage_tree(block, block_cols, M, masks, tok_at, tree_info, &lowest_row);  // read at every layer's S and Q epilogues
   __syncthreads();  // the last barrier of all (WARPS + 1) warps: the compute warps use compute_sync
   const int tree0 = attention ? tree_info[0] : 0;
   for (int i = items_s - 1; i >= 0; --i)

@@ -19,6 +19,7 @@
 // not depend on M or on the other queries (they do on where its tree rows sit in the cache, unlike
 // cuda/attention.cu's, which reduces by position: a draft's numerics do not bear on losslessness).
 // (Included by cuda/persistent.cu after its shapes and the ring's traffic; rope.cuh before them.)
+#include "staged.cuh"
 
 #define NEG_INF __int_as_float(0xff800000)  // -inf without <cmath> (NVRTC has no host headers)
 #define KV_HEADS 8
@@ -32,6 +33,33 @@
 #define QBUF_BYTES (KV_HEADS * QROWS * Q_ROW)
 #define ROPE_TILES (4 * (Q_HEADS + KV_HEADS))  // qkv tiles of q and k heads
 #define MASK_WORDS 12                       // a token's tree mask: tree rows tree0 .. tree0 + 383
+
+// The step's tree from the staged block (device memory: a graph replays it) into shared memory, by
+// the whole thread block (it holds two block barriers): each token's position and cache row
+// (tok_at); tree0, token 0's prefix (the step's shared prefix) and first_new, the lowest row the
+// step writes (tree_info; padding tokens write the scratch row, the cache's last); token i's mask,
+// bit j set when one of its visible rows is its prefix + j (rows past MASK_WORDS words: the drafter
+// keeps trees smaller). persistent.kernel_inputs is its torch twin.
+__device__ __forceinline__ void stage_tree(const long long* __restrict__ block, int block_cols, int M,
+                                           unsigned* masks, int (*tok_at)[MAX_M], int* tree_info, int* lowest_row) {
+  for (int i = threadIdx.x; i < M * MASK_WORDS; i += blockDim.x) masks[i] = 0u;
+  if (threadIdx.x == 0) *lowest_row = 0x7fffffff;
+  __syncthreads();
+  if (threadIdx.x < M) {
+    const long long* tok = block + (size_t)threadIdx.x * block_cols;
+    tok_at[0][threadIdx.x] = (int)tok[COL_POSITION];
+    tok_at[1][threadIdx.x] = (int)tok[COL_ROW];
+    atomicMin(lowest_row, (int)tok[COL_ROW]);
+  }
+  for (int e = threadIdx.x; e < M * (block_cols - COL_VISIBLE); e += blockDim.x) {
+    const long long* tok = block + (size_t)(e / (block_cols - COL_VISIBLE)) * block_cols;
+    const long long j = tok[COL_VISIBLE + e % (block_cols - COL_VISIBLE)] - tok[COL_PREFIX];
+    if (j >= 0 && j < 32 * MASK_WORDS)
+      atomicOr(&masks[e / (block_cols - COL_VISIBLE) * MASK_WORDS + (int)(j >> 5)], 1u << (j & 31));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) tree_info[0] = (int)block[COL_PREFIX], tree_info[1] = *lowest_row;
+}
 
 // Row r (0..15) of qkv's tile c in the attention's layout.
 __device__ __forceinline__ int qkv_tile_row(int c, int r) {
