@@ -8,7 +8,10 @@
 # (2) the persistent kernel's profile at width 15, context 300, the 385-wide block (qa's regime);
 # (3) the probe's layer in qa's regime (a 60-row prefix, a 360-row tree, the 385-wide block) with
 #     --timeline, main and wide-prologue, beside a chain at context 1000;
-# (4) qa and gsm8k end to end, 4 prompts, persistent (wide-prologue) first, then fused. ~8 min.
+# (4) one qa decode of each under torch's profiler (profile_decode.py: kernels by name, the GPU's
+#     idle time), wide-prologue;
+# (5) qa and gsm8k end to end, 4 prompts, persistent (wide-prologue) first, then fused, in what is
+#     left of ~9 min.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
@@ -39,6 +42,13 @@ probe() {  # probe TREE LABEL ARGS..: the persistent layer in qa's regime (a sho
 probe . main-qa-step --attention --rows 15 --rings 1024x4 --context 60 --tree-rows 360 --visible 385 --timeline
 probe /tmp/wide wide-qa-step --attention --rows 15 --rings 1024x4 --context 60 --tree-rows 360 --visible 385
 probe /tmp/wide wide-chain-step --attention --rows 15 --rings 1024x4 --context 1000
+for k in persistent fused; do  # one qa decode under the profiler, wide-prologue (profile_decode.py)
+  (cd /tmp/wide && PYTHONPATH=. timeout -k 5 120 python3 paper_figures/profile_decode.py $O/decode-$k.md -- run \
+      --target llama-3-8b --draft llama-3.2-1b --weights random --device cuda --dtype bfloat16 --systems tree \
+      --kernels $k --acceptance replay:paper_figures/results/2026-12-01-cpu-qwen-pair-graft-paths-bs12 \
+      --datasets qa --limit 1 --max-new-tokens 256 --data-dir .data/eagle --out $O/decode-$k > $O/decode-$k.log 2>&1)
+  echo "decode $k exit $? ($(( $(date +%s) - START )) s)"; head -8 $O/decode-$k.md; tail -1 $O/decode-$k.md
+done
 (cd /tmp/wide && REPLAY=paper_figures/results/2026-12-01-cpu-qwen-pair-graft-paths-bs12 TREE_BS=12 DATA_DIR=.data/eagle \
     bash paper_figures/run_2xh200.sh $O/e2e $(( 560 - ($(date +%s) - START) )) \
     "4 --systems tree --kernels persistent --datasets qa,gsm8k" "4 --systems tree --kernels fused --datasets qa,gsm8k" \
