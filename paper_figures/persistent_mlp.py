@@ -263,6 +263,9 @@ def main() -> None:
     parser.add_argument("--tree-rows", type=int, default=0,
                         help="draft-tree rows after the context that the M new tokens extend, parents at random "
                              "(--attention; 0: the M tokens a chain)")
+    parser.add_argument("--span", type=int, default=0,
+                        help="cache rows the persistent kernel's attention reads (--attention; a decoder's graph "
+                             "span, 512, 1024, ..., past the rows in use; 0: the rows in use)")
     parser.add_argument("--visible", type=int, default=0,
                         help="visible rows a token in the staged block the kernel reads (--attention; a drafter's: "
                              "its tree's rows + 1, 385 at the run defaults; 0: the longest path)")
@@ -273,10 +276,10 @@ def main() -> None:
     args = parser.parse_args()
     build_rows = args.build_rows or args.rows
     if not 1 <= args.rows <= build_rows <= 16 or args.layers < 1 or args.context < 0 or \
-            not 0 <= args.tree_rows <= 32 * MASK_WORDS - args.rows:
-        fail(f"--rows takes 1..16, --build-rows --rows..16, --layers at least 1, --context at least 0 and --tree-rows "
-             f"0..{32 * MASK_WORDS} less --rows (got {args.rows}, {args.build_rows}, {args.layers}, {args.context}, "
-             f"{args.tree_rows})")
+            not 0 <= args.tree_rows <= 32 * MASK_WORDS - args.rows or args.span < 0 or args.visible < 0:
+        fail(f"--rows takes 1..16, --build-rows --rows..16, --layers at least 1, --context at least 0, --tree-rows "
+             f"0..{32 * MASK_WORDS} less --rows, --span and --visible at least 0 (got {args.rows}, {args.build_rows}, "
+             f"{args.layers}, {args.context}, {args.tree_rows}, {args.span}, {args.visible})")
     rings = parse_rings(args.rings, build_rows)
     if not torch.cuda.is_available():
         fail("persistent_mlp.py needs a GPU")
@@ -294,7 +297,8 @@ def main() -> None:
         if not args.attention:
             w.attn = torch.randn(L, m, HIDDEN, device=dev).to(torch.bfloat16)
     if args.attention:
-        w.attention = Attention.random(L, args.context, m, dev, tree_rows=args.tree_rows, visible=args.visible)
+        w.attention = Attention.random(L, args.context, m, dev, tree_rows=args.tree_rows, visible=args.visible,
+                                       span=args.span)
     if with_qkv:
         w.qkv = (torch.randn(L, QKV, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
         w.g_qkv = (1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16)

@@ -74,8 +74,9 @@ class TreeStep:
 @dataclass
 class Attention:
     """A draft step's tree (TreeStep) on the device: the RoPE tables [rows, 64] fp32, each layer's
-    caches in the engine's layout [L, rows, KV, 64] (random, the new tokens' rows zero until
-    appended), rows = the span rounded up to a chunk, and the staged block the kernel reads."""
+    caches in the engine's layout [L, rows, KV, 64] (random, the new tokens' rows and any after them
+    zero until appended), rows = the rows in use or a given span, rounded up to a chunk, and the
+    staged block the kernel reads."""
     step: TreeStep
     cos: torch.Tensor
     sin: torch.Tensor
@@ -84,9 +85,10 @@ class Attention:
     block: torch.Tensor
 
     @staticmethod
-    def random(layers: int, prefix: int, m: int, device, tree_rows: int = 0, visible: int = 0) -> "Attention":
+    def random(layers: int, prefix: int, m: int, device, tree_rows: int = 0, visible: int = 0,
+               span: int = 0) -> "Attention":
         step = TreeStep.random(prefix, tree_rows, m, torch.Generator().manual_seed(prefix + 7 * tree_rows + m))
-        rows = -(-(prefix + tree_rows + m) // CHUNK) * CHUNK
+        rows = -(-max(prefix + tree_rows + m, span) // CHUNK) * CHUNK  # span: a decoder's graph bucket
         inv_freq = 500000.0 ** -(torch.arange(0, HEAD_DIM, 2, device=device, dtype=torch.float32) / HEAD_DIM)
         angles = torch.arange(rows, device=device, dtype=torch.float32)[:, None] * inv_freq  # [rows, 32]
         angles = torch.cat([angles, angles], dim=1)  # rotate_half's layout: pair (i, i + 32)

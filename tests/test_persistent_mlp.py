@@ -78,8 +78,12 @@ def test_kernel_source_has_its_defines_first_and_every_header_once():
                                   ["--rings", "1024"], ["--rings", "2048x3"], ["--rings", "1024x1"],
                                   ["--rings", "1024x9"], ["--rows", "16", "--rings", "1024x5"],
                                   ["--rows", "9", "--build-rows", "8"], ["--build-rows", "17"],
-                                  ["--attention", "--rows", "9", "--tree-rows", "248"], ["--tree-rows", "-1"]])
+                                  ["--attention", "--rows", "9", "--tree-rows", "376"], ["--tree-rows", "-1"],
+                                  ["--span", "-1"], ["--visible", "-1"]])
 def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
+    assert_main_fails(probe.main, ["persistent_mlp.py", *argv], monkeypatch, capsys)
+    # found before anything looks for a GPU: the options' own error (a CPU machine's would say GPU)
+    monkeypatch.setattr(probe.torch.cuda, "is_available", lambda: True)
     assert_main_fails(probe.main, ["persistent_mlp.py", *argv], monkeypatch, capsys)
 
 
@@ -178,6 +182,11 @@ def test_a_trees_masks_cover_every_bit_and_refuse_a_tree_too_large():
     assert (step.masks().numpy().view(np.uint32)[-1] == 0xFFFFFFFF).all()
     with pytest.raises(ValueError):
         tree.TreeStep(0, rows - 6, list(range(-1, rows))).masks()
+
+
+def test_a_span_past_the_rows_in_use_is_zero_rows_of_whole_chunks():
+    a = tree.Attention.random(1, 40, 6, "cpu", tree_rows=20, span=1000)  # a decoder's graph bucket
+    assert a.chunks == 16 and a.span == 66 and not a.k[:, 60:].any() and a.k[:, :60].any()
 
 
 def test_the_tree_attention_reads_ancestors_only():

@@ -6,8 +6,8 @@
 #     kernel_shapes.draft_visible), widths 9 and 15 (--graft-len 6), ours and persistent, main and the
 #     wide-prologue patch (the prologue's loads batched, v190);
 # (2) the persistent kernel's profile at width 15, context 300, the 385-wide block (qa's regime);
-# (3) the probe's layer in qa's regime (a 60-row prefix, a 360-row tree, the 385-wide block) with
-#     --timeline, main and wide-prologue, beside a chain at context 1000;
+# (3) the probe's layer in qa's regime (a 100-row prefix, a 280-row tree, the 385-wide block, span
+#     1024) with --timeline, main and wide-prologue, beside the same tree bare and a chain at 1000;
 # (4) one qa decode of each under torch's profiler (profile_decode.py: kernels by name, the GPU's
 #     idle time), wide-prologue;
 # (5) qa and gsm8k end to end, 4 prompts, persistent (wide-prologue) first, then fused, in what is
@@ -39,9 +39,11 @@ probe() {  # probe TREE LABEL ARGS..: the persistent layer in qa's regime (a sho
   sed -n '/deep, SM clock/,/shallow, SM clock/p' $O/$2.md | grep -E "^\| [QSROAB] \(|the layer" | cut -c1-100
   grep -E "^\| (ours|persistent 1024x4, deep \|)" $O/$2.md | cut -c1-120; tail -1 $O/$2.log
 }
-probe . main-qa-step --attention --rows 15 --rings 1024x4 --context 60 --tree-rows 360 --visible 385 --timeline
-probe /tmp/wide wide-qa-step --attention --rows 15 --rings 1024x4 --context 60 --tree-rows 360 --visible 385
-probe /tmp/wide wide-chain-step --attention --rows 15 --rings 1024x4 --context 1000
+QA="--attention --rows 15 --rings 1024x4 --context 100 --tree-rows 280"  # qa mid-answer: 395 rows in use
+probe . main-qa-step $QA --visible 385 --span 1024 --timeline  # as the drafter: a 385-wide block, span 1024
+probe /tmp/wide wide-qa-step $QA --visible 385 --span 1024
+probe . main-qa-bare $QA  # the same tree, a path-wide block, the rows in use only
+probe . main-chain-step --attention --rows 15 --rings 1024x4 --context 1000
 for k in persistent fused; do  # one qa decode under the profiler, wide-prologue (profile_decode.py)
   (cd /tmp/wide && PYTHONPATH=. timeout -k 5 120 python3 paper_figures/profile_decode.py $O/decode-$k.md -- run \
       --target llama-3-8b --draft llama-3.2-1b --weights random --device cuda --dtype bfloat16 --systems tree \
