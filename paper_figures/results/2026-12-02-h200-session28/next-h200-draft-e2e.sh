@@ -8,7 +8,7 @@
 # its own copy of main. In order:
 # (1) the draft step staged as the drafter stages it (385 visible rows a token: draft_visible),
 #     width 9 at context 1000 and width 15 (--graft-len 6) at 300, ours and persistent;
-# (2) the probe's layer in qa's regime (a 100-row prefix, a 280-row tree, the 385-wide block, span
+# (2) used-chunks' engine GPU tests (tests/test_persistent_forward.py); the probe's layer in qa's regime (a 100-row prefix, a 280-row tree, the 385-wide block, span
 #     1024; --timeline) on main and used-chunks, beside the same tree bare and a chain at 1000;
 # (3) one qa decode of each kernel set under the profiler (profile_decode.py), used-chunks;
 # (4) qa and gsm8k end to end, 4 prompts, persistent (used-chunks) first, then fused, in what is
@@ -34,6 +34,9 @@ kernels /tmp/used-chunks used-w9 0 1000
 kernels . main-w15-300 6 300 ours,persistent
 kernels /tmp/wide-prologue wide-w15-300 6 300
 kernels /tmp/used-chunks used-w15-300 6 300
+(cd /tmp/used-chunks && PYTHONPATH=. timeout -k 5 150 python3 -m pytest -q -x -rfE -p no:cacheprovider \
+    tests/test_persistent_forward.py > $O/used-tests.log 2>&1)  # its span (512) past the rows in use (~310)
+echo "used-chunks engine tests exit $? ($(( $(date +%s) - START )) s): $(tail -1 $O/used-tests.log)"
 probe() {  # probe TREE LABEL ARGS..: the persistent layer
   (cd $1 && PYTHONPATH=. timeout -k 5 70 python3 paper_figures/persistent_mlp.py "${@:3}" > $O/$2.md 2> $O/$2.log)
   echo "$2 exit $? ($(( $(date +%s) - START )) s)"
