@@ -36,19 +36,17 @@ floor (weight bytes / measured copy bandwidth; the page images read 0.8% more) a
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from swiftspec_bench.kernel_bench import time_calls
-from swiftspec_core.kernels import build, tensor_map
+from swiftspec_core.kernels import tensor_map
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
-from swiftspec_core.kernels.persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KERNEL, KV_HEADS, MASK_WORDS, QKV,
-                                               SHARED_MAX, STATIC_RESERVE, THREADS, kernel_source, paged, qrows,
-                                               shared_bytes, slice_rows, sliced, unsliced)
+from swiftspec_core.kernels.persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, QKV, SHARED_MAX,
+                                               STATIC_RESERVE, compiled, grid_blocks, launch, launch_args, paged,
+                                               qrows, shared_bytes, slice_rows, sliced, unsliced)
 
 from paper_figures.persistent_tree import Attention
 from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
@@ -138,14 +136,13 @@ class Persistent:
 
     def __init__(self, x0, w: Weights, layers: int, page_k: int, depth: int, images: "Persistent | None" = None,
                  max_m: int | None = None):
-        sms = torch.cuda.get_device_properties(0).multi_processor_count
-        if sms < 128:
-            fail(f"the probe gives o_proj's and down's 128 tiles a block each: it needs >= 128 SMs, this GPU has {sms}")
+        try:
+            sms = grid_blocks(x0.device)
+        except ValueError as why:
+            fail(str(why))
         m = x0.shape[0]
         max_m = max_m or m
-        self.shared = shared_bytes(page_k, depth, max_m)
-        self.fn = build.compile_source(kernel_source(page_k, depth, max_m)).get_function(KERNEL)
-        self.fn.max_dynamic_shared_size_bytes = self.shared
+        self.fn, self.shared = compiled(page_k, depth, max_m)
         self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
         self.x0, self.w = x0, w
         if images is not None:
@@ -179,25 +176,19 @@ class Persistent:
         """Every layer in one launch, or (layer i) that layer alone: the launch a forward that kept
         its attention kernels would make for each layer's MLP. stamps: int64 [barriers + 1, G, 8],
         written with the blocks' %globaltimer stamps (persistent_timeline.py)."""
-        p, i32, w = build.ptr, np.int32, self.w
+        w, a = self.w, self.w.attention
         first, count = (0, self.layers) if layer is None else (layer, 1)
-        x = self.x0_sliced if first == 0 else self.out[first - 1]
-        null = np.uint64(0)
-        o_args = (null,) * 3 if w.o is None else (p(self.attn_sliced[first]), p(self.paged_o[first]), p(self.mid[first]))
-        qkv_args = (null,) * 3 if w.qkv is None else (p(self.paged_qkv[first]), p(w.g_qkv[first]),
-                                                      p(self.qkv[first]))
-        a = w.attention
-        attention_args = (null,) * 8 + (i32(0),) * 3 + (np.float32(0),) if a is None else (
-            p(a.k[first]), p(a.v[first]), p(a.cos), p(a.sin), p(self.qbuf), p(self.part_ml),
-            p(self.part_o), p(a.block), i32(a.block.shape[1]), i32(a.chunks),
-            i32(a.k.shape[1]), np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)))
-        build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,),
-                        (p(x), p(self.paged_gate_up[first]), p(self.paged_down[first]), p(self.y[first]),
-                         p(self.out[first]), p(self.counters), i32(count), i32(self.m), i32(int(deep)),
-                         null if w.norm is None else p(w.norm[0][first]), np.float32(0.0 if w.norm is None else w.norm[1]),
-                         *o_args, *qkv_args, *attention_args, null if stamps is None else p(stamps),
-                         *(self.maps[first] if a is not None else (tensor_map.TensorMap(), tensor_map.TensorMap()))),
-                        self.shared, torch.cuda.current_stream().cuda_stream, False)
+        # the phases present (an absent one's operands: null pointers)
+        norm = {} if w.norm is None else dict(mlp_norm=w.norm[0][first], eps=w.norm[1])
+        o_proj = {} if w.o is None else dict(attn=self.attn_sliced[first], o=self.paged_o[first], mid=self.mid[first])
+        qkv = {} if w.qkv is None else dict(qkv_w=self.paged_qkv[first], qkv_norm=w.g_qkv[first], qkv=self.qkv[first])
+        attention = {} if a is None else dict(
+            k_cache=a.k[first], v_cache=a.v[first], cos=a.cos, sin=a.sin, qbuf=self.qbuf, part_ml=self.part_ml,
+            part_o=self.part_o, block=a.block, span_chunks=a.chunks, cache_rows=a.k.shape[1], maps=self.maps[first])
+        args = launch_args(x0=self.x0_sliced if first == 0 else self.out[first - 1], gate_up=self.paged_gate_up[first],
+                           down=self.paged_down[first], y=self.y[first], out=self.out[first], counters=self.counters,
+                           layers=count, m=self.m, deep=deep, stamps=stamps, **norm, **o_proj, **qkv, **attention)
+        launch(self.fn, self.sms, self.shared, args)
 
     def poison(self) -> None:
         """NaN into every output the kernel writes (an unwritten one then fails the checks)."""

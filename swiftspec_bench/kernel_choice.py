@@ -15,6 +15,7 @@ def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpu
     paper_figures/NOTES.md v9). persistent is fused with the draft's forwards on the persistent
     kernel: a draft of its shape on one GPU (draft_gpus: the most any draft engine spans), trees it
     can mask; chosen by name only (auto does not pick it)."""
+    from swiftspec_core.decoders.drafter import step_width
     from swiftspec_core.kernels import MAX_ROWS, shape_supported
     from swiftspec_core.models.transformer import KERNEL_SETS, PERSISTENT
 
@@ -22,7 +23,7 @@ def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpu
         raise UserError(f"--kernels {o.kernels}: choose {', '.join(KERNEL_SETS)} or auto")
     if o.kernels == "torch":
         return "torch"
-    draft_width = o.tree_w + 1 + (o.graft_len if o.graft != "off" else 0)  # leaves, a pending token, a chain
+    draft_width = step_width(o.tree_w, o.graft_len if o.graft != "off" else 0)
     widths = ((o.tree_bs, "--tree-bs"), (draft_width, "a draft step (--tree-w + 1 + --graft-len)"),
               (o.chain_k + 1, "a chain verification (--chain-k + 1)"))
     shapes = {spec: known_args(spec) for spec in [target] + ([draft] if draft else [])}

@@ -209,8 +209,10 @@ def draft_visible(opts: Options) -> int:
 
 
 def draft_width(opts: Options) -> int:
-    """The draft step's forward width: w leaves, a pending token, a grafted chain (drafter.py's)."""
-    return opts.tree_w + 1 + opts.graft_len
+    """The draft step's forward width at --tree-w and --graft-len (drafter.step_width)."""
+    from swiftspec_core.decoders.drafter import step_width
+
+    return step_width(opts.tree_w, opts.graft_len)
 
 
 def plan(opts: Options) -> list[Case]:

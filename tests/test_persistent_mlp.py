@@ -205,3 +205,22 @@ def test_the_tree_attention_reads_ancestors_only():
         for u in range(step.m):
             sees = step.tree_rows + t in step.path(step.tree_rows + u)
             assert torch.equal(changed[u], base[u]) != sees, (t, u)
+
+
+def test_launch_args_follow_the_kernels_parameters():
+    """persistent.launch_args (the engine's forward and the probe launch through it) gives one
+    argument of the right kind for each of persistent_layers' parameters, in their order."""
+    import re
+
+    import numpy as np
+
+    from swiftspec_core.kernels import build, tensor_map
+
+    source = (build.CUDA_DIR / "persistent.cu").read_text()
+    params = re.search(r"persistent_layers\((.*?)\)\s*\{", source, re.S).group(1).split(",")
+    kind = [np.uint64 if "*" in p else tensor_map.TensorMap if "TensorMap" in p else np.int32 if "int " in p
+            else np.float32 for p in params]
+    args = layouts.launch_args(x0=None, gate_up=None, down=None, y=None, out=None, counters=None, layers=16, m=9,
+                               deep=True)
+    assert [type(a) for a in args] == kind
+    assert args[6:9] == (16, 9, 1) and not any(a for a in args if isinstance(a, np.uint64))

@@ -18,10 +18,15 @@ from ..tree import TokenTree
 from .graft import Grafter
 
 
+def step_width(width: int, graft_len: int = 0) -> int:
+    """A draft step's forward width: w leaves, a pending token, a grafted chain."""
+    return width + 1 + graft_len
+
+
 def staged_visible(width: int, max_tree_rows: int, graft_len: int = 0) -> int:
     """The visible rows a draft step's staged block holds a token (its forwards' max_visible): a
     step's tokens, or a node's ancestors anywhere in the tree's rows, and itself."""
-    return max(width + 1 + graft_len, max_tree_rows + 1)
+    return max(step_width(width, graft_len), max_tree_rows + 1)
 
 
 class Drafter:
@@ -38,8 +43,9 @@ class Drafter:
         # tokens (only before a fresh root), or its ancestors, and itself. A step without a chain
         # runs the narrower forward (on GPU its own graphs: the chain's rows would be padding).
         visible = staged_visible(width, max_tree_rows, graft_len)
-        self.forward = make_forward(model, self.cache, width + 1 + graft_len, max_visible=visible)
-        self.narrow = make_forward(model, self.cache, width + 1, max_visible=visible) if graft_len else self.forward
+        self.forward = make_forward(model, self.cache, step_width(width, graft_len), max_visible=visible)
+        self.narrow = (make_forward(model, self.cache, step_width(width), max_visible=visible) if graft_len
+                       else self.forward)
         self.grafter = Grafter(graft_len, graft_ngram) if graft_len else None
         self.max_tree_rows = max_tree_rows
         self.sent: set[int] = set()  # tree nodes of the last subtree sent

@@ -1,14 +1,18 @@
 """What cuda/persistent.cu (a persistent kernel for a forward's layers at Llama-3.2-1B's shapes)
 reads, laid out on the host: its source with the ring's defines, its shared memory, the weights as
 page images (one bulk copy a page), activations in slices (one a page's k), and a draft step's
-tree from the engine's staged block. paper_figures/persistent_mlp.py measures it;
-tests/test_persistent_mlp.py checks these on the CPU."""
+tree from the engine's staged block; and its launch (compiled, launch_args: the parameters in the
+kernel's order, for the engine's forward and the probe alike). paper_figures/persistent_mlp.py
+measures it; tests/test_persistent_mlp.py checks these on the CPU."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from .. import staged
-from . import build
+from . import build, tensor_map
 
 HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
 Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # cuda/persistent_attention.cuh's
@@ -42,6 +46,51 @@ def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
 def kernel_source(page_k: int, depth: int, max_m: int) -> str:
     """cuda/persistent.cu with its ring's defines first, its headers inlined (build.source)."""
     return f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {max_m}\n" + build.source("persistent")
+
+
+def compiled(page_k: int, depth: int, max_m: int):
+    """The kernel built for a page_k x depth ring and max_m rows, its dynamic shared memory raised
+    to what it takes. -> (function, dynamic shared bytes)."""
+    shared = shared_bytes(page_k, depth, max_m)
+    fn = build.compile_source(kernel_source(page_k, depth, max_m)).get_function(KERNEL)
+    fn.max_dynamic_shared_size_bytes = shared
+    return fn, shared
+
+
+def grid_blocks(device) -> int:
+    """The kernel's grid, a block an SM; ValueError where o_proj's and down's HIDDEN / 16 tiles (a
+    block each) outnumber the SMs."""
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    if sms < HIDDEN // 16:
+        raise ValueError(f"the persistent kernel gives o_proj's and down's {HIDDEN // 16} tiles a block each: it "
+                         f"needs as many SMs, this GPU has {sms}")
+    return sms
+
+
+def launch_args(*, x0, gate_up, down, y, out, counters, layers: int, m: int, deep: bool, mlp_norm=None,
+                eps: float = 0.0, attn=None, o=None, mid=None, qkv_w=None, qkv_norm=None, qkv=None, k_cache=None,
+                v_cache=None, cos=None, sin=None, qbuf=None, part_ml=None, part_o=None, block=None,
+                span_chunks: int = 0, cache_rows: int = 0, stamps=None, maps=None) -> tuple:
+    """cuda/persistent.cu's parameters in its order: tensors as device pointers (None: a null
+    pointer, the phase absent), the attention's with its k_cache (the scale 1/sqrt(64) in log2
+    units, else 0), `maps` the caches' tensor maps (none without the attention)."""
+    def p(t) -> np.uint64:
+        return np.uint64(0) if t is None else build.ptr(t)
+
+    i32 = np.int32
+    scale = HEAD_DIM ** -0.5 * math.log2(math.e) if k_cache is not None else 0.0
+    return (p(x0), p(gate_up), p(down), p(y), p(out), p(counters), i32(layers), i32(m), i32(int(deep)),
+            p(mlp_norm), np.float32(eps), p(attn), p(o), p(mid), p(qkv_w), p(qkv_norm), p(qkv), p(k_cache),
+            p(v_cache), p(cos), p(sin), p(qbuf), p(part_ml), p(part_o), p(block),
+            i32(0 if block is None else block.shape[1]), i32(span_chunks), i32(cache_rows), np.float32(scale),
+            p(stamps), *(maps or (tensor_map.TensorMap(), tensor_map.TensorMap())))
+
+
+def launch(fn, blocks: int, shared: int, args: tuple) -> None:
+    """One launch of the compiled kernel on the current stream: a block an SM, no PDL (its grid
+    barriers want every block resident from the start)."""
+    build.launch_ex(fn.kernel.ptr, (blocks,), (THREADS,), args, shared, torch.cuda.current_stream().cuda_stream,
+                    False)
 
 
 def slice_rows(m: int) -> int:

@@ -8,18 +8,15 @@ verifies every token), so this forward reduces keys by cache row, not by positio
 forward's row-invariant attention does."""
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import torch
 
 from ..staged import TOKEN
-from . import build, tensor_map
+from . import tensor_map
 from .gemm import gemm
 from .norm import rmsnorm
-from .persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KERNEL, KV_HEADS, MASK_WORDS, Q_HEADS, QKV, STATIC_RESERVE,
-                         SHARED_MAX, THREADS, kernel_source, paged, qrows, shared_bytes, slice_rows,
-                         unsliced)
+from .persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, Q_HEADS, QKV, STATIC_RESERVE,
+                         SHARED_MAX, compiled, grid_blocks, launch, launch_args, paged, qrows, shared_bytes,
+                         slice_rows, unsliced)
 
 SHAPES = dict(dim=HIDDEN, ffn_dim=FFN, n_heads=Q_HEADS, n_kv_heads=KV_HEADS, head_dim=HEAD_DIM)
 PAGE_K, DEPTH = 1024, 4  # the ring measured best at the draft step's width 9 (NOTES v184)
@@ -79,12 +76,8 @@ class PersistentLayers:
             raise ValueError(f"a {PAGE_K}x{DEPTH} ring at width {width} needs {self.shared} bytes of shared memory")
         self.model, self.cache, self.width = model, cache, width
         self.images = page_images(model)
-        self.fn = build.compile_source(kernel_source(PAGE_K, DEPTH, width)).get_function(KERNEL)
-        self.fn.max_dynamic_shared_size_bytes = self.shared
-        self.sms = torch.cuda.get_device_properties(model.device).multi_processor_count
-        if self.sms < HIDDEN // 16:
-            raise ValueError(f"the persistent forward gives o_proj's and down's {HIDDEN // 16} tiles a block each: "
-                             f"it needs as many SMs, this GPU has {self.sms}")
+        self.fn, _ = compiled(PAGE_K, DEPTH, width)
+        self.sms = grid_blocks(model.device)
         layers, rows, dev, bf16 = len(model.layers), slice_rows(width), model.device, torch.bfloat16
 
         def slices(*lead: int, k: int = HIDDEN) -> torch.Tensor:  # [..., K / PAGE_K, rows, PAGE_K + 8]
@@ -103,18 +96,17 @@ class PersistentLayers:
     def __call__(self, block: torch.Tensor, span: int) -> torch.Tensor:
         """block: the staged [width, 4 + V] int64 (staged.py), contiguous on the device: the kernel
         reads each token's position, row and tree from it; span: the cache rows attention may read."""
-        m, p, i32 = self.model, build.ptr, np.int32
+        m, im = self.model, self.images
         h = m.embed_tokens(block[:, TOKEN])  # [width, H]
         self.x0[:, :self.width, :PAGE_K].copy_(h.view(self.width, HIDDEN // PAGE_K, PAGE_K).transpose(0, 1))
-        im, eps = self.images, np.float32(m.args.norm_eps)
-        args = (p(self.x0), p(im["gate_up"]), p(im["down"]), p(self.y), p(self.out), p(self.counters),
-                i32(len(m.layers)), i32(self.width), i32(1), p(im["mlp_norm"]), eps, p(self.attn), p(im["o"]),
-                p(self.mid), p(im["qkv"]), p(im["attn_norm"]), p(self.qkv), p(self.cache.k), p(self.cache.v),
-                p(m.cos), p(m.sin), p(self.qbuf), p(self.part_ml), p(self.part_o), p(block),
-                i32(block.shape[1]), i32(-(-span // CHUNK)), i32(self.cache.rows),
-                np.float32(HEAD_DIM ** -0.5 * math.log2(math.e)), np.uint64(0), *self.maps)
-        build.launch_ex(self.fn.kernel.ptr, (self.sms,), (THREADS,), args, self.shared,
-                        torch.cuda.current_stream().cuda_stream, False)
+        args = launch_args(x0=self.x0, gate_up=im["gate_up"], down=im["down"], y=self.y, out=self.out,
+                           counters=self.counters, layers=len(m.layers), m=self.width, deep=True,
+                           mlp_norm=im["mlp_norm"], eps=m.args.norm_eps, attn=self.attn, o=im["o"], mid=self.mid,
+                           qkv_w=im["qkv"], qkv_norm=im["attn_norm"], qkv=self.qkv, k_cache=self.cache.k,
+                           v_cache=self.cache.v, cos=m.cos, sin=m.sin, qbuf=self.qbuf, part_ml=self.part_ml,
+                           part_o=self.part_o, block=block, span_chunks=-(-span // CHUNK),
+                           cache_rows=self.cache.rows, maps=self.maps)
+        launch(self.fn, self.sms, self.shared, args)
         h = unsliced(self.out[-1], self.width)  # [width, H]: the last layer's output
         head = m.embed if m.lm_head is None else m.lm_head
         return gemm(rmsnorm(h, m.norm, m.args.norm_eps), head)[:, : m.full_vocab].float()
