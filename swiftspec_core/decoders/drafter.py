@@ -114,7 +114,7 @@ class Drafter:
         forward = self.forward if chain else self.narrow
         logits = forward(tokens, positions, rows, n, visible)[p:].float()
         # Children: the k best tokens with their log-probs, read back in one transfer.
-        values, indices, lse = top_k(logits, k, fused=self.model.kernels == "fused")
+        values, indices, lse = top_k(logits, k, fused=self.model.kernels != "torch")  # fused or persistent
         values, tokens_k = torch.stack([values - lse[:, None], indices.float()]).tolist()  # exact below 2**24
         tokens_k = [[int(t) for t in row] for row in tokens_k]
         self.cache.length, self.pending = base, []
