@@ -10,6 +10,7 @@ Node indices grow in creation order, so a parent's index is always below its chi
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ class TokenTree:
         # A heap of _order keys of the nodes not yet expanded (a node expanded since it was pushed
         # is dropped when it comes up), so a draft step finds its leaves without scanning the tree.
         self.frontier: list[tuple[float, int, int]] = [self._order(0)]
+        self.expanded_keys: list[tuple[float, int, int]] = []  # _order keys of the expanded nodes, sorted
 
     def __len__(self) -> int:
         return len(self.token)
@@ -62,6 +64,12 @@ class TokenTree:
             heapq.heappush(self.frontier, key)
         return [key[2] for key in picked]
 
+    def best_unexpanded(self) -> tuple[float, int, int] | None:
+        """The _order key of the best node not yet expanded (None when all are)."""
+        while self.frontier and self.row[self.frontier[0][2]] >= 0:
+            heapq.heappop(self.frontier)
+        return self.frontier[0] if self.frontier else None
+
     def best_subtree(self, bs: int) -> list[int]:
         """The best ancestor-closed set of at most bs nodes, root included, in index order."""
         return sorted(heapq.nsmallest(bs, range(len(self)), key=self._order))
@@ -84,6 +92,7 @@ class TokenTree:
             toks = toks[:len(values)]
             self.row[node] = self.n_rows
             self.n_rows += 1
+            bisect.insort(self.expanded_keys, self._order(node))
             # The children, appended together: new nodes first..first + len(toks) - 1, best first.
             first, depth, base = len(self), self.depth[node] + 1, self.score[node]
             added = range(first, first + len(toks))
@@ -99,8 +108,11 @@ class TokenTree:
                 heapq.heappush(self.frontier, (-score, depth, child))  # _order(child)
 
     def subtree_closed(self, bs: int) -> bool:
-        """Every node of the best bs-subtree is expanded: expanding more cannot change it."""
-        return all(self.expanded(i) for i in self.best_subtree(bs))
+        """Every node of the best bs-subtree is expanded: expanding more cannot change it. Without
+        a scan (a draft step asks this each time): every node ranking above the best unexpanded one
+        is expanded, so the subtree is closed when at least bs expanded nodes rank above it."""
+        best = self.best_unexpanded()
+        return best is None or bisect.bisect_left(self.expanded_keys, best) >= bs
 
     def follow(self, tokens: list[int]) -> int:
         """The node reached from the root through children with these tokens."""
@@ -146,6 +158,7 @@ class TokenTree:
         tree.n_rows = len(kept_rows)
         tree.frontier = [tree._order(i) for i in range(len(tree)) if tree.row[i] < 0]
         heapq.heapify(tree.frontier)
+        tree.expanded_keys = sorted(tree._order(i) for i in range(len(tree)) if tree.row[i] >= 0)
         return tree, Reroot(path_rows + kept_rows, len(path_rows), pending, True)
 
 

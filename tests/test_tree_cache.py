@@ -176,6 +176,25 @@ def test_best_leaves_are_the_best_unexpanded_nodes_after_expansions_and_reroots(
         tree.expand(leaves, [[-rng.choice([0.5, 1.0, 2.0]) for _ in t] for t in toks], toks)
 
 
+def test_subtree_closed_is_what_a_scan_of_the_best_subtree_says():
+    """subtree_closed (the frontier's best against the expanded nodes' keys) answers as checking
+    every node of best_subtree, after expansions (tied scores included) and reroots."""
+    rng = random.Random(5)
+    tree = TokenTree(1)
+    for _ in range(60):
+        for bs in (1, 2, 5, 12):
+            assert tree.subtree_closed(bs) == all(tree.expanded(i) for i in tree.best_subtree(bs))
+        if rng.random() < 0.15 and len(tree) > 1 and tree.children[0]:
+            child = rng.choice(list(tree.children[0].values()))
+            tree, _ = tree.reroot([tree.token[child]])
+            continue
+        leaves = tree.best_leaves(rng.choice([1, 3]), rng.choice([None, 3]))
+        if not leaves:
+            break
+        toks = [list(dict.fromkeys(rng.randrange(50) for _ in range(3))) for _ in leaves]
+        tree.expand(leaves, [[-rng.choice([0.5, 1.0, 2.0]) for _ in t] for t in toks], toks)
+
+
 def test_a_verification_keeps_a_deferred_keep_first():
     """A verifier whose keep was deferred and never settled settles it before its next forward:
     the same tokens and the same cache as one that kept at once."""

@@ -51,7 +51,7 @@ class Drafter:
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
         self.tree: TokenTree | None = None
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
-        self.topk_logprob_sum: list[float] | None = None  # sorted child log-probs, summed
+        self.topk_logprobs: list[list[float]] = []  # per expansion: its sorted child log-probs
         self.expansions = 0
         self.sent_paths: list[int] = []  # per sent tree: its best path's nodes, root included
 
@@ -60,7 +60,7 @@ class Drafter:
         nothing from the target, so under a split the draft prefills while the target does, and its
         steps can grow the tree (the first token's candidates, then theirs) before the target's
         first token arrives (`first`)."""
-        self.replay, self.topk_logprob_sum, self.expansions, self.sent_paths = replay, None, 0, []
+        self.replay, self.topk_logprobs, self.expansions, self.sent_paths = replay, [], 0, []
         if len(prompt) > 1:
             self.model.prefill(prompt[:-1], self.cache)
         else:
@@ -121,8 +121,7 @@ class Drafter:
         scores = self.replay.scores(k) if self.replay else None
         tree.expand(leaves, values[:L], tokens_k[:L], scores)
         kept = self.grafter.graft(tree, leaves[0], chain, values[L:], tokens_k[L:], scores) if chain else 0
-        for row in values[:L + kept]:  # a cut chain token's row was never expanded
-            self.topk_logprob_sum = [a + b for a, b in zip(self.topk_logprob_sum, row)] if self.topk_logprob_sum else row
+        self.topk_logprobs += values[:L + kept]  # a cut chain token's row was never expanded; summed at the end
         self.expansions += L + kept
         return L + kept
 
@@ -130,7 +129,7 @@ class Drafter:
         """Mean sorted child log-probs over this request's expansions (a replay profile's scores)."""
         if not self.expansions:
             return []
-        return [v / self.expansions for v in self.topk_logprob_sum]
+        return [sum(column) / self.expansions for column in zip(*self.topk_logprobs)]
 
     def propose(self, bs: int, w: int) -> tuple[list[int], list[int]]:
         """SwiftSpec's send: grow back to at least bs nodes (steps of the w best leaves, w children

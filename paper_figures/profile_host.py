@@ -1,0 +1,117 @@
+"""The host's share of a draft step, measured on the CPU: a `swiftspec-bench run` whose fixed-width
+forwards are stubs that stage their block as graphs.PaddedForward does (staged.write, the span
+lookup) and return fixed random logits, so what runs is the decoders' own Python: the tree, the
+grafter, the replay, the staging and the top-k read back.
+
+    PYTHONPATH=. python3 paper_figures/profile_host.py OUT.md [--functions N] -- run --target tiny-llama \
+        --draft tiny-llama --weights random --device cpu --systems tree --acceptance replay:DIR \
+        --tree-bs 12 --datasets qa --limit 2 --out RUN_DIR [other run options]
+
+On the GPU this Python sits between a draft step's top-k read back and the next step's block copy,
+with the GPU idle (profile_decode.py's idle tables: ~200-330 us a step on the H200's host). OUT.md
+gets the host time a forward call, by caller (draft steps, verifications), over the run's timed
+decodes, and with --functions N cProfile's N costliest swiftspec_core functions (their own time
+a draft step; cProfile slows Python ~2x, so read them as shares). The stub's own logits cost is
+left out: they are made once, at its width. CPU only (--device cpu).
+"""
+from __future__ import annotations
+
+import cProfile
+import pstats
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from swiftspec_bench import cli, systems
+from swiftspec_core import graphs, staged
+from swiftspec_core.decoders import drafter as drafter_module, verifier as verifier_module
+
+
+class StagedStub:
+    """graphs.PaddedForward without the model: the same checks and staging, fixed logits."""
+
+    calls: dict[str, int] = defaultdict(int)  # per caller (draft, verify): calls in timed decodes
+    timing = False
+
+    def __init__(self, model, cache, width: int, max_visible: int, caller: str):
+        self.cache, self.width, self.max_visible, self.caller = cache, width, max_visible, caller
+        self.host = np.zeros((width, staged.VISIBLE + max_visible), dtype=np.int64)
+        self.spans = graphs.spans(cache.rows)
+        gen = torch.Generator().manual_seed(width)
+        self.logits = torch.randn(width, model.full_vocab, generator=gen)
+
+    def __call__(self, tokens, positions, rows, prefix_len, visible) -> torch.Tensor:
+        T = len(tokens)
+        if T > self.width or max(map(len, visible)) > self.max_visible:
+            raise ValueError("a stubbed forward got more than its width or visible rows")
+        used = max(max(rows), prefix_len - 1, *(max(v) for v in visible)) + 1
+        next(s for s in self.spans if s >= used)
+        staged.write(self.host, tokens, positions, rows, prefix_len, visible, self.cache.scratch_row)
+        StagedStub.calls[self.caller] += StagedStub.timing
+        return self.logits[:T]
+
+
+def stub_for(caller: str):
+    def make(model, cache, width, max_visible):
+        if model.device.type != "cpu":
+            raise SystemExit("error: profile_host.py runs on the CPU (--device cpu)")
+        return StagedStub(model, cache, width, max_visible, caller)
+    return make
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if "--" not in args:
+        sys.exit("usage: profile_host.py OUT.md [--functions N] -- run [run options]")
+    ours, run_args = args[:args.index("--")], args[args.index("--") + 1:]
+    out = Path(ours[0])
+    functions = int(ours[ours.index("--functions") + 1]) if "--functions" in ours else 0
+    drafter_module.make_forward = stub_for("draft")
+    verifier_module.make_forward = stub_for("verify")
+    plain, seconds, profiler = systems.run_query, [0.0], cProfile.Profile()
+
+    def timed(*a, **kw):
+        if a[0] not in seconds_by_system:
+            seconds_by_system[a[0]] = 0.0
+            return plain(*a, **kw)  # each system's first query: its sides are built, not timed
+        StagedStub.timing = True
+        if functions:
+            profiler.enable()
+        t = time.perf_counter()
+        try:
+            return plain(*a, **kw)
+        finally:
+            seconds[0] += time.perf_counter() - t
+            profiler.disable()
+            StagedStub.timing = False
+
+    seconds_by_system: dict[str, float] = {}
+    systems.run_query = timed
+    sys.argv = ["swiftspec-bench", *run_args]
+    try:
+        cli.main()
+    except SystemExit as e:
+        if e.code not in (0, None):
+            raise
+    steps, verifies = StagedStub.calls["draft"], StagedStub.calls["verify"]
+    if not steps:
+        sys.exit("error: no timed draft step (give --limit 2 or more: each system's first query is not timed)")
+    lines = [f"host time of the timed decodes: {seconds[0] * 1e3:.1f} ms over {steps} draft steps and "
+             f"{verifies} verifications: **{seconds[0] / steps * 1e6:.1f} us a draft step** (everything "
+             "the decoders did, verifications' Python included, over the draft steps)"]
+    if functions:
+        stats = pstats.Stats(profiler)
+        rows = sorted(((v[2], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.stats.items()
+                       if "swiftspec_core" in k[0] or k[0] == "~"), reverse=True)[:functions]
+        lines += ["", "| function (own time, under cProfile; ~: a builtin) | us a draft step |", "|---|---|"]
+        lines += [f"| {name} | {t / steps * 1e6:.1f} |" for t, name in rows]
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
