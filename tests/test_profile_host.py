@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,3 +42,11 @@ def test_a_run_reports_host_time_a_draft_step(tmp_path):
     assert steps > 0 and "us a draft step**" in text
     table = text.split("|---|---|\n")[1].splitlines()  # the 5 costliest functions, a draft step each
     assert len(table) == 5 and all(float(row.split("|")[2]) > 0 for row in table)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="it measures where a GPU is")
+def test_step_host_refuses_a_machine_without_a_gpu(tmp_path):
+    done = subprocess.run([sys.executable, "paper_figures/step_host.py", str(tmp_path / "out.md")], cwd=ROOT,
+                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "error: step_host.py measures a GPU's draft step; this machine has none"]
