@@ -84,7 +84,8 @@ def idle_tables(events, top: int = 12, least_us: float = 5.0) -> list[str]:
 
 def main() -> None:
     if "--" not in sys.argv[1:] or sys.argv.index("--") != 2:
-        sys.exit("usage: profile_decode.py OUT.md -- run [run options]")
+        print("error: usage: profile_decode.py OUT.md -- run [run options]", file=sys.stderr)
+        sys.exit(2)
     out, run_args = Path(sys.argv[1]), sys.argv[3:]
     plain, calls = systems.run_query, [0]
 

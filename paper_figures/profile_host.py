@@ -28,6 +28,7 @@ import torch
 
 from swiftspec_bench import cli, systems
 from swiftspec_core import graphs, staged
+from swiftspec_core.errors import UserError
 from swiftspec_core.decoders import drafter as drafter_module, verifier as verifier_module
 
 
@@ -58,18 +59,22 @@ class StagedStub:
 def stub_for(caller: str):
     def make(model, cache, width, max_visible):
         if model.device.type != "cpu":
-            raise SystemExit("error: profile_host.py runs on the CPU (--device cpu)")
+            raise UserError("profile_host.py runs on the CPU (--device cpu)")
         return StagedStub(model, cache, width, max_visible, caller)
     return make
 
 
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main() -> None:
     args = sys.argv[1:]
-    if "--" not in args:
-        sys.exit("usage: profile_host.py OUT.md [--functions N] -- run [run options]")
-    ours, run_args = args[:args.index("--")], args[args.index("--") + 1:]
-    out = Path(ours[0])
-    functions = int(ours[ours.index("--functions") + 1]) if "--functions" in ours else 0
+    ours, run_args = (args[:args.index("--")], args[args.index("--") + 1:]) if "--" in args else (args, [])
+    if len(ours) not in (1, 3) or (len(ours) == 3 and (ours[1] != "--functions" or not ours[2].isdigit())):
+        fail("usage: profile_host.py OUT.md [--functions N] -- run [run options]")
+    out, functions = Path(ours[0]), int(ours[2]) if len(ours) == 3 else 0
     drafter_module.make_forward = stub_for("draft")
     verifier_module.make_forward = stub_for("verify")
     plain, seconds, profiler = systems.run_query, [0.0], cProfile.Profile()
@@ -99,7 +104,7 @@ def main() -> None:
             raise
     steps, verifies = StagedStub.calls["draft"], StagedStub.calls["verify"]
     if not steps:
-        sys.exit("error: no timed draft step (give --limit 2 or more: each system's first query is not timed)")
+        fail("no timed draft step (give --limit 2 or more: each system's first query is not timed)")
     lines = [f"host time of the timed decodes: {seconds[0] * 1e3:.1f} ms over {steps} draft steps and "
              f"{verifies} verifications: **{seconds[0] / steps * 1e6:.1f} us a draft step** (everything "
              "the decoders did, verifications' Python included, over the draft steps)"]

@@ -94,10 +94,9 @@ def measure(forward, call) -> dict[str, float]:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
-        sys.exit("usage: step_host.py OUT.md")
-    if not torch.cuda.is_available():
-        print("error: step_host.py measures a GPU's draft step; this machine has none", file=sys.stderr)
+    if len(sys.argv) != 2 or not torch.cuda.is_available():
+        print("error: " + ("usage: step_host.py OUT.md" if len(sys.argv) != 2 else
+                           "step_host.py measures a GPU's draft step; this machine has none"), file=sys.stderr)
         sys.exit(2)
     from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
 
