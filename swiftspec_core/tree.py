@@ -36,9 +36,13 @@ class TokenTree:
         self.row = [-1]  # cache row offset after the prefix; -1 until expanded
         self.children: list[dict[int, int]] = [{}]  # token -> node
         self.n_rows = 0
-        # A heap of _order keys of the nodes not yet expanded (a node expanded since it was pushed
-        # is dropped when it comes up), so a draft step finds its leaves without scanning the tree.
+        # A heap of _order keys of nodes not yet expanded (a node expanded since it was pushed is
+        # dropped when it comes up), so a draft step finds its leaves without scanning the tree.
+        # Siblings rank in creation order (children come best first), so a node's key enters only
+        # once its previous sibling's has come up (`pop`): the heap's best is still the best
+        # unexpanded node, for a push a node expanded instead of eight.
         self.frontier: list[tuple[float, int, int]] = [self._order(0)]
+        self.in_frontier = [True]  # whether the node's key has entered the frontier
         self.expanded_keys: list[tuple[float, int, int]] = []  # _order keys of the expanded nodes, sorted
 
     def __len__(self) -> int:
@@ -51,12 +55,21 @@ class TokenTree:
         # Best first; a tie goes to the shallower node, then the older one: parents before children.
         return (-self.score[node], self.depth[node], node)
 
+    def pop(self) -> tuple[float, int, int]:
+        """The frontier's best key, removed; the node's next sibling, if any, enters the frontier."""
+        key = heapq.heappop(self.frontier)
+        after = key[2] + 1
+        if after < len(self.token) and not self.in_frontier[after] and self.parent[after] == self.parent[key[2]]:
+            self.in_frontier[after] = True
+            heapq.heappush(self.frontier, self._order(after))
+        return key
+
     def best_leaves(self, w: int, max_depth: int | None = None) -> list[int]:
         """The w best nodes not yet expanded (and at most max_depth deep), best first."""
         deep = len(self) if max_depth is None else max_depth
         picked, passed = [], []
         while self.frontier and len(picked) < w:
-            key = heapq.heappop(self.frontier)
+            key = self.pop()
             if self.row[key[2]] >= 0:
                 continue  # expanded: it leaves the frontier for good
             (picked if self.depth[key[2]] <= deep else passed).append(key)
@@ -67,7 +80,7 @@ class TokenTree:
     def best_unexpanded(self) -> tuple[float, int, int] | None:
         """The _order key of the best node not yet expanded (None when all are)."""
         while self.frontier and self.row[self.frontier[0][2]] >= 0:
-            heapq.heappop(self.frontier)
+            self.pop()
         return self.frontier[0] if self.frontier else None
 
     def best_subtree(self, bs: int) -> list[int]:
@@ -85,8 +98,8 @@ class TokenTree:
     def expand(self, nodes: list[int], logprobs: list[list[float]], tokens: list[list[int]],
                scores: list[float] | None = None) -> None:
         """Give each node a cache row (in order) and children: its most likely tokens, best first,
-        with their draft log-probs. `scores` (replay) replaces those log-probs, keeping the
-        draft's own ranking of tokens."""
+        with their draft log-probs (so never rising: the frontier relies on it). `scores` (replay)
+        replaces those log-probs, keeping the draft's own ranking of tokens."""
         for node, values, toks in zip(nodes, logprobs, tokens):
             values = scores or values
             toks = toks[:len(values)]
@@ -104,8 +117,9 @@ class TokenTree:
             self.row += [-1] * len(toks)
             self.children += [{} for _ in toks]
             self.children[node].update(zip(toks, added))
-            for child, score in zip(added, child_scores):
-                heapq.heappush(self.frontier, (-score, depth, child))  # _order(child)
+            self.in_frontier += [True] + [False] * (len(toks) - 1)
+            if toks:
+                heapq.heappush(self.frontier, (-child_scores[0], depth, first))  # _order(first): the best child
 
     def subtree_closed(self, bs: int) -> bool:
         """Every node of the best bs-subtree is expanded: expanding more cannot change it. Without
@@ -158,6 +172,7 @@ class TokenTree:
         tree.n_rows = len(kept_rows)
         tree.frontier = [tree._order(i) for i in range(len(tree)) if tree.row[i] < 0]
         heapq.heapify(tree.frontier)
+        tree.in_frontier = [True] * len(tree)
         tree.expanded_keys = sorted(tree._order(i) for i in range(len(tree)) if tree.row[i] >= 0)
         return tree, Reroot(path_rows + kept_rows, len(path_rows), pending, True)
 

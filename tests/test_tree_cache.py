@@ -173,7 +173,10 @@ def test_best_leaves_are_the_best_unexpanded_nodes_after_expansions_and_reroots(
             continue
         toks = [[rng.randrange(50) for _ in range(3)] for _ in leaves]
         toks = [list(dict.fromkeys(t)) for t in toks]  # distinct children
-        tree.expand(leaves, [[-rng.choice([0.5, 1.0, 2.0]) for _ in t] for t in toks], toks)
+        tree.expand(leaves, [sorted((-rng.choice([0.5, 1.0, 2.0]) for _ in t), reverse=True) for t in toks], toks)  # best first, ties too
+        if leaves and rng.random() < 0.3:  # as a graft does: a leaf's best child expanded before it is picked
+            child = len(tree) - len(toks[-1])
+            tree.expand([child], [[-1.0, -1.5]], [[7, 8]])
 
 
 def test_subtree_closed_is_what_a_scan_of_the_best_subtree_says():
@@ -192,7 +195,9 @@ def test_subtree_closed_is_what_a_scan_of_the_best_subtree_says():
         if not leaves:
             break
         toks = [list(dict.fromkeys(rng.randrange(50) for _ in range(3))) for _ in leaves]
-        tree.expand(leaves, [[-rng.choice([0.5, 1.0, 2.0]) for _ in t] for t in toks], toks)
+        tree.expand(leaves, [sorted((-rng.choice([0.5, 1.0, 2.0]) for _ in t), reverse=True) for t in toks], toks)  # best first, ties too
+        if rng.random() < 0.3:  # as a graft does: a leaf's best child expanded before it is picked
+            tree.expand([len(tree) - len(toks[-1])], [[-1.0, -1.5]], [[7, 8]])
 
 
 def test_a_verification_keeps_a_deferred_keep_first():
