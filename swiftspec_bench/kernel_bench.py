@@ -3,7 +3,8 @@
 Timing: a case's calls (kernel_ops.py) are warmed up, captured in one torch CUDA graph, and the
 graph is replayed REPLAYS times, each replay timed with CUDA events; a row is the median per call.
 A whole forward is one graph already (graphs.make_forward, as the decoders run it): its replays
-are timed one by one. An op's calls run back to back, ours under PDL (a call's blocks start while
+are timed one by one, each launched onto an idle GPU, so a row counts the graph's launch latency
+as a decoder's step does (~6-10 us on an H200; NOTES, twenty-ninth session, call 6). An op's calls run back to back, ours under PDL (a call's blocks start while
 the last call drains), so a kernel can time differently here than between the other kernels of a
 forward: the forward rows judge a change to a kernel (NOTES v66-v68: the 8B gate_up GEMM).
 
