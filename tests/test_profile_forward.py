@@ -27,8 +27,9 @@ def test_awq_layers_with_norms_in_epilogues():
 
 
 def test_persistent_layers():
-    # the tree's inputs (kernel_inputs' elementwise ops) run before the one launch of every layer; the
-    # copy of the last layer's output out of its slices after it counts with the layers
+    # whatever runs before the one launch of every layer counts with the embedding (the tree's inputs
+    # ran there as elementwise ops until the kernel read the staged block itself); the copy of the
+    # last layer's output out of its slices after it counts with the layers
     names = [EMBED, "copy_kernel", "scatter_reduce", "reduce_kernel", "persistent_layers", "copy_kernel",
              "rmsnorm_c1", "gemm_nt4", "topk"]
     assert label_kernels(names) == ["embed"] * 4 + ["layers (persistent)", "layers (persistent)", "norm (final)",
