@@ -25,6 +25,7 @@ from pathlib import Path
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
+from paper_figures.timing import fail
 from swiftspec_bench import cli, systems
 
 WARM_UPS = 1  # runner.warm_up decodes the first timed query once before it is timed
@@ -84,8 +85,7 @@ def idle_tables(events, top: int = 12, least_us: float = 5.0) -> list[str]:
 
 def main() -> None:
     if "--" not in sys.argv[1:] or sys.argv.index("--") != 2:
-        print("error: usage: profile_decode.py OUT.md -- run [run options]", file=sys.stderr)
-        sys.exit(2)
+        fail("usage: profile_decode.py OUT.md -- run [run options]")
     out, run_args = Path(sys.argv[1]), sys.argv[3:]
     plain, calls = systems.run_query, [0]
 

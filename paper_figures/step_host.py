@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from paper_figures.timing import fail
 from swiftspec_core import staged
 from swiftspec_core.kernels.topk import top_k
 
@@ -94,10 +95,10 @@ def measure(forward, call) -> dict[str, float]:
 
 
 def main() -> None:
-    if len(sys.argv) != 2 or not torch.cuda.is_available():
-        print("error: " + ("usage: step_host.py OUT.md" if len(sys.argv) != 2 else
-                           "step_host.py measures a GPU's draft step; this machine has none"), file=sys.stderr)
-        sys.exit(2)
+    if len(sys.argv) != 2:
+        fail("usage: step_host.py OUT.md")
+    if not torch.cuda.is_available():
+        fail("step_host.py measures a GPU's draft step; this machine has none")
     from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
 
     rows = list(range(CONTEXT, CONTEXT + WIDTH))
