@@ -4,8 +4,8 @@ drafter runs it (width 15: eight leaves, a pending slot and a 6-token grafted ch
 staged block; context 300), random weights, under each kernel set, each measured twice in turn (a
 process's first measurements ran slower: NOTES, twenty-ninth session). Medians of 200, each part
 timed on an idle GPU:
-- idle: the GPU's wait before a graph launched onto an idle GPU (events either side of one replay,
-  less the graph's time in back-to-back replays, where the host launches ahead);
+- idle: the GPU's wait before a graph launched onto an idle GPU (kernel_bench.median_us: events
+  either side of one replay), less the graph's time in back-to-back replays (the host launches ahead);
 - the host time of each part of graphs.PaddedForward.__call__ (the staged event's wait,
   staged.write, the block's copy, the event's record, the replay) and of the whole call;
 - what the drafter does after it (drafter.step): the top-k kernels with the log-prob arithmetic
@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from paper_figures.timing import fail
+from swiftspec_bench.kernel_bench import build_shard, forward_graph, median_us, use_kernels
 from swiftspec_core import staged
 from swiftspec_core.kernels.topk import top_k
 
@@ -53,15 +54,9 @@ def measure(forward, call) -> dict[str, float]:
     span = forward.span_for(CONTEXT + WIDTH)
     graph, logits = forward.graphs[span]
     gpu_us = gpu_graph_us(graph)
+    idle_us = median_us(graph, 1, N) - gpu_us  # median_us: each replay launched onto an idle GPU
     us: dict[str, list[float]] = defaultdict(list)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(N):
-        torch.cuda.synchronize()
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        us["idle"].append(start.elapsed_time(end) * 1e3 - gpu_us)
         torch.cuda.synchronize()
         t = [time.perf_counter()]
         forward.staged.synchronize()
@@ -90,7 +85,7 @@ def measure(forward, call) -> dict[str, float]:
         forward(*call)
         us["forward call"].append((time.perf_counter() - a) * 1e6)
     out = {name: statistics.median(v) for name, v in us.items()}
-    out["graph"] = gpu_us
+    out["graph"], out["idle"] = gpu_us, idle_us
     return out
 
 
@@ -99,8 +94,6 @@ def main() -> None:
         fail("usage: step_host.py OUT.md")
     if not torch.cuda.is_available():
         fail("step_host.py measures a GPU's draft step; this machine has none")
-    from swiftspec_bench.kernel_bench import build_shard, forward_graph, use_kernels
-
     rows = list(range(CONTEXT, CONTEXT + WIDTH))
     call = ([0] * WIDTH, rows, rows, CONTEXT, [rows[:j + 1] for j in range(WIDTH)])
     lines = ["| kernels | pass | graph us | " + " | ".join(PARTS) + " |", "|---" * (len(PARTS) + 3) + "|"]
