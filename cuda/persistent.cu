@@ -222,7 +222,9 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
           }
         }
       }
-      compute_sync();  // every warp done with x (TILE_PART_OFFSET 0: its first slice takes the sums)
+      // Every warp done with x (TILE_PART_OFFSET 0: its first slice takes the sums), and warp 0 with
+      // the last tile's sums (the others may start this tile's pages before it is).
+      compute_sync();
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) part[(warp * NT + nt) * 32 + lane] = make_float4(d[nt][0], d[nt][1], d[nt][2], d[nt][3]);
       compute_sync();
@@ -240,7 +242,6 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
           if (row + 1 < M) dl[PAGE_K + 8] = add(v.y, 2), dl[PAGE_K + 16] = add(v.w, 3);
         }
       }
-      if (i + 1 < items) compute_sync();  // warp 0 done reading part before the next tile's sums
     }
     if (streamed == nullptr) x_parity ^= (1u << pages) - 1;
   };
