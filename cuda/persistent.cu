@@ -1,18 +1,18 @@
 // A persistent kernel of a forward's layers (swiftspec_core/kernels/persistent.py lays out what it
-// reads; paper_figures/persistent_mlp.py measures it, NOTES v149-v186), Llama-3.2-1B's shapes (H = 2048, F = 8192), M <= 16 rows, bf16 in and
-// out, fp32 sums. One launch, one block an SM; a layer runs these phases (those present), a grid
+// reads; paper_figures/persistent_mlp.py measures it, NOTES v149-v186), Llama-3.2-1B's shapes (H = 2048, F = 8192;
+// the GEMM phases also Llama-3-8B's, persistent_shapes.cuh), M <= 16 rows, bf16 in and out, fp32 sums. One launch, one block an SM; a layer runs these phases (those present), a grid
 // barrier (a counter) after each:
 //   Q (paged_qkv): qkv = rmsnorm(h) @ Wqkv^T (items_phase, 16 rows a tile); with k_cache its epilogue
 //      puts q with RoPE into qbuf and k, v into the caches (persistent_attention.cuh);
 //   S, R (k_cache): the attention's items (kv head, chunk of 64 positions) page their chunk's k and v
 //      rows like weights (a chunk holding this step's rows only after Q's barrier) and write
 //      partials; R merges them, a warp a q row, into attn;
-//   O (attn): mid = h + attn @ Wo^T (tile_phase: tile b, K = H); h becomes mid;
+//   O (attn): mid = h + attn @ Wo^T (tile_phase: tiles b, b + G, .., K = H); h becomes mid;
 //   A: y = swiglu(x @ Wgu^T) (items_phase: a tile is gate rows 8a .. and their up rows), x = h, with
 //      norm_w rmsnorm(h): each x slice becomes bf16(h * g) in shared memory as the first item reaches
 //      it, and r scales the sums in the epilogue;
-//   B: out = y @ Wd^T (tile_phase: rows 16c .., K = F), with norm_w + h; y's slices stream through
-//      Y_SLOTS slots, a slice a page.
+//   B: out = y @ Wd^T (tile_phase: columns 16c .., K = F), with norm_w + h; y's slices stream through
+//      Y_SLOTS slots, a slice a page (a block's tiles one after another: y's slices again for each).
 // Pages: 16 weight rows x PAGE_K k (32 KB) in rows padded to PAGE_ROW bytes (8 ldmatrix rows hit
 // distinct banks), one bulk copy of the page's image laid out on the host (persistent.paged),
 // streamed through a ring of DEPTH slots in one sequence over every layer and phase by a producer
@@ -62,7 +62,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   // bytes = 129 x 128: every slice's bulk copy starts 128-byte aligned; at M = 9 they did not, v178).
   const size_t slice_elems = (size_t)((M + 7) / 8 * 8) * (PAGE_K + 8);
 
-  const int items_a = (1024 - b + G - 1) / G;  // items b, b + G, .. below 1024
+  const int items_a = (GATE_UP_TILES - b + G - 1) / G;  // items b, b + G, .. below GATE_UP_TILES
   const int items_q = paged_qkv != nullptr ? (QKV_TILES - b + G - 1) / G : 0;  // qkv tiles b, b + G, ..
   const int pages_q = ITEM_PAGES * items_q;
   // With the attention (k_cache): its items (kv head, chunk) b, b + G, .., a page each (the chunk's k
@@ -72,11 +72,12 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   const bool attention = k_cache != nullptr;
   const int items_s = attention ? (KV_HEADS * chunks - b + G - 1) / G : 0, pages_s = items_s;
   int first_late = items_s;
-  const int pages_o = attn != nullptr && b < HID / 16 ? ITEM_PAGES : 0;  // o_proj: tile b, K = H
-  const int pages_a = ITEM_PAGES * items_a, pages_b = b < HID / 16 ? DOWN_PAGES : 0;
+  const int items_out = (OUT_TILES - b + G - 1) / G;  // o's and down's tiles b, b + G, ..
+  const int items_o = attn != nullptr ? items_out : 0, pages_o = ITEM_PAGES * items_o;  // o_proj: K = H
+  const int pages_a = ITEM_PAGES * items_a, pages_b = DOWN_PAGES * items_out;
   const int per_layer = pages_q + pages_s + pages_o + pages_a + pages_b;  // a layer's pages: qkv, attention, o, gate_up, down
   const int total = layers * per_layer;
-  if (M > MAX_M) return;  // the launcher keeps to it
+  if (M > MAX_M || (TILE_PART_OFFSET == 0 && OUT_TILES > G)) return;  // the launcher keeps to both
 
   const PageSequence seq{paged_qkv, paged_o, paged_gate_up, paged_down, &k_map, &v_map, b, G, chunks,
                          pages_q, pages_s, pages_o, pages_a, per_layer};
@@ -179,63 +180,70 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
       ++phase_page;
     }
   };
-  // A phase of 16-column tiles (o_proj, down): block b < H / 16 sums tile b's `pages` pages (one an
-  // x slice) into d, its warps' sums in order, and warp 0 writes dst = bf16(sum), plus the residual
-  // (bf16 + bf16, rounded once: torch's add) where given, in slices. Warp 0's lanes own rows 2t,
-  // 2t + 1 and columns 16b + g, + 8 (one slice: 16 | PAGE_K); the residual's elements are read
-  // before the page loop, their latency under it (v156 -> v157). streamed (down's y): x's slices
-  // stream through Y_SLOTS slots (load_x put the first Y_SLOTS there), else all are in place.
-  auto tile_phase = [&](int pages, const bf16* residual_src, bf16* dst, const bf16* streamed) {
-    const int col = 16 * b + g;
-    const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K;
-    bf16 residual[NT][4];  // rows 8 nt + 2t, + 1 (r0, r1) at columns col, col + 8
-    if (residual_src != nullptr && warp == 0) {
-      const bf16* hl = residual_src + at;
-      const bf16 zero = __float2bfloat16(0.f);
+  // A phase of 16-column tiles (o_proj, down): block b sums tiles b, b + G, .. (`items` of them, of
+  // `pages` pages each, one an x slice) into d, its warps' sums in order, and warp 0 writes dst =
+  // bf16(sum), plus the residual (bf16 + bf16, rounded once: torch's add) where given, in slices.
+  // Warp 0's lanes own rows 2t, 2t + 1 and columns 16c + g, + 8 of tile c (one slice: 16 | PAGE_K);
+  // the residual's elements are read before the page loop, their latency under it (v156 -> v157).
+  // streamed (down's y): x's slices stream through Y_SLOTS slots (load_x put the first Y_SLOTS
+  // there), the tiles' sweeps one stream (slice p of tile i is its (i pages + p)-th use), else all
+  // are in place.
+  auto tile_phase = [&](int items, int pages, const bf16* residual_src, bf16* dst, const bf16* streamed) {
+    float4* part = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES + TILE_PART_OFFSET);
+    for (int i = 0; i < items; ++i) {
+      const int col = 16 * (b + i * G) + g;
+      const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K;
+      bf16 residual[NT][4];  // rows 8 nt + 2t, + 1 (r0, r1) at columns col, col + 8
+      if (residual_src != nullptr && warp == 0) {
+        const bf16* hl = residual_src + at;
+        const bf16 zero = __float2bfloat16(0.f);
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int row = 8 * nt + 2 * t;
-        const size_t r0 = row * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
-        residual[nt][0] = row < M ? hl[r0] : zero, residual[nt][1] = row < M ? hl[r0 + 8] : zero;
-        residual[nt][2] = row + 1 < M ? hl[r1] : zero, residual[nt][3] = row + 1 < M ? hl[r1 + 8] : zero;
+        for (int nt = 0; nt < NT; ++nt) {
+          const int row = 8 * nt + 2 * t;
+          const size_t r0 = row * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
+          residual[nt][0] = row < M ? hl[r0] : zero, residual[nt][1] = row < M ? hl[r0 + 8] : zero;
+          residual[nt][2] = row + 1 < M ? hl[r1] : zero, residual[nt][3] = row + 1 < M ? hl[r1 + 8] : zero;
+        }
       }
-    }
-    float d[NT][4] = {};
-    if (streamed == nullptr) {
-      for (int p = 0; p < pages; ++p, ++q) consume(d, p);
-      x_parity ^= (1u << pages) - 1;
-    } else {  // x slice p in slot p % Y_SLOTS; once every warp is done with it, slice p + Y_SLOTS there
-      for (int p = 0; p < pages; ++p, ++q) {
-        const int slot = p % Y_SLOTS;
-        consume(d, slot);
-        x_parity ^= 1u << slot;
-        if (p + Y_SLOTS >= pages) continue;
-        compute_sync();  // every warp done with the slot
-        if (threadIdx.x == 0) {  // the slot only read since its copy: no fence
-          mbar_expect(xbar + 8 * slot, COPY_BYTES(M));
-          bulk_copy(xs + slot * SLICE_BYTES, streamed + (p + Y_SLOTS) * slice_elems, COPY_BYTES(M), xbar + 8 * slot);
+      float d[NT][4] = {};
+      if (streamed == nullptr) {
+        for (int p = 0; p < pages; ++p, ++q) consume(d, p);
+      } else {  // use j in slot j % Y_SLOTS; once every warp is done with it, use j + Y_SLOTS there
+        for (int p = 0; p < pages; ++p, ++q) {
+          const int j = i * pages + p, slot = j % Y_SLOTS;
+          consume(d, slot);
+          x_parity ^= 1u << slot;
+          if (j + Y_SLOTS >= items * pages) continue;
+          compute_sync();  // every warp done with the slot
+          if (threadIdx.x == 0) {  // the slot only read since its copy: no fence
+            mbar_expect(xbar + 8 * slot, COPY_BYTES(M));
+            bulk_copy(xs + slot * SLICE_BYTES, streamed + (j + Y_SLOTS) % pages * slice_elems, COPY_BYTES(M),
+                      xbar + 8 * slot);
+          }
+        }
+      }
+      // Every warp done with x (TILE_PART_OFFSET 0: its first slice takes the sums), and warp 0 with
+      // the last tile's sums (the others may start this tile's pages before it is).
+      compute_sync();
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) part[(warp * NT + nt) * 32 + lane] = make_float4(d[nt][0], d[nt][1], d[nt][2], d[nt][3]);
+      compute_sync();
+      if (warp == 0) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const float4 v = warps_sum(part, nt, lane);
+          auto add = [&](float sum, int e) {
+            const bf16 o = __float2bfloat16(sum);
+            return residual_src == nullptr ? o : __float2bfloat16(__bfloat162float(residual[nt][e]) + __bfloat162float(o));
+          };
+          const int row = 8 * nt + 2 * t;
+          bf16* dl = dst + at + row * (PAGE_K + 8);
+          if (row < M) dl[0] = add(v.x, 0), dl[8] = add(v.z, 1);
+          if (row + 1 < M) dl[PAGE_K + 8] = add(v.y, 2), dl[PAGE_K + 16] = add(v.w, 3);
         }
       }
     }
-    compute_sync();  // every warp done with x: its rows take the sums
-    float4* part = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES);
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) part[(warp * NT + nt) * 32 + lane] = make_float4(d[nt][0], d[nt][1], d[nt][2], d[nt][3]);
-    compute_sync();
-    if (warp == 0) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const float4 v = warps_sum(part, nt, lane);
-        auto add = [&](float sum, int i) {
-          const bf16 o = __float2bfloat16(sum);
-          return residual_src == nullptr ? o : __float2bfloat16(__bfloat162float(residual[nt][i]) + __bfloat162float(o));
-        };
-        const int row = 8 * nt + 2 * t;
-        bf16* dl = dst + at + row * (PAGE_K + 8);
-        if (row < M) dl[0] = add(v.x, 0), dl[8] = add(v.z, 1);
-        if (row + 1 < M) dl[PAGE_K + 8] = add(v.y, 2), dl[PAGE_K + 16] = add(v.w, 3);
-      }
-    }
+    if (streamed == nullptr) x_parity ^= (1u << pages) - 1;
   };
   // A phase of 16-row tiles over K = H (qkv, gate_up): this block's `items` tiles b, b + G, .. in
   // ITEM_PAGES pages each, the warps' sums added in warp order. With g (the RMSNorm's weight, [H])
@@ -381,7 +389,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
         if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
       }
       gemm_marks(pages_o);
-      if (pages_o) tile_phase(pages_o, hidden, mid + layer_slices, nullptr);
+      if (items_o) tile_phase(items_o, ITEM_PAGES, hidden, mid + layer_slices, nullptr);
       grid_barrier(counters, barrier_count++, stamps);
       hidden = mid + layer_slices;
     }
@@ -400,7 +408,8 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS);  // the rest as slots free
     }
     gemm_marks(pages_b);
-    if (pages_b) tile_phase(pages_b, norm_w != nullptr ? hidden : nullptr, out + layer_slices, y + l * DOWN_PAGES * slice_elems);
+    if (pages_b)
+      tile_phase(items_out, DOWN_PAGES, norm_w != nullptr ? hidden : nullptr, out + layer_slices, y + l * DOWN_PAGES * slice_elems);
     grid_barrier(counters, barrier_count++, stamps);
   }
   if (threadIdx.x == 0 && stamps != nullptr) stamps[STAMP_SLOTS * b + 4] = global_ns(), stamps[STAMP_SLOTS * b + 5] = clock64();

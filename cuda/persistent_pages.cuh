@@ -1,8 +1,9 @@
 // A block's page sequence in the persistent probe and the producer warp that issues it
 // (cuda/persistent.cu includes it after persistent_attention.cuh).
 // A layer's pages, in order: qkv's tiles b, b + G, .. (ITEM_PAGES each), the attention's items
-// (kv head, chunk) b, b + G, .. (a page each: the chunk's k rows, then its v rows), o's tile b,
-// gate_up's tiles b, b + G, .., down's tile b (DOWN_PAGES); the same every layer.
+// (kv head, chunk) b, b + G, .. (a page each: the chunk's k rows, then its v rows), o's tiles b,
+// b + G, .. (ITEM_PAGES each), gate_up's tiles b, b + G, .., down's tiles b, b + G, .. (DOWN_PAGES
+// each); the same every layer.
 // A CUtensorMap (the driver's, 128 opaque bytes; cuda.h is not at hand under NVRTC), a kernel
 // parameter (__grid_constant__): build.tensor_map_tiled encodes it on the host.
 struct __align__(64) TensorMap {
@@ -41,11 +42,13 @@ struct PageSequence {
     if (j < pages_q)
       images = qkv, tiles = QKV_TILES, tile = b + (j / ITEM_PAGES) * G, tile_pages = ITEM_PAGES, page = j % ITEM_PAGES;
     else if (jo < pages_o)
-      images = o, tiles = HID / 16, tile = b, tile_pages = ITEM_PAGES, page = jo;
+      images = o, tiles = OUT_TILES, tile = b + (jo / ITEM_PAGES) * G, tile_pages = ITEM_PAGES, page = jo % ITEM_PAGES;
     else if (ja < pages_a)
-      images = gate_up, tiles = FFN / 8, tile = b + (ja / ITEM_PAGES) * G, tile_pages = ITEM_PAGES, page = ja % ITEM_PAGES;
+      images = gate_up, tiles = GATE_UP_TILES, tile = b + (ja / ITEM_PAGES) * G, tile_pages = ITEM_PAGES,
+      page = ja % ITEM_PAGES;
     else
-      images = down, tiles = HID / 16, tile = b, tile_pages = DOWN_PAGES, page = ja - pages_a;
+      images = down, tiles = OUT_TILES, tile = b + ((ja - pages_a) / DOWN_PAGES) * G, tile_pages = DOWN_PAGES,
+      page = (ja - pages_a) % DOWN_PAGES;
     mbar_expect(bar, PAGE_BYTES);
     bulk_copy(dst, images + (((size_t)l * tiles + tile) * tile_pages + page) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
   }

@@ -1,10 +1,19 @@
-// The persistent probe's shapes (Llama-3.2-1B's), its ring's and its shared memory's layout
-// (cuda/persistent.cu includes it first; swiftspec_core/kernels/persistent.py's shared_bytes mirrors
-// SMEM_BYTES). QBUF_BYTES: persistent_attention.cuh's, used only at expansion.
+// The persistent kernel's shapes (Llama-3.2-1B's unless the launcher defines others: the GEMM phases
+// take Llama-3-8B's too, the attention only the 1B's head_dim 64), its ring's and its shared
+// memory's layout (cuda/persistent.cu includes it first; swiftspec_core/kernels/persistent.py's
+// shared_bytes mirrors SMEM_BYTES). QBUF_BYTES: persistent_attention.cuh's, used only at expansion.
+#ifndef HID
 #define HID 2048
+#endif
+#ifndef FFN
 #define FFN 8192
+#endif
+#ifndef QKV
 #define QKV 3072  // q (32 heads), k and v (8 each), of 64
+#endif
 #define QKV_TILES (QKV / 16)
+#define GATE_UP_TILES (2 * FFN / 16)  // gate_up's 16-row tiles (8 gate rows and their up rows each)
+#define OUT_TILES (HID / 16)          // o's and down's 16-column tiles
 #define WARPS 8  // compute warps; one more, the producer, issues the pages
 // PAGE_K (k a page: 512 or 1024), DEPTH (ring slots) and MAX_M (rows, <= 16) come from the
 // launcher (persistent.kernel_source prepends them); these are its defaults.
@@ -35,5 +44,10 @@
 #define Y_SLOTS 3  // down's x (y) streams through this many slices' slots (v174: all 8 need 264 KB at M 16)
 #define REGION_B (Y_SLOTS * SLICE_BYTES)
 #define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
+// Where o's and down's tiles add their warps' sums: over x's first slice once a block's only tile is
+// done with it (the 1B: OUT_TILES <= SMs), else (more tiles than blocks, a block taking several) in
+// phase A's partials, past every x slice and y slot, where ITEM_PAGES >= Y_SLOTS puts them (the
+// launcher refuses more tiles than SMs otherwise: persistent.grid_blocks).
+#define TILE_PART_OFFSET (ITEM_PAGES >= Y_SLOTS ? ITEM_PAGES * SLICE_BYTES : 0)
 // ring, then x / y (or in phases S and R q's copy, from the region's start: x is read by then)
 #define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > QBUF_BYTES ? REGION_AB : QBUF_BYTES))

@@ -1,12 +1,13 @@
 """A persistent forward's measurements (NOTES v149-v184): `PYTHONPATH=. python3 paper_figures/persistent_mlp.py`
-on a GPU (--rows M, --build-rows, --block, --o-proj, --qkv, --attention, --context P, --rings PAGE_KxDEPTH,..,
---timeline: then the layer's time phase by phase, persistent_timeline.py).
+on a GPU (--model, --rows M, --build-rows, --block, --o-proj, --qkv, --attention, --context P, --rings
+PAGE_KxDEPTH,.., --timeline: then the layer's time phase by phase, persistent_timeline.py).
 
 The lead after the twenty-fourth session was a persistent forward ("No Bubbles"-style: one kernel,
 weights paged into shared memory while the blocks wait on their dependencies) instead of one kernel
 a projection. Before building one, this asks the question it rests on with the parts of a layer
-that are GEMMs, at the Llama-3.2-1B's shapes: L layers (the next layer's input the last one's
-output), M rows, random bf16 weights, distinct per layer, so nothing is served from L2.
+that are GEMMs, at the Llama-3.2-1B's shapes (--model llama-3-8b: Llama-3-8B's, the GEMM phases
+only): L layers (the next layer's input the last one's output), M rows, random bf16 weights,
+distinct per layer, so nothing is served from L2.
 
 - By default the MLP: gate_up with SwiGLU, then down. --block: the MLP block, the RMSNorm before
   gate_up and the residual after down. --o-proj: o_proj with its residual before the block, on a
@@ -44,10 +45,9 @@ from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_core.kernels import tensor_map
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
-from swiftspec_core.kernels.persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, QKV, SHARED_MAX,
-                                               STATIC_RESERVE, activation_slices, attention_scratch, compiled,
-                                               grid_blocks, launch, launch_args, paged, shared_bytes, sliced,
-                                               unsliced)
+from swiftspec_core.kernels.persistent import (CHUNK, HEAD_DIM, KV_HEADS, LLAMA_1B, MASK_WORDS, SHAPES, SHARED_MAX,
+                                               STATIC_RESERVE, Shape, activation_slices, attention_scratch, compiled,
+                                               grid_blocks, launch, launch_args, paged, shared_bytes, sliced, unsliced)
 
 from paper_figures.persistent_tree import Attention
 from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
@@ -56,14 +56,14 @@ from paper_figures.timing import device_line, fail, print_rows, relative_error
 MODES = (True, False)  # deep, shallow
 
 
-def parse_rings(text: str, rows: int) -> list[tuple[int, int]]:
+def parse_rings(text: str, rows: int, shape: Shape = LLAMA_1B) -> list[tuple[int, int]]:
     """--rings: PAGE_KxDEPTH,.. -> [(page_k, depth)]; each must fit a block's shared memory at `rows`."""
     try:
         rings = [(int(a), int(b)) for a, b in (ring.split("x") for ring in text.split(","))]
     except ValueError:
         fail(f"--rings takes PAGE_KxDEPTH,.. (e.g. 1024x3), not {text!r}")
     for page_k, depth in rings:
-        need = shared_bytes(page_k, depth, rows) + STATIC_RESERVE if page_k in (512, 1024) else 0
+        need = shared_bytes(page_k, depth, rows, shape) + STATIC_RESERVE if page_k in (512, 1024) else 0
         if page_k not in (512, 1024) or depth < 2 or need > SHARED_MAX:
             fail(f"ring {page_k}x{depth}: PAGE_K 512 or 1024, DEPTH at least 2, and at most {SHARED_MAX} bytes of "
                  f"shared memory at M = {rows} (it would take {need})")
@@ -74,7 +74,7 @@ def parse_rings(text: str, rows: int) -> list[tuple[int, int]]:
 class Weights:
     """The probe's L layers, random and distinct per layer (nothing is served from L2): gate_up
     [L, 2F, H] and down [L, H, F]; with the block, norm = (g [L, H], eps); with o_proj, attn [L, M, H]
-    (each layer's attention output, given) and o [L, H, H]; with qkv, qkv [L, 3072, H] and its norm's
+    (each layer's attention output, given) and o [L, H, H]; with qkv, qkv [L, QKV, H] and its norm's
     g_qkv [L, H] (the same eps)."""
     gate_up: torch.Tensor
     down: torch.Tensor
@@ -131,19 +131,20 @@ def layer_error(w: Weights, i: int, h, qkv, attn, mid, y, out) -> float:
 
 
 class Persistent:
-    """The probe kernel on one set of operands: x0 [M, H] and the weights, page_k x depth rings, built
-    for max_m rows (MAX_M, default M); the weights' page images laid out here, or taken from
-    `images` (a run on the same weights and ring)."""
+    """The probe kernel on one set of operands: x0 [M, H] and the weights of `shape`, page_k x depth
+    rings, built for max_m rows (MAX_M, default M); the weights' page images laid out here, or taken
+    from `images` (a run on the same weights and ring)."""
 
     def __init__(self, x0, w: Weights, layers: int, page_k: int, depth: int, images: "Persistent | None" = None,
-                 max_m: int | None = None):
+                 max_m: int | None = None, shape: Shape = LLAMA_1B):
         try:
-            sms = grid_blocks(x0.device)
+            sms = grid_blocks(x0.device, shape, page_k)
         except ValueError as why:
             fail(str(why))
         m = x0.shape[0]
         max_m = max_m or m
-        self.fn, self.shared = compiled(page_k, depth, max_m)
+        self.fn, self.shared = compiled(page_k, depth, max_m, shape)
+        self.shape = shape
         self.sms, self.layers, self.m, self.page_k, self.depth = sms, layers, m, page_k, depth
         self.x0, self.w = x0, w
         if images is not None:
@@ -159,15 +160,15 @@ class Persistent:
         if a is None:
             self.attn_sliced = None if w.attn is None else sliced(w.attn[:, :m], page_k)
         else:  # attn written by the kernel's merge; the caches are the engine's (a.k, a.v)
-            self.attn_sliced = activation_slices(layers, k=HIDDEN, m=m, page_k=page_k, device=dev)
+            self.attn_sliced = activation_slices(layers, k=shape.hidden, m=m, page_k=page_k, device=dev)
             # the engine's caches, paged by tensor maps, one a first layer (a launch a layer starts there)
             self.maps = [tuple(tensor_map.tiled(c[i:], box=(HEAD_DIM, 1, CHUNK, 1)) for c in (a.k, a.v))
                          for i in range(layers)]
             self.qbuf, self.part_ml, self.part_o = attention_scratch(max_m, a.chunks, dev)
-        self.y = activation_slices(layers, k=FFN, m=m, page_k=page_k, device=dev)
-        self.out = activation_slices(layers, k=HIDDEN, m=m, page_k=page_k, device=dev)
+        self.y = activation_slices(layers, k=shape.ffn, m=m, page_k=page_k, device=dev)
+        self.out = activation_slices(layers, k=shape.hidden, m=m, page_k=page_k, device=dev)
         self.mid = torch.empty_like(self.out)
-        self.qkv = torch.empty(layers, m, QKV, dtype=torch.bfloat16, device=dev)
+        self.qkv = torch.empty(layers, m, shape.qkv, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
 
     def __call__(self, deep: bool, layer: int | None = None, stamps: torch.Tensor | None = None) -> None:
@@ -224,7 +225,7 @@ def check_persistent(run: Persistent) -> dict:
                           pick(attn, i) if run.w.attention else pick(given, i), pick(mid, i), y[i], out[i])
               for i in range(run.layers)]
     same = all(a is None or torch.equal(a, b) for other in outs[1:] for a, b in zip(outs[0], other))
-    alone = Persistent(run.x0[:1], run.w, run.layers, run.page_k, run.depth, images=run)
+    alone = Persistent(run.x0[:1], run.w, run.layers, run.page_k, run.depth, images=run, shape=run.shape)
     alone(MODES[0])
     torch.cuda.synchronize()
     invariant = all(b is None or torch.equal(a[:, 0], b[:, 0]) for a, b in zip(alone.outputs(), outs[0]))
@@ -233,6 +234,8 @@ def check_persistent(run: Persistent) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="llama-3.2-1b",
+                        help=f"the layers' shapes: {', '.join(SHAPES)} (llama-3-8b: the GEMM phases only, not --attention)")
     parser.add_argument("--layers", type=int, default=16)
     parser.add_argument("--rows", type=int, default=8, help="M, 1..16")
     parser.add_argument("--build-rows", type=int, default=None,
@@ -269,7 +272,12 @@ def main() -> None:
         fail(f"--rows takes 1..16, --build-rows --rows..16, --layers at least 1, --context at least 0, --tree-rows "
              f"0..{32 * MASK_WORDS} less --rows, --span and --visible at least 0 (got {args.rows}, {args.build_rows}, "
              f"{args.layers}, {args.context}, {args.tree_rows}, {args.span}, {args.visible})")
-    rings = parse_rings(args.rings, build_rows)
+    if args.model not in SHAPES:
+        fail(f"--model {args.model}: choose {', '.join(SHAPES)}")
+    shape = SHAPES[args.model]
+    if args.attention and shape != LLAMA_1B:
+        fail(f"--attention: the kernel's attention phases take Llama-3.2-1B's heads of {HEAD_DIM}, not {args.model}'s")
+    rings = parse_rings(args.rings, build_rows, shape)
     if not torch.cuda.is_available():
         fail("persistent_mlp.py needs a GPU")
     bandwidth, _ = device_line()
@@ -277,27 +285,28 @@ def main() -> None:
     with_qkv = args.qkv or args.attention
     o_proj = args.o_proj or with_qkv
     dev, L, m, block = torch.device("cuda"), args.layers, args.rows, args.block or o_proj
-    w = Weights((torch.randn(L, 2 * FFN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16),
-                (torch.randn(L, HIDDEN, FFN, device=dev) / FFN**0.5).to(torch.bfloat16))
+    H, F = shape.hidden, shape.ffn
+    w = Weights((torch.randn(L, 2 * F, H, device=dev) / H**0.5).to(torch.bfloat16),
+                (torch.randn(L, H, F, device=dev) / F**0.5).to(torch.bfloat16))
     if block:
-        w.norm = ((1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16), 1e-5)
+        w.norm = ((1 + 0.1 * torch.randn(L, H, device=dev)).to(torch.bfloat16), 1e-5)
     if o_proj:
-        w.o = (torch.randn(L, HIDDEN, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
+        w.o = (torch.randn(L, H, H, device=dev) / H**0.5).to(torch.bfloat16)
         if not args.attention:
-            w.attn = torch.randn(L, m, HIDDEN, device=dev).to(torch.bfloat16)
+            w.attn = torch.randn(L, m, H, device=dev).to(torch.bfloat16)
     if args.attention:
         w.attention = Attention.random(L, args.context, m, dev, tree_rows=args.tree_rows, visible=args.visible,
                                        span=args.span)
     if with_qkv:
-        w.qkv = (torch.randn(L, QKV, HIDDEN, device=dev) / HIDDEN**0.5).to(torch.bfloat16)
-        w.g_qkv = (1 + 0.1 * torch.randn(L, HIDDEN, device=dev)).to(torch.bfloat16)
-    x0 = torch.randn(m, HIDDEN, device=dev).to(torch.bfloat16)
+        w.qkv = (torch.randn(L, shape.qkv, H, device=dev) / H**0.5).to(torch.bfloat16)
+        w.g_qkv = (1 + 0.1 * torch.randn(L, H, device=dev)).to(torch.bfloat16)
+    x0 = torch.randn(m, H, device=dev).to(torch.bfloat16)
     floor_us = w.bytes_a_layer() / bandwidth * 1e6
 
-    mid, out = (torch.full((L, m, HIDDEN), float("nan"), dtype=torch.bfloat16, device=dev) for _ in range(2))
-    y = torch.full((L, m, FFN), float("nan"), dtype=torch.bfloat16, device=dev)
-    qkv = torch.full((L, m, QKV), float("nan"), dtype=torch.bfloat16, device=dev)
-    attn = w.attn if w.attention is None else torch.full((L, m, HIDDEN), float("nan"), dtype=torch.bfloat16, device=dev)
+    mid, out = (torch.full((L, m, H), float("nan"), dtype=torch.bfloat16, device=dev) for _ in range(2))
+    y = torch.full((L, m, F), float("nan"), dtype=torch.bfloat16, device=dev)
+    qkv = torch.full((L, m, shape.qkv), float("nan"), dtype=torch.bfloat16, device=dev)
+    attn = w.attn if w.attention is None else torch.full((L, m, H), float("nan"), dtype=torch.bfloat16, device=dev)
     pick = lambda t, i: None if t is None else t[i]  # noqa: E731
     sides = lambda i: (x0 if i == 0 else out[i - 1], qkv[i], pick(attn, i), mid[i], y[i], out[i])  # noqa: E731
     ours = lambda i: ours_layer(w, i, *sides(i))  # noqa: E731
@@ -308,7 +317,7 @@ def main() -> None:
     rows = [{"side": f"ours ({launches} L launches, PDL)", "in flight KB a block": "", "us a layer": time_calls(ours, L),
              "error": f"{ours_error:.1e}", "modes bitwise alike": "", "row 0 as alone": ""}]
     for page_k, depth in rings:
-        run = Persistent(x0, w, L, page_k, depth, max_m=build_rows)
+        run = Persistent(x0, w, L, page_k, depth, max_m=build_rows, shape=shape)
         check = check_persistent(run)
         same = {"error": f"{check['error']:.1e}", "modes bitwise alike": check["modes bitwise alike"],
                 "row 0 as alone": check["row 0 as alone"]}
@@ -330,13 +339,13 @@ def main() -> None:
             if with_qkv else
             "o_proj and MLP block (o + residual, RMSNorm, gate_up + SwiGLU, down, residual)" if o_proj else
             "MLP block (RMSNorm, gate_up + SwiGLU, down, residual)" if block else "MLP (gate_up + SwiGLU, down)")
-    print(f"Llama-3.2-1B's {what}, M = {m} (the persistent kernel built for {build_rows}), {L} layers of random bf16 weights"
+    print(f"{args.model}'s {what}, M = {m} (the persistent kernel built for {build_rows}), {L} layers of random bf16 weights"
           f"{'; the floor counts the cache rows read' if args.attention else ''}\n")
     print_rows(rows)
     print("\nerror: max |output - torch| / max |torch| over the layers' outputs, on each side's own inputs.")
     if args.timeline:
         names = phase_names(with_qkv, args.attention, o_proj)
-        run = Persistent(x0, w, L, *rings[0], max_m=build_rows)
+        run = Persistent(x0, w, L, *rings[0], max_m=build_rows, shape=shape)
         stamps = torch.zeros(L * len(names) + 1, run.sms, STAMP_SLOTS, dtype=torch.int64, device=dev)
         for deep in MODES:
             for _ in range(3):  # warm; the last run's stamps are read

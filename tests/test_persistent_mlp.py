@@ -60,14 +60,18 @@ def test_activation_slices_are_sliced_layout_and_the_attention_scratch_the_kerne
     assert part_ml.shape == (8, 16, 48, 2) and part_o.shape == (8, 16, 48, 64) and part_o.dtype == torch.float32
 
 
-@pytest.mark.parametrize("page_k,depth,rows", [(1024, 3, 8), (1024, 5, 1), (512, 4, 2), (1024, 3, 16), (1024, 3, 9), (1024, 4, 16)])
-def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
+@pytest.mark.parametrize("page_k,depth,rows,shape", [
+    (1024, 3, 8, layouts.LLAMA_1B), (1024, 5, 1, layouts.LLAMA_1B), (512, 4, 2, layouts.LLAMA_1B),
+    (1024, 3, 16, layouts.LLAMA_1B), (1024, 3, 9, layouts.LLAMA_1B), (1024, 4, 16, layouts.LLAMA_1B),
+    (1024, 4, 8, layouts.LLAMA_8B), (512, 4, 16, layouts.LLAMA_8B)])
+def test_shared_bytes_is_the_kernels(page_k, depth, rows, shape, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    check = (f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows)}, \"shared_bytes\");\n"
-             f"static_assert(MASK_WORDS == {layouts.MASK_WORDS}, \"MASK_WORDS\");\n")
+    check = (f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows, shape)}, \"shared_bytes\");\n"
+             f"static_assert(MASK_WORDS == {layouts.MASK_WORDS}, \"MASK_WORDS\");\n"
+             f"static_assert(HID == {shape.hidden} && FFN == {shape.ffn} && QKV == {shape.qkv}, \"shape\");\n")
     src = tmp_path / "persistent.cu"
-    src.write_text(layouts.kernel_source(page_k, depth, rows) + check)
+    src.write_text(layouts.kernel_source(page_k, depth, rows, shape) + check)
     cmd = build.nvcc_command(str(src), str(tmp_path / "p.cubin"), "sm_90a", "-Xptxas", "-v")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -76,7 +80,9 @@ def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
 
 def test_kernel_source_has_its_defines_first_and_every_header_once():
     source = layouts.kernel_source(1024, 3, 9)
-    assert source.startswith("#define PAGE_K 1024\n#define DEPTH 3\n#define MAX_M 9\n")
+    assert source.startswith("#define PAGE_K 1024\n#define DEPTH 3\n#define MAX_M 9\n//") and "#define HID 2048" in source
+    assert layouts.kernel_source(1024, 4, 8, layouts.LLAMA_8B).startswith(
+        "#define PAGE_K 1024\n#define DEPTH 4\n#define MAX_M 8\n#define HID 4096\n#define FFN 14336\n#define QKV 6144\n")
     assert '#include "persistent_' not in source
     for name in ("struct PageSequence", "__device__ __forceinline__ void merge_phase", "#define SMEM_BYTES",
                  "__device__ __forceinline__ void grid_barrier"):
@@ -88,7 +94,9 @@ def test_kernel_source_has_its_defines_first_and_every_header_once():
                                   ["--rings", "1024x9"], ["--rows", "16", "--rings", "1024x5"],
                                   ["--rows", "9", "--build-rows", "8"], ["--build-rows", "17"],
                                   ["--attention", "--rows", "9", "--tree-rows", "376"], ["--tree-rows", "-1"],
-                                  ["--span", "-1"], ["--visible", "-1"]])
+                                  ["--span", "-1"], ["--visible", "-1"], ["--model", "llama-3-70b"],
+                                  ["--model", "llama-3-8b", "--attention"],
+                                  ["--model", "llama-3-8b", "--rows", "16", "--rings", "1024x4"]])
 def test_bad_arguments_end_in_one_error_line(argv, monkeypatch, capsys):
     assert_main_fails(probe.main, ["persistent_mlp.py", *argv], monkeypatch, capsys)
     # found before anything looks for a GPU: the options' own error (a CPU machine's would say GPU)
@@ -233,3 +241,17 @@ def test_launch_args_follow_the_kernels_parameters():
                                deep=True)
     assert [type(a) for a in args] == kind
     assert args[6:9] == (16, 9, 1) and not any(a for a in args if isinstance(a, np.uint64))
+
+
+@pytest.mark.parametrize("shape,page_k,sms,ok", [
+    (layouts.LLAMA_1B, 1024, 132, True),  # o's and down's 128 tiles, a block each
+    (layouts.LLAMA_1B, 1024, 114, False),  # more tiles than SMs, and x's 2 slices < 3 y slots: no room for their sums
+    (layouts.LLAMA_1B, 512, 114, True),  # 4 slices of 512: a block takes several tiles
+    (layouts.LLAMA_8B, 1024, 132, True)])  # 256 tiles, two a block
+def test_grid_blocks_takes_more_tiles_than_sms_where_their_sums_have_room(shape, page_k, sms, ok, monkeypatch):
+    monkeypatch.setattr(layouts.torch.cuda, "get_device_properties", lambda device: type("P", (), {"multi_processor_count": sms}))
+    if ok:
+        assert layouts.grid_blocks("cuda", shape, page_k) == sms
+    else:
+        with pytest.raises(ValueError, match="tiles a block each"):
+            layouts.grid_blocks("cuda", shape, page_k)

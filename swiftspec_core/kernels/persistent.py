@@ -1,5 +1,5 @@
-"""What cuda/persistent.cu (a persistent kernel for a forward's layers at Llama-3.2-1B's shapes)
-reads, laid out on the host: its source with the ring's defines, its shared memory, the weights as
+"""What cuda/persistent.cu (a persistent kernel for a forward's layers at Llama-3.2-1B's shapes; its
+GEMM phases also at Llama-3-8B's, for the probe) reads, laid out on the host: its source with the ring's defines, its shared memory, the weights as
 page images (one bulk copy a page), activations in slices (one a page's k), and a draft step's
 tree from the engine's staged block; and its launch (compiled, launch_args: the parameters in the
 kernel's order, for the engine's forward and the probe alike). paper_figures/persistent_mlp.py
@@ -7,6 +7,7 @@ measures it; tests/test_persistent_mlp.py checks these on the CPU."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -14,7 +15,21 @@ import torch
 from .. import staged
 from . import build, tensor_map
 
-HIDDEN, FFN, QKV = 2048, 8192, 3072  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A model's GEMM shapes as the kernel takes them (persistent_shapes.cuh's HID, FFN, QKV)."""
+
+    hidden: int
+    ffn: int
+    qkv: int  # q, k and v rows together
+
+
+LLAMA_1B = Shape(2048, 8192, 3072)  # Llama-3.2-1B (qkv: 32 q heads, 8 k and 8 v heads of 64): the engine's
+LLAMA_8B = Shape(4096, 14336, 6144)  # Llama-3-8B (32 q heads, 8 kv heads of 128): the GEMM phases only
+SHAPES = {"llama-3.2-1b": LLAMA_1B, "llama-3-8b": LLAMA_8B}
+HIDDEN, FFN, QKV = LLAMA_1B.hidden, LLAMA_1B.ffn, LLAMA_1B.qkv
 Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # cuda/persistent_attention.cuh's
 # A token's tree mask in 32-bit words: tree rows prefix .. prefix + 383, the drafter's 4 tree_bs
 # tree_w rows at a run's defaults (12, 8: decoders.base.draft_tree_rows)
@@ -32,38 +47,43 @@ def qrows(m: int) -> int:
     return -(-m * (Q_HEADS // KV_HEADS) // 16) * 16
 
 
-def shared_bytes(page_k: int, depth: int, max_m: int) -> int:
+def shared_bytes(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B) -> int:
     """cuda/persistent.cu's SMEM_BYTES: the ring, then phase A's x slices, two items' partials and g,
     or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8 in whole 128-byte lines), or
     phase S's q copy."""
     row, tiles = page_k * 2 + 16, (max_m + 7) // 8  # tiles: n8 tiles of x rows
     slice_ = -(-max_m * row // 128) * 128  # whole 128-byte lines
-    region_a = HIDDEN // page_k * slice_ + 2 * WARPS * tiles * 32 * 16 + HIDDEN * 2  # x, partials, g
+    region_a = shape.hidden // page_k * slice_ + 2 * WARPS * tiles * 32 * 16 + shape.hidden * 2  # x, partials, g
     region_s = KV_HEADS * qrows(max_m) * (HEAD_DIM + 8) * 2  # q's copy, every kv head's
     return depth * 16 * row + max(region_a, Y_SLOTS * slice_, region_s)
 
 
-def kernel_source(page_k: int, depth: int, max_m: int) -> str:
-    """cuda/persistent.cu with its ring's defines first, its headers inlined (build.source)."""
-    return f"#define PAGE_K {page_k}\n#define DEPTH {depth}\n#define MAX_M {max_m}\n" + build.source("persistent")
+def kernel_source(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B) -> str:
+    """cuda/persistent.cu with its ring's and shapes' defines first, its headers inlined (build.source)."""
+    defines = dict(PAGE_K=page_k, DEPTH=depth, MAX_M=max_m)
+    if shape != LLAMA_1B:  # persistent_shapes.cuh's defaults are the 1B's
+        defines |= dict(HID=shape.hidden, FFN=shape.ffn, QKV=shape.qkv)
+    return "".join(f"#define {k} {v}\n" for k, v in defines.items()) + build.source("persistent")
 
 
-def compiled(page_k: int, depth: int, max_m: int):
-    """The kernel built for a page_k x depth ring and max_m rows, its dynamic shared memory raised
-    to what it takes. -> (function, dynamic shared bytes)."""
-    shared = shared_bytes(page_k, depth, max_m)
-    fn = build.compile_source(kernel_source(page_k, depth, max_m)).get_function(KERNEL)
+def compiled(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B):
+    """The kernel built for a page_k x depth ring, max_m rows and `shape`, its dynamic shared memory
+    raised to what it takes. -> (function, dynamic shared bytes)."""
+    shared = shared_bytes(page_k, depth, max_m, shape)
+    fn = build.compile_source(kernel_source(page_k, depth, max_m, shape)).get_function(KERNEL)
     fn.max_dynamic_shared_size_bytes = shared
     return fn, shared
 
 
-def grid_blocks(device) -> int:
-    """The kernel's grid, a block an SM; ValueError where o_proj's and down's HIDDEN / 16 tiles (a
-    block each) outnumber the SMs."""
+def grid_blocks(device, shape: Shape = LLAMA_1B, page_k: int = 1024) -> int:
+    """The kernel's grid, a block an SM; ValueError where o_proj's and down's hidden / 16 tiles
+    outnumber the SMs and a block cannot take several (their sums would land on x's first slice,
+    which its next tile reads: persistent_shapes.cuh's TILE_PART_OFFSET needs hidden / page_k x
+    slices >= Y_SLOTS)."""
     sms = torch.cuda.get_device_properties(device).multi_processor_count
-    if sms < HIDDEN // 16:
-        raise ValueError(f"the persistent kernel gives o_proj's and down's {HIDDEN // 16} tiles a block each: it "
-                         f"needs as many SMs, this GPU has {sms}")
+    if sms < shape.hidden // 16 and shape.hidden // page_k < Y_SLOTS:
+        raise ValueError(f"the persistent kernel gives o_proj's and down's {shape.hidden // 16} tiles a block each "
+                         f"at {page_k}-wide pages: it needs as many SMs, this GPU has {sms}")
     return sms
 
 
