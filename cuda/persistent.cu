@@ -97,7 +97,9 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   // plain rows a copy a row (its padding left as it was: never read). Bit s of x_parity: the phase
   // of slice s's mbarrier the next phase that loads it waits for.
   unsigned x_parity = 0;
+  bool pdl_waited = false;  // thread 0's pdl_wait (below)
   auto load_x = [&](const bf16* src, int slices, Rows from) {  // thread 0
+    if (!pdl_waited) pdl_wait(), pdl_waited = true;
     fence_async_shared();
     for (int s = 0; s < slices; ++s) {
       if (from.plain()) {
@@ -127,10 +129,15 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   for (int i = items_s - 1; i >= 0; --i)
     if (CHUNK * ((b + i * G) % chunks) + CHUNK > tree_info[1]) first_late = i;
 
-  if (warp == WARPS) {  // the producer
+  if (warp == WARPS) {  // the producer: weight pages need nothing from the kernel before
     if (lane == 0) produce(seq, total, ring, bar0, empty0, &page_limit);
     return;
   }
+  // Launched by PDL (persistent_blocks.py), the kernel may start while the one before it (the
+  // attention) runs: the compute warps wait for its writes (a no-op without PDL) before they read
+  // an activation, thread 0 only in its first load_x, once it has let the producer fill the ring
+  // with the first phase's weight pages.
+  if (threadIdx.x != 0) pdl_wait();
 
   const int g = lane >> 2, t = lane & 3;
   // ldmatrix rows of this lane: A (x4) row r + 8 (i & 1) at k + 8 (i >> 1); B (x2) x row l % 8 at k + 8 (l / 8 % 2).
@@ -415,7 +422,9 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems, l);
     grid_barrier(counters, barrier_count++, stamps);
 
-    // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
+    // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden). The last one lets the next kernel
+    // launch (it waits for this one's end before it reads out).
+    if (l == layers - 1) pdl_trigger();
     if (threadIdx.x == 0) {
       raise_limit(l + 1, (l + 1) * per_layer);
       if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS, sliced);  // the rest as slots free

@@ -109,11 +109,13 @@ def launch_args(*, x0, gate_up, down, y, out, counters, layers: int, m: int, dee
             p(stamps), *(maps or (tensor_map.TensorMap(), tensor_map.TensorMap())))
 
 
-def launch(fn, blocks: int, shared: int, args: tuple) -> None:
-    """One launch of the compiled kernel on the current stream: a block an SM, no PDL (its grid
-    barriers want every block resident from the start)."""
+def launch(fn, blocks: int, shared: int, args: tuple, pdl: bool = False) -> None:
+    """One launch of the compiled kernel on the current stream, a block an SM. pdl: it may start
+    while the kernel before it runs (its blocks resident as that kernel's leave; the grid barriers
+    wait for every block, which come once that kernel ends), its producer streaming weight pages
+    meanwhile."""
     build.launch_ex(fn.kernel.ptr, (blocks,), (THREADS,), args, shared, torch.cuda.current_stream().cuda_stream,
-                    False)
+                    pdl)
 
 
 def slice_rows(m: int) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from . import build
 from .gemm import gemm_reference
 from .gemm_epilogue import gemm_swiglu_reference
 from .persistent import (LLAMA_8B, SHARED_MAX, STATIC_RESERVE, activation_slices, compiled, grid_blocks, launch,
@@ -86,7 +87,7 @@ class PersistentBlocks:
         args = launch_args(x0=h, gate_up=im["gate_up"][i], down=im["down"][i], y=self.y, out=out,
                            counters=self.counters, layers=1, m=self.width, deep=True, mlp_norm=im["mlp_norm"][i],
                            eps=self.eps, attn=attn, o=im["o"][i], mid=self.mid)
-        launch(self.fn, self.sms, self.shared, args)
+        launch(self.fn, self.sms, self.shared, args, pdl=build.PDL)
         return out
 
 
