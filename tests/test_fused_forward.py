@@ -37,21 +37,6 @@ def test_fused_forward_with_references_equals_the_model(references, monkeypatch,
     fused_equals_exact(model)
 
 
-def test_persistent_blocks_body_with_references_equals_the_model(references, monkeypatch):
-    """The body whose layers end in persistent_blocks' one launch (o_proj, the MLP block), its
-    reference standing in: a layer's output is what the blocks return, not h added to in place."""
-    from swiftspec_core.kernels import persistent_blocks
-
-    a = args(False)
-    model = build_engine(a, target_state(args=a), dtype=torch.float32, max_seq_len=256)
-    model.kernels = "fused"
-    eps = a.norm_eps
-    monkeypatch.setattr(persistent_blocks, "unsupported", lambda model, width: None)
-    monkeypatch.setattr(persistent_blocks, "for_width", lambda model, width: lambda i, h, attn: (
-        persistent_blocks.blocks_reference(model.layers[i], h, attn, eps)))
-    fused_equals_exact(model)
-
-
 def fused_equals_exact(model, seed: int = 0) -> None:
     """The model's fused forward (its kernels' references standing in) against its own forward, on
     random trees of 1, 6 and 8 tokens after a 20-token prefill: the logits and the caches."""

@@ -1,8 +1,6 @@
 """A fixed-width forward made of our kernels (`--kernels fused`): three layer bodies (the norms inside
 the GEMMs, or as kernels between them: norms_in_gemms says which; one GPU's AWQ layers with the
-norms in the GEMMs' epilogues), each top to bottom. Where the persistent kernel is built for the
-model's shapes (Llama-3-8B's, one GPU: persistent_blocks.py), the first body runs each layer's
-o_proj and MLP block in one launch of it.
+norms in the GEMMs' epilogues), each top to bottom.
 
 It takes what graphs.PaddedForward stages for every forward, the block [T, 4 + V] of (token,
 position, cache row, prefix length, visible rows), instead of a [T, L] mask: tree_attention reads
@@ -20,7 +18,6 @@ from ..models.transformer import weight_of
 from .attention import tree_attention
 from .awq_gemm import awq_gemm, awq_swiglu
 from .awq_norms import NextNorm, awq_gemm_norms, awq_swiglu_norms, norm_sums
-from . import persistent_blocks
 from .gemm import gemm
 from .gemm_epilogue import fused_gemm_allreduce, gemm_swiglu
 from ..staged import TOKEN
@@ -53,8 +50,6 @@ def awq_norms_in_epilogues(model) -> bool:
 def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
     """block: [T, 4 + V] int64 on the device; span: the cache rows attention may read.
     -> [T, vocab] fp32 logits."""
-    if persistent_blocks.unsupported(model, block.shape[0]) is None:
-        return _norms_in_gemms_forward(model, block, span, cache, persistent_blocks.for_width(model, block.shape[0]))
     if awq_norms_in_epilogues(model):
         body = _awq_norms_in_epilogues_forward
     else:
@@ -62,20 +57,16 @@ def fused_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torc
     return body(model, block, span, cache)
 
 
-def _norms_in_gemms_forward(model, block: torch.Tensor, span: int, cache: KVCache,
-                            blocks: persistent_blocks.PersistentBlocks | None = None) -> torch.Tensor:
+def _norms_in_gemms_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
     """One GPU, bf16: a layer is five kernels: qkv (the attention norm inside), the attention (the
     cache append inside), o_proj (+ the residual), gate_up with SwiGLU (the MLP norm inside),
-    down_proj (+ the residual); with `blocks` three: the last three in one persistent launch. The
-    final norm stays a kernel: lm_head's thousands of blocks would each copy the norm weights (NOTES v59)."""
+    down_proj (+ the residual). The final norm stays a kernel: lm_head's thousands of blocks would each copy the norm
+    weights (NOTES v59)."""
     a = model.args
-    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place (or the blocks' output)
+    h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place
     for i, layer in enumerate(model.layers):
         qkv = gemm(h, layer.wqkv, layer.bqkv, norm=(layer.attn_norm, a.norm_eps))  # [T, (H + 2 KV) * hd]
         attn = _attention(model, i, qkv, block, span, cache)
-        if blocks is not None:
-            h = blocks(i, h, attn)
-            continue
         gemm(attn, layer.wo, residual=h, out=h)
         gemm(gemm_swiglu(h, layer.w_gate_up, norm=(layer.mlp_norm, a.norm_eps)), layer.w_down, residual=h, out=h)
     return gemm(rmsnorm(h, model.norm, a.norm_eps), _head(model))[:, : model.full_vocab].float()

@@ -58,22 +58,19 @@ def shared_bytes(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B) -
     return depth * 16 * row + max(region_a, Y_SLOTS * slice_, region_s)
 
 
-def kernel_source(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, plain_io: bool = False) -> str:
-    """cuda/persistent.cu with its ring's and shapes' defines first, its headers inlined (build.source).
-    plain_io: x0, attn and out are plain rows [layers, M, hidden] (else in slices: activation_slices)."""
+def kernel_source(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B) -> str:
+    """cuda/persistent.cu with its ring's and shapes' defines first, its headers inlined (build.source)."""
     defines = dict(PAGE_K=page_k, DEPTH=depth, MAX_M=max_m)
     if shape != LLAMA_1B:  # persistent_shapes.cuh's defaults are the 1B's
         defines |= dict(HID=shape.hidden, FFN=shape.ffn, QKV=shape.qkv)
-    if plain_io:
-        defines |= dict(PLAIN_IO=1)
     return "".join(f"#define {k} {v}\n" for k, v in defines.items()) + build.source("persistent")
 
 
-def compiled(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, plain_io: bool = False):
-    """The kernel built for a page_k x depth ring, max_m rows and `shape` (kernel_source), its dynamic
-    shared memory raised to what it takes. -> (function, dynamic shared bytes)."""
+def compiled(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B):
+    """The kernel built for a page_k x depth ring, max_m rows and `shape`, its dynamic shared memory
+    raised to what it takes. -> (function, dynamic shared bytes)."""
     shared = shared_bytes(page_k, depth, max_m, shape)
-    fn = build.compile_source(kernel_source(page_k, depth, max_m, shape, plain_io)).get_function(KERNEL)
+    fn = build.compile_source(kernel_source(page_k, depth, max_m, shape)).get_function(KERNEL)
     fn.max_dynamic_shared_size_bytes = shared
     return fn, shared
 
@@ -109,13 +106,11 @@ def launch_args(*, x0, gate_up, down, y, out, counters, layers: int, m: int, dee
             p(stamps), *(maps or (tensor_map.TensorMap(), tensor_map.TensorMap())))
 
 
-def launch(fn, blocks: int, shared: int, args: tuple, pdl: bool = False) -> None:
-    """One launch of the compiled kernel on the current stream, a block an SM. pdl: it may start
-    while the kernel before it runs (its blocks resident as that kernel's leave; the grid barriers
-    wait for every block, which come once that kernel ends), its producer streaming weight pages
-    meanwhile."""
+def launch(fn, blocks: int, shared: int, args: tuple) -> None:
+    """One launch of the compiled kernel on the current stream: a block an SM, no PDL (its grid
+    barriers want every block resident from the start)."""
     build.launch_ex(fn.kernel.ptr, (blocks,), (THREADS,), args, shared, torch.cuda.current_stream().cuda_stream,
-                    pdl)
+                    False)
 
 
 def slice_rows(m: int) -> int:

@@ -1,4 +1,4 @@
-"""Session 30 (v193): the Llama-3-8B fused forward with the persistent o_proj + MLP blocks (on)
+"""Session 30 (v193; runs on branch persistent-blocks, session30/persistent-blocks.patch, not main): the Llama-3-8B fused forward with the persistent o_proj + MLP blocks (on)
 against our three GEMMs a layer (off: persistent_blocks.unsupported answering "off"), one engine of
 random bf16 weights, graph replays (kernel_bench.time_forward: median us), widths 1, 8, 12, 16 after
 1000 cached tokens, in the order on, off, off, on; the floor (weights + cache / copy bandwidth) beside.
