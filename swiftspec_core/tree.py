@@ -40,7 +40,7 @@ class TokenTree:
         # dropped when it comes up), so a draft step finds its leaves without scanning the tree.
         # Siblings rank in creation order (children come best first), so a node's key enters only
         # once its previous sibling's has come up (`pop`): the heap's best is still the best
-        # unexpanded node, for a push a node expanded instead of eight.
+        # unexpanded node, for one push a node expanded instead of one a child.
         self.frontier: list[tuple[float, int, int]] = [self._order(0)]
         self.in_frontier = [True]  # whether the node's key has entered the frontier
         self.expanded_keys: list[tuple[float, int, int]] = []  # _order keys of the expanded nodes, sorted
@@ -117,9 +117,9 @@ class TokenTree:
             self.row += [-1] * len(toks)
             self.children += [{} for _ in toks]
             self.children[node].update(zip(toks, added))
-            self.in_frontier += [True] + [False] * (len(toks) - 1)
-            if toks:
-                heapq.heappush(self.frontier, (-child_scores[0], depth, first))  # _order(first): the best child
+            if toks:  # the best child enters the frontier; its siblings follow it (pop)
+                self.in_frontier += [True] + [False] * (len(toks) - 1)
+                heapq.heappush(self.frontier, (-child_scores[0], depth, first))  # _order(first)
 
     def subtree_closed(self, bs: int) -> bool:
         """Every node of the best bs-subtree is expanded: expanding more cannot change it. Without

@@ -223,3 +223,13 @@ def test_a_verification_keeps_a_deferred_keep_first():
     (e0, n0, k0), (e1, n1, k1) = runs
     assert e0 == e1 and n0 == n1
     torch.testing.assert_close(k0, k1, rtol=0, atol=0)
+
+
+def test_an_expansion_without_children_keeps_the_frontier_aligned():
+    """A node expanded with no children adds no node: the later nodes still come up in order."""
+    tree = TokenTree(1)
+    tree.expand([0], [[-1.0, -2.0]], [[5, 6]])
+    tree.expand([1], [[]], [[]])
+    tree.expand([2], [[-0.5, -0.7]], [[9, 8]])
+    assert len(tree.in_frontier) == len(tree) == 5
+    assert tree.best_leaves(3) == [3, 4] and not tree.subtree_closed(4) and tree.subtree_closed(3)
