@@ -45,8 +45,9 @@ from swiftspec_core.kernels import tensor_map
 from swiftspec_core.kernels.gemm import gemm, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import gemm_swiglu, gemm_swiglu_reference
 from swiftspec_core.kernels.persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, QKV, SHARED_MAX,
-                                               STATIC_RESERVE, compiled, grid_blocks, launch, launch_args, paged,
-                                               qrows, shared_bytes, slice_rows, sliced, unsliced)
+                                               STATIC_RESERVE, activation_slices, attention_scratch, compiled,
+                                               grid_blocks, launch, launch_args, paged, shared_bytes, sliced,
+                                               unsliced)
 
 from paper_figures.persistent_tree import Attention
 from paper_figures.persistent_timeline import STAMP_SLOTS, marks, phase_names, sm_clock_ghz, summarize
@@ -158,16 +159,13 @@ class Persistent:
         if a is None:
             self.attn_sliced = None if w.attn is None else sliced(w.attn[:, :m], page_k)
         else:  # attn written by the kernel's merge; the caches are the engine's (a.k, a.v)
-            self.attn_sliced = torch.zeros(layers, HIDDEN // page_k, slice_rows(m), page_k + 8, dtype=torch.bfloat16,
-                                           device=dev)
+            self.attn_sliced = activation_slices(layers, k=HIDDEN, m=m, page_k=page_k, device=dev)
             # the engine's caches, paged by tensor maps, one a first layer (a launch a layer starts there)
             self.maps = [tuple(tensor_map.tiled(c[i:], box=(HEAD_DIM, 1, CHUNK, 1)) for c in (a.k, a.v))
                          for i in range(layers)]
-            self.qbuf = torch.zeros(KV_HEADS, qrows(max_m), HEAD_DIM + 8, dtype=torch.bfloat16, device=dev)
-            self.part_ml = torch.zeros(KV_HEADS, a.chunks, qrows(max_m), 2, device=dev)
-            self.part_o = torch.zeros(KV_HEADS, a.chunks, qrows(max_m), HEAD_DIM, device=dev)
-        self.y = torch.empty(layers, FFN // page_k, slice_rows(m), page_k + 8, dtype=torch.bfloat16, device=dev)
-        self.out = torch.empty(layers, HIDDEN // page_k, slice_rows(m), page_k + 8, dtype=torch.bfloat16, device=dev)
+            self.qbuf, self.part_ml, self.part_o = attention_scratch(max_m, a.chunks, dev)
+        self.y = activation_slices(layers, k=FFN, m=m, page_k=page_k, device=dev)
+        self.out = activation_slices(layers, k=HIDDEN, m=m, page_k=page_k, device=dev)
         self.mid = torch.empty_like(self.out)
         self.qkv = torch.empty(layers, m, QKV, dtype=torch.bfloat16, device=dev)
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)

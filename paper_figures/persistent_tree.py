@@ -10,8 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from swiftspec_bench.kernel_shapes import shard_args
 from swiftspec_core import staged
 from swiftspec_core.kernels.attention import tree_attention, tree_attention_reference
+from swiftspec_core.models.rope import rope_tables
 
 from swiftspec_core.kernels.persistent import CHUNK, HEAD_DIM, KV_HEADS, MASK_WORDS, Q_HEADS
 
@@ -89,13 +91,11 @@ class Attention:
                span: int = 0) -> "Attention":
         step = TreeStep.random(prefix, tree_rows, m, torch.Generator().manual_seed(prefix + 7 * tree_rows + m))
         rows = -(-max(prefix + tree_rows + m, span) // CHUNK) * CHUNK  # span: a decoder's graph bucket
-        inv_freq = 500000.0 ** -(torch.arange(0, HEAD_DIM, 2, device=device, dtype=torch.float32) / HEAD_DIM)
-        angles = torch.arange(rows, device=device, dtype=torch.float32)[:, None] * inv_freq  # [rows, 32]
-        angles = torch.cat([angles, angles], dim=1)  # rotate_half's layout: pair (i, i + 32)
+        cos, sin = rope_tables(shard_args("llama-3.2-1b", 1), rows, device)  # the engine's tables
         k, v = (torch.randn(layers, rows, KV_HEADS, HEAD_DIM, device=device).to(torch.bfloat16) for _ in range(2))
         k[:, prefix + tree_rows:], v[:, prefix + tree_rows:] = 0, 0
         block = step.block(visible).to(device)
-        return Attention(step, angles.cos(), angles.sin(), k, v, block)
+        return Attention(step, cos, sin, k, v, block)
 
     @property
     def prefix(self) -> int:

@@ -9,9 +9,9 @@ Everything after `--` is the run's own command line: the same run, its rows writ
 run's warm-up decode is not profiled; its first timed one is (one system, one process: --tp and
 --split decodes run in workers the profiler does not see). OUT.md gets one table: per kernel name
 (its first 60 characters), calls, median and total us, and its share of the decode's wall time;
-then the wall time, the kernels' sum and the rest (the GPU idle between kernels: the host's work
-and launches); then where that idle time sits (idle_tables: between which kernels, and what the
-host was doing meanwhile). It answers what a kernel bench leaves out (NOTES v190: a persistent draft step that
+then the wall time, the kernels' sum and the rest (kernels that overlap under PDL count twice in the
+sum, so the rest understates the GPU's idle); then the idle itself (idle_tables: the gaps with no
+kernel running, between which kernels, and what the host was doing meanwhile). It answers what a kernel bench leaves out (NOTES v190: a persistent draft step that
 wins in the bench and loses inside the tree decoder).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def kernel_table(events, wall_us: float) -> list[str]:
     lines += [f"| {name} | {len(d)} | {statistics.median(d):.2f} | {sum(d):.0f} | {sum(d) / wall_us:.1%} |"
               for name, d in rows]
     lines += ["", f"decode wall {wall_us / 1e3:.1f} ms; kernels' sum {total / 1e3:.1f} ms; "
-                  f"the rest (GPU idle between kernels) {(wall_us - total) / 1e3:.1f} ms"]
+                  f"the rest {(wall_us - total) / 1e3:.1f} ms (PDL's overlaps count twice in the sum: idle below)"]
     return lines
 
 

@@ -1,7 +1,7 @@
 """The host's share of a draft step, measured on the CPU: a `swiftspec-bench run` whose fixed-width
-forwards are stubs that stage their block as graphs.PaddedForward does (staged.write, the span
-lookup) and return fixed random logits, so what runs is the decoders' own Python: the tree, the
-grafter, the replay, the staging and the top-k read back.
+forwards are graphs.PaddedForward without the model (its checks, span lookup, staged.write and the
+block's copy, on the CPU) returning fixed random logits, so what runs is the decoders' own Python:
+the tree, the grafter, the replay, the staging and the top-k read back.
 
     PYTHONPATH=. python3 paper_figures/profile_host.py OUT.md [--functions N] -- run --target tiny-llama \
         --draft tiny-llama --weights random --device cpu --systems tree --acceptance replay:DIR \
@@ -23,37 +23,29 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from swiftspec_bench import cli, systems
-from swiftspec_core import graphs, staged
+from swiftspec_core import graphs
 from swiftspec_core.errors import UserError
 from swiftspec_core.decoders import drafter as drafter_module, verifier as verifier_module
 
 
-class StagedStub:
-    """graphs.PaddedForward without the model: the same checks and staging, fixed logits."""
+class StagedStub(graphs.PaddedForward):
+    """graphs.PaddedForward as the decoders call it (its checks, span and staging: the same code,
+    graphs off), without the model: its forward returns fixed random logits."""
 
     calls: dict[str, int] = defaultdict(int)  # per caller (draft, verify): calls in timed decodes
     timing = False
 
     def __init__(self, model, cache, width: int, max_visible: int, caller: str):
-        self.cache, self.width, self.max_visible, self.caller = cache, width, max_visible, caller
-        self.host = np.zeros((width, staged.VISIBLE + max_visible), dtype=np.int64)
-        self.spans = graphs.spans(cache.rows)
-        gen = torch.Generator().manual_seed(width)
-        self.logits = torch.randn(width, model.full_vocab, generator=gen)
+        super().__init__(model, cache, width, max_visible, graph=False)
+        self.caller = caller
+        self.logits = torch.randn(width, model.full_vocab, generator=torch.Generator().manual_seed(width))
 
-    def __call__(self, tokens, positions, rows, prefix_len, visible) -> torch.Tensor:
-        T = len(tokens)
-        if T > self.width or max(map(len, visible)) > self.max_visible:
-            raise ValueError("a stubbed forward got more than its width or visible rows")
-        used = max(max(rows), prefix_len - 1, *(max(v) for v in visible)) + 1
-        next(s for s in self.spans if s >= used)
-        staged.write(self.host, tokens, positions, rows, prefix_len, visible, self.cache.scratch_row)
+    def _run(self, span: int) -> torch.Tensor:
         StagedStub.calls[self.caller] += StagedStub.timing
-        return self.logits[:T]
+        return self.logits
 
 
 def stub_for(caller: str):

@@ -51,6 +51,15 @@ def test_slices_round_trip_and_hold_a_pages_k():
     assert s[0, 0].numel() * 2 % 128 == 0 and layouts.slice_rows(9) == 16 and layouts.slice_rows(8) == 8
 
 
+def test_activation_slices_are_sliced_layout_and_the_attention_scratch_the_kernels():
+    x = torch.randn(3, 5, 2048)
+    zeros = layouts.activation_slices(3, k=2048, m=5, page_k=1024, device="cpu")
+    assert zeros.shape == layouts.sliced(x, 1024).shape and zeros.dtype == torch.bfloat16 and not zeros.any()
+    qbuf, part_ml, part_o = layouts.attention_scratch(9, 16, "cpu")  # 9 tokens x 4 q heads: 48 rows, 3 tiles
+    assert qbuf.shape == (8, 48, 72) and qbuf.dtype == torch.bfloat16
+    assert part_ml.shape == (8, 16, 48, 2) and part_o.shape == (8, 16, 48, 64) and part_o.dtype == torch.float32
+
+
 @pytest.mark.parametrize("page_k,depth,rows", [(1024, 3, 8), (1024, 5, 1), (512, 4, 2), (1024, 3, 16), (1024, 3, 9), (1024, 4, 16)])
 def test_shared_bytes_is_the_kernels(page_k, depth, rows, tmp_path):
     if shutil.which("nvcc") is None:

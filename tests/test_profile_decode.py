@@ -36,7 +36,10 @@ def test_idle_tables_sum_gaps_by_neighbours_and_the_host_calls_in_them():
     assert not any(line.startswith("| inner") for line in lines)
 
 
-def test_kernel_table_counts_only_device_kernels():
-    lines = kernel_table(EVENTS, wall_us=400.0)
-    assert lines[2] == "| a | 3 | 20.00 | 128 | 32.0% |"
-    assert lines[-1] == "decode wall 0.4 ms; kernels' sum 0.2 ms; the rest (GPU idle between kernels) 0.2 ms"
+def test_a_decodes_kernels_are_tabled_by_name_the_most_time_first():
+    events = [event("persistent_layers", 0, 900), event("gemm_nt4", 0, 100), event("gemm_nt4", 0, 140),
+              event("persistent_layers", 0, 1000), event("aten::mm", 0, 50, DeviceType.CPU)]
+    lines = kernel_table(events, wall_us=4000)
+    assert lines[2] == "| persistent_layers | 2 | 950.00 | 1900 | 47.5% |"
+    assert lines[3] == "| gemm_nt4 | 2 | 120.00 | 240 | 6.0% |" and len(lines) == 6  # no CPU event
+    assert lines[-1] == "decode wall 4.0 ms; kernels' sum 2.1 ms; the rest 1.9 ms (PDL's overlaps count twice in the sum: idle below)"

@@ -51,8 +51,7 @@ class Drafter:
         self.sent: set[int] = set()  # tree nodes of the last subtree sent
         self.tree: TokenTree | None = None
         self.pending: list[int] = []  # verified tokens before the root that have no draft KV yet
-        self.topk_logprobs: list[list[float]] = []  # per expansion: its sorted child log-probs
-        self.expansions = 0
+        self.topk_logprobs: list[list[float]] = []  # per expansion of this request: its sorted child log-probs
         self.sent_paths: list[int] = []  # per sent tree: its best path's nodes, root included
 
     def prefill(self, prompt: list[int], replay: Replay | None = None) -> None:
@@ -60,7 +59,7 @@ class Drafter:
         nothing from the target, so under a split the draft prefills while the target does, and its
         steps can grow the tree (the first token's candidates, then theirs) before the target's
         first token arrives (`first`)."""
-        self.replay, self.topk_logprobs, self.expansions, self.sent_paths = replay, [], 0, []
+        self.replay, self.topk_logprobs, self.sent_paths = replay, [], []
         if len(prompt) > 1:
             self.model.prefill(prompt[:-1], self.cache)
         else:
@@ -122,14 +121,12 @@ class Drafter:
         tree.expand(leaves, values[:L], tokens_k[:L], scores)
         kept = self.grafter.graft(tree, leaves[0], chain, values[L:], tokens_k[L:], scores) if chain else 0
         self.topk_logprobs += values[:L + kept]  # a cut chain token's row was never expanded; summed at the end
-        self.expansions += L + kept
         return L + kept
 
     def mean_topk_logprobs(self) -> list[float]:
         """Mean sorted child log-probs over this request's expansions (a replay profile's scores)."""
-        if not self.expansions:
-            return []
-        return [sum(column) / self.expansions for column in zip(*self.topk_logprobs)]
+        rows = self.topk_logprobs
+        return [sum(column) / len(rows) for column in zip(*rows)]  # none without expansions
 
     def propose(self, bs: int, w: int) -> tuple[list[int], list[int]]:
         """SwiftSpec's send: grow back to at least bs nodes (steps of the w best leaves, w children

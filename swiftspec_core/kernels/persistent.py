@@ -99,6 +99,23 @@ def slice_rows(m: int) -> int:
     return -(-m // 8) * 8
 
 
+def activation_slices(*lead: int, k: int, m: int, page_k: int, device) -> torch.Tensor:
+    """Zeros as the kernel keeps an activation of k columns for m rows (sliced()'s layout):
+    [..., k / page_k, slice_rows(m), page_k + 8] bf16."""
+    return torch.zeros(*lead, k // page_k, slice_rows(m), page_k + 8, dtype=torch.bfloat16, device=device)
+
+
+def attention_scratch(max_m: int, chunks: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The attention phases' scratch as persistent_attention.cuh lays it out, for max_m tokens and
+    spans of up to `chunks` chunks: qbuf [KV, qrows, HEAD_DIM + 8] bf16 (q with RoPE, phase Q to S),
+    part_ml [KV, chunks, qrows, 2] and part_o [KV, chunks, qrows, HEAD_DIM] fp32 (each (kv head,
+    chunk)'s partial maxima and sums, and outputs, phase S to R)."""
+    rows = qrows(max_m)
+    return (torch.zeros(KV_HEADS, rows, HEAD_DIM + 8, dtype=torch.bfloat16, device=device),
+            torch.zeros(KV_HEADS, chunks, rows, 2, device=device),
+            torch.zeros(KV_HEADS, chunks, rows, HEAD_DIM, device=device))
+
+
 def sliced(x: torch.Tensor, page_k: int) -> torch.Tensor:
     """[..., M, K] as the kernel keeps x0, y and out: [..., K / page_k, slice_rows(M), page_k + 8]
     (padding zero)."""

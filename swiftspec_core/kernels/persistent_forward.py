@@ -15,8 +15,8 @@ from . import tensor_map
 from .gemm import gemm
 from .norm import rmsnorm
 from .persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, Q_HEADS, QKV, STATIC_RESERVE,
-                         SHARED_MAX, compiled, grid_blocks, launch, launch_args, paged, qrows, shared_bytes,
-                         slice_rows, unsliced)
+                         SHARED_MAX, activation_slices, attention_scratch, compiled, grid_blocks, launch,
+                         launch_args, paged, shared_bytes, unsliced)
 
 SHAPES = dict(dim=HIDDEN, ffn_dim=FFN, n_heads=Q_HEADS, n_kv_heads=KV_HEADS, head_dim=HEAD_DIM)
 PAGE_K, DEPTH = 1024, 4  # the ring measured best at the draft step's width 9 (NOTES v184)
@@ -78,18 +78,15 @@ class PersistentLayers:
         self.images = page_images(model)
         self.fn, _ = compiled(PAGE_K, DEPTH, width)
         self.sms = grid_blocks(model.device)
-        layers, rows, dev, bf16 = len(model.layers), slice_rows(width), model.device, torch.bfloat16
+        layers, dev = len(model.layers), model.device
 
-        def slices(*lead: int, k: int = HIDDEN) -> torch.Tensor:  # [..., K / PAGE_K, rows, PAGE_K + 8]
-            return torch.zeros(*lead, k // PAGE_K, rows, PAGE_K + 8, dtype=bf16, device=dev)
+        def slices(*lead: int, k: int = HIDDEN) -> torch.Tensor:
+            return activation_slices(*lead, k=k, m=width, page_k=PAGE_K, device=dev)
 
         self.x0, self.y = slices(), slices(layers, k=FFN)
         self.out, self.mid, self.attn = slices(layers), slices(layers), slices(layers)
-        self.qkv = torch.zeros(layers, width, QKV, dtype=bf16, device=dev)
-        chunks = -(-cache.rows // CHUNK)  # the most a span needs
-        self.qbuf = torch.zeros(KV_HEADS, qrows(width), HEAD_DIM + 8, dtype=bf16, device=dev)
-        self.part_ml = torch.zeros(KV_HEADS, chunks, qrows(width), 2, device=dev)
-        self.part_o = torch.zeros(KV_HEADS, chunks, qrows(width), HEAD_DIM, device=dev)
+        self.qkv = torch.zeros(layers, width, QKV, dtype=torch.bfloat16, device=dev)
+        self.qbuf, self.part_ml, self.part_o = attention_scratch(width, -(-cache.rows // CHUNK), dev)  # the most a span needs
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
         self.maps = tuple(tensor_map.tiled(c, (HEAD_DIM, 1, CHUNK, 1)) for c in (cache.k, cache.v))
 
