@@ -87,8 +87,9 @@ class PaddedForward:
         self.inputs = self.host.to(dev, copy=True)
         self.columns = torch.arange(cache.rows, device=dev)
         self.spans = spans(cache.rows)
-        # Set when the staged block may still be in flight to the device: the host waits on it
-        # before writing the block again (the decoders read each step's logits back anyway).
+        # Recorded after each forward, which starts by copying the staged block to the device (in
+        # a graph, as its first node: the copy costs the host no call of its own): the host waits
+        # on it before writing the block again (the decoders read each step's logits back anyway).
         self.staged = torch.cuda.Event() if pin else None
         self.persistent = None  # with use_kernels("persistent"): the forward's kernel and buffers
         if model.kernels == PERSISTENT:
@@ -104,6 +105,7 @@ class PaddedForward:
         return next(s for s in self.spans if s >= rows_used)
 
     def _run(self, span: int) -> torch.Tensor:
+        self.inputs.copy_(self.host, non_blocking=True)  # captured: each replay reads the host block anew
         x = self.inputs  # [width, 4 + max_visible]
         if self.persistent is not None:
             return self.persistent(x, span)
@@ -128,13 +130,13 @@ class PaddedForward:
         if self.staged is not None:
             self.staged.synchronize()
         staged.write(self.host.numpy(), tokens, positions, rows, prefix_len, visible, self.cache.scratch_row)
-        self.inputs.copy_(self.host, non_blocking=True)
+        if span in self.graphs:
+            graph, logits = self.graphs[span]
+            graph.replay()
+        else:
+            logits = self._run(span)
         if self.staged is not None:
             self.staged.record()
-        if span not in self.graphs:
-            return self._run(span)[:T]
-        graph, logits = self.graphs[span]
-        graph.replay()
         return logits[:T]
 
 
