@@ -1,6 +1,7 @@
 """The host's share of a draft step, measured on the CPU: a `swiftspec-bench run` whose fixed-width
-forwards are graphs.PaddedForward without the model (its checks, span lookup, staged.write and the
-block's copy, on the CPU) returning fixed random logits, so what runs is the decoders' own Python:
+forwards are graphs.PaddedForward without the model (its checks, span lookup and staged.write, on
+the CPU; the block's copy is the GPU graph's first node, no host call) returning fixed random
+logits, so what runs is the decoders' own Python:
 the tree, the grafter, the replay, the staging and the top-k read back.
 
     PYTHONPATH=. python3 paper_figures/profile_host.py OUT.md [--functions N] -- run --target tiny-llama \
