@@ -134,7 +134,9 @@ def run(
                                              "launch of cuda/persistent.cu (a Llama-3.2-1B-shaped draft on one GPU); "
                                              "auto: fused where it can run (on 2xH200 it was the faster, "
                                              "paper_figures/NOTES.md v9), else torch. Rows are labelled :fused, or "
-                                             ":persistent where a persistent draft ran."),
+                                             ":persistent where a persistent draft ran. A comma list (fused,persistent) "
+                                             "runs every system under each set, with --interleave query by query: "
+                                             "kernel sets compared on the same queries in one run."),
     quant: str = typer.Option("none", help="none | awq: the target's layer projections in 4-bit AWQ (group 128; "
                                            "the tiny presets' narrow layers 64 or 32), round-to-nearest from its "
                                            "weights (a checkpoint that is already AWQ loads as it is). "

@@ -7,41 +7,54 @@ from pathlib import Path
 from swiftspec_core.errors import UserError
 
 
-def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpus: int) -> str:
+def choose_sets(o, device: str, dtype: str, target: str, draft: str | None, draft_gpus: int) -> tuple[str, ...]:
+    """--kernels as a comma list (one name, or several: every system runs under each, so a run
+    compares kernel sets on the same queries; with --interleave, query by query): each resolved by
+    choose, in order, repeats dropped (auto may resolve to one named beside it)."""
+    names = o.kernels.split(",")
+    if "" in names:
+        raise UserError(f"--kernels {o.kernels}: an empty name in the list")
+    return tuple(dict.fromkeys(choose(o, device, dtype, target, draft, draft_gpus, name) for name in names))
+
+
+def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpus: int,
+           kernels: str | None = None) -> str:
     """-> torch, fused or persistent. fused runs bf16 on a GPU, forwards of at most MAX_ROWS tokens,
     and the shapes the kernels take (kernels.shape_supported) for the target and the draft (None:
     no system drafts); auto is fused wherever that holds and the shapes are known before loading
     (presets, local folders), else torch (fused measured faster end to end on 2xH200, and exact:
     paper_figures/NOTES.md v9). persistent is fused with the draft's forwards on the persistent
     kernel: a draft of its shape on one GPU (draft_gpus: the most any draft engine spans), trees it
-    can mask; chosen by name only (auto does not pick it)."""
+    can mask; chosen by name only (auto does not pick it). kernels: the set asked for (default
+    o.kernels, --kernels as given)."""
     from swiftspec_core.decoders.drafter import step_width
     from swiftspec_core.kernels import MAX_ROWS, shape_supported
     from swiftspec_core.models.transformer import KERNEL_SETS, PERSISTENT
 
-    if o.kernels not in (*KERNEL_SETS, "auto"):
-        raise UserError(f"--kernels {o.kernels}: choose {', '.join(KERNEL_SETS)} or auto")
-    if o.kernels == "torch":
+    kernels = o.kernels if kernels is None else kernels
+    if kernels not in (*KERNEL_SETS, "auto"):
+        raise UserError(f"--kernels {kernels}: choose {', '.join(KERNEL_SETS)} or auto")
+    if kernels == "torch":
         return "torch"
     draft_width = step_width(o.tree_w, o.graft_len if o.graft != "off" else 0)
     widths = ((o.tree_bs, "--tree-bs"), (draft_width, "a draft step (--tree-w + 1 + --graft-len)"),
               (o.chain_k + 1, "a chain verification (--chain-k + 1)"))
     shapes = {spec: known_args(spec) for spec in [target] + ([draft] if draft else [])}
-    if o.kernels == "auto":
+    if kernels == "auto":
         fits = (device == "cuda" and dtype == "bfloat16" and all(width <= MAX_ROWS for width, _ in widths)
                 and all(args is not None and shape_supported(args) for args in shapes.values()))
         return "fused" if fits else "torch"
     if device != "cuda" or dtype != "bfloat16":
-        raise UserError(f"--kernels {o.kernels} runs bfloat16 on a GPU (this run: {dtype} on {device})")
+        raise UserError(f"--kernels {kernels} runs bfloat16 on a GPU (this run: {dtype} on {device})")
     for width, what in widths:
         if width > MAX_ROWS:
-            raise UserError(f"--kernels {o.kernels}: {what} is {width} tokens wide; the kernels take at most {MAX_ROWS}")
+            raise UserError(f"--kernels {kernels}: {what} is {width} tokens wide; the kernels take at most {MAX_ROWS}")
     for spec, args in shapes.items():
         if args is not None and not shape_supported(args):
-            raise UserError(f"--kernels {o.kernels}: {spec} has head_dim {args.head_dim}; the kernels take 64 or 128")
-    if o.kernels == PERSISTENT and draft is not None:
+            raise UserError(f"--kernels {kernels}: {spec} has head_dim {args.head_dim}; the kernels take 64 or 128")
+    if kernels == PERSISTENT and draft is not None:
         check_persistent_draft(o, draft, shapes[draft], draft_gpus)
-    return o.kernels
+    return kernels
 
 
 def check_persistent_draft(o, draft: str, args, draft_gpus: int) -> None:

@@ -77,15 +77,15 @@ class Checked:
     replay: object | None  # replay_source.ReplaySource
     replay_digest: str  # sha256 of the replayed results file; "" for real acceptance
     graft_sizes: tuple[int, ...]  # --graft-ngram, longest first
-    kernels: str  # --kernels resolved: torch, fused or persistent
+    kernels: tuple[str, ...]  # --kernels resolved: torch, fused or persistent, one set or several
 
 
 @dataclass
 class Planned:
     checked: Checked
-    labels: dict[str, str]  # system -> its name in the rows (placement, fixed d)
+    labels: dict[tuple[str, str], str]  # (system, kernel set) -> its name in the rows (placement, fixed d, kernels)
     columns: dict  # what every row of this run says besides its measures
-    todo: list[tuple]  # (system, query, turn) not in the run folder yet, system by system
+    todo: list[tuple]  # ((system, kernel set), query, turn) not in the run folder yet, system by system
 
 
 # --- validate -------------------------------------------------------------------------------------
@@ -126,8 +126,8 @@ def validate(o: RunOptions) -> Checked:
     check_model_spec(o.target, "--target", o.weights)
     if needs_draft:
         check_model_spec(o.draft, "--draft", o.weights)
-    kernels = kernel_choice.choose(o, device, dtype, o.target, o.draft if needs_draft else None,
-                                   placement.draft_gpus(systems, o.tp, split))
+    kernels = kernel_choice.choose_sets(o, device, dtype, o.target, o.draft if needs_draft else None,
+                                        placement.draft_gpus(systems, o.tp, split))
     out = Path(o.out)
     check_out_dir(out)
     data_dir = ds.resolve_data_dir(o.data_dir)
@@ -237,13 +237,18 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
                    max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant)
     table.check_settings(columns)
-    labels = {s: label(s, o.tp, c.split, o.draft_steps, o.graft, c.kernels) for s in c.systems}
+    # Each system under each kernel set, once a row name (ar runs fused under persistent too).
+    by_name = {}
+    for s in c.systems:
+        for k in c.kernels:
+            by_name.setdefault(label(s, o.tp, c.split, o.draft_steps, o.graft, k), (s, k))
+    labels = {unit: name for name, unit in by_name.items()}
     # System by system (a multi-process system's workers start once), query by query; or, with
     # --interleave, every system on a query before the next (each system's workers stay up).
     turns = [(q, t) for q in c.queries for t in range(1, len(q.turns) + 1)]
-    order = ([(s, q, t) for q, t in turns for s in c.systems] if o.interleave else
-             [(s, q, t) for s in c.systems for q, t in turns])
-    todo = [(s, q, t) for s, q, t in order if not table.is_done(_key(labels[s], o.target, o.draft, q, t))]
+    order = ([(u, q, t) for q, t in turns for u in labels] if o.interleave else
+             [(u, q, t) for u in labels for q, t in turns])
+    todo = [(u, q, t) for u, q, t in order if not table.is_done(_key(labels[u], o.target, o.draft, q, t))]
     return Planned(c, labels, columns, todo)
 
 
@@ -282,16 +287,19 @@ def execute(p: Planned, table: ResultsTable) -> None:
     if draft is not None:
         check_pair(target, draft)
         noise.draft_from_target(target, draft, o.draft_noise, o.seed)
-    pair = LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest, tp=o.tp,
-                      split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise, kernels=c.kernels,
-                      quant=o.quant, keep_pools=o.interleave)
-    columns = p.columns | dict(commit=package_commit(), weights=pair.target.weights,
+    # A pair a kernel set, their engines on the same loaded weights.
+    pairs = {k: LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest,
+                           tp=o.tp, split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise,
+                           kernels=k, quant=o.quant, keep_pools=o.interleave) for k in c.kernels}
+    first = pairs[c.kernels[0]]
+    columns = p.columns | dict(commit=package_commit(), weights=first.target.weights,
                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                               **placement.floors(pair, c.device))
+                               **placement.floors(first, c.device))
     try:
-        _decode_all(p, table, pair, settings, columns)
+        _decode_all(p, table, pairs, settings, columns)
     finally:
-        pair.close()
+        for pair in pairs.values():
+            pair.close()
 
 
 def _load(role: str, spec: str, **how):
@@ -326,7 +334,7 @@ def _check_fits(target, prompt_tokens: int, max_new_tokens: int, settings, what:
                         f"tree need {need} positions; that exceeds the context of {target.max_context}")
 
 
-def _decode_all(p: Planned, table: ResultsTable, pair, settings, columns: dict) -> None:
+def _decode_all(p: Planned, table: ResultsTable, pairs: dict, settings, columns: dict) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from swiftspec_core.models.loading import eos_ids
@@ -336,15 +344,17 @@ def _decode_all(p: Planned, table: ResultsTable, pair, settings, columns: dict) 
 
     budget = p.checked.options.max_new_tokens
     replay = p.checked.replay
+    loaded = next(iter(pairs.values())).target  # every pair's: the same loaded model
     # Random weights would stop at whatever EOS they happen to emit: they decode the whole budget.
-    eos = set() if pair.target.weights == "random" else eos_ids(pair.target)
-    tokenizer = pair.target.tokenizer
+    eos = set() if loaded.weights == "random" else eos_ids(loaded)
+    tokenizer = loaded.tokenizer
     warmed = set()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[speed]}"), TimeElapsedColumn()) as progress:
         task = progress.add_task("decoding", total=len(p.todo), speed="")
-        for system, q, turn in p.todo:
-            name = p.labels[system]
+        for unit, q, turn in p.todo:
+            (system, kernels), name = unit, p.labels[unit]
+            pair = pairs[kernels]
             progress.update(task, description=f"{name:<14} {q.dataset}/{q.question_id} turn {turn}")
             answers = [_earlier_answer(table, name, columns, q, t) for t in range(1, turn)]
             prompt = ds.chat_prompt_ids(tokenizer, list(q.turns[:turn]), answers)
@@ -358,9 +368,9 @@ def _decode_all(p: Planned, table: ResultsTable, pair, settings, columns: dict) 
                 return query | dict(replay=replay.profile(system, q.dataset, pair.draft_steps(system, settings)),
                                     replay_seed=replay_seed(columns["seed"], q.dataset, q.question_id, turn))
 
-            if system not in warmed:
+            if unit not in warmed:
                 warm_up(system, pair, prompt, replayed())
-                warmed.add(system)
+                warmed.add(unit)
             result, latency = systems.run_query(system, pair, prompt, **replayed())
             text = tokenizer.decode(result.tokens, skip_special_tokens=True)
             table.append(row_from_result(result, latency, output_text=text, system=name, dataset=q.dataset,

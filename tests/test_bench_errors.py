@@ -252,3 +252,39 @@ def test_the_draft_gpus_are_the_widest_draft_engine():
     assert draft_gpus(["swiftspec"], 2, (1, 2)) == 2
     assert draft_gpus(["swiftspec"], 2, None) == 1  # lockstep: one process
     assert draft_gpus(["chain"], 2, None) == 2  # its draft shares the target's TP processes
+
+
+def test_a_kernel_list_runs_each_set_once():
+    from types import SimpleNamespace
+
+    from swiftspec_bench.kernel_choice import choose_sets
+
+    big = ["llama-3-8b", "llama-3.2-1b"]
+    o = SimpleNamespace(kernels="fused,persistent", tree_bs=12, tree_w=8, graft="off", graft_len=0, chain_k=7)
+    assert choose_sets(o, "cuda", "bfloat16", *big, 1) == ("fused", "persistent")
+    assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "auto,fused"}), "cuda", "bfloat16", *big, 1) == ("fused",)
+    assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "torch,torch"}), "cpu", "float32", *big, 1) == ("torch",)
+    with pytest.raises(UserError, match="an empty name"):
+        choose_sets(SimpleNamespace(**{**vars(o), "kernels": "fused,"}), "cuda", "bfloat16", *big, 1)
+    with pytest.raises(UserError, match="--kernels persistent runs bfloat16 on a GPU"):
+        choose_sets(SimpleNamespace(**{**vars(o), "kernels": "torch,persistent"}), "cpu", "float32", *big, 1)
+
+
+def test_a_kernel_list_plans_each_system_under_each_set_once_a_row_name(tmp_path):
+    """ar runs fused under persistent too: one ar row a query; tree once a set; with --interleave
+    every (system, set) on a query before the next query."""
+    from types import SimpleNamespace
+
+    from swiftspec_bench import runner
+    from swiftspec_bench.results import ResultsTable
+
+    o = SimpleNamespace(target="tiny-llama", draft="tiny-llama", weights="random", tree_bs=12, tree_w=8, chain_k=7,
+                        seed=0, max_new_tokens=8, draft_noise=0.0, quant="none", tp=1, draft_steps=None, graft="off",
+                        interleave=True)
+    queries = [SimpleNamespace(dataset="qa", question_id=i, turns=("hi",)) for i in (1, 2)]
+    checked = SimpleNamespace(options=o, systems=["ar", "tree"], split=None, queries=queries, device="cuda",
+                              dtype="bfloat16", replay=None, replay_digest="", kernels=("fused", "persistent"))
+    planned = runner.plan(checked, ResultsTable(tmp_path))
+    assert list(planned.labels.values()) == ["ar:fused", "tree:fused", "tree:persistent"]
+    assert [(planned.labels[u], q.question_id) for u, q, _ in planned.todo] == [
+        (name, i) for i in (1, 2) for name in ("ar:fused", "tree:fused", "tree:persistent")]

@@ -310,3 +310,34 @@ def test_compare_and_plot_load_neither_torch_nor_transformers(run_dir, tmp_path)
                          cwd=Path(__file__).resolve().parents[1])
     assert res.returncode == 0, res.stderr
     assert "loaded: []" in res.stdout and (tmp_path / "figs" / "accepted_length.png").exists()
+
+
+def test_a_kernel_list_decodes_each_query_under_each_set(tmp_path, monkeypatch):
+    """--kernels A,B --interleave: a pair a set on the same loaded models, a query under both before
+    the next, rows named by set, every pair closed at the end. (Two sets that run on the CPU: torch
+    under a second name, labelled apart.)"""
+    from swiftspec_bench import kernel_choice
+    from swiftspec_core.models import transformer
+
+    monkeypatch.setattr(kernel_choice, "choose_sets", lambda o, *rest: ("torch", "also-torch"))
+    engine_kernels = transformer.engine_kernels
+    monkeypatch.setattr(transformer, "engine_kernels", lambda kernels, draft: engine_kernels(
+        "torch" if kernels == "also-torch" else kernels, draft))
+    label = systems.label
+    monkeypatch.setattr(systems, "label", lambda *a: label(*a[:-1], "torch") + ("/b" if a[-1] == "also-torch" else ""))
+    pairs, closed = [], []
+    init, close = systems.LoadedPair.__init__, systems.LoadedPair.close
+    monkeypatch.setattr(systems.LoadedPair, "__init__", lambda self, *a, **k: pairs.append(self) or init(self, *a, **k))
+    monkeypatch.setattr(systems.LoadedPair, "close", lambda self: closed.append(self) or close(self))
+    used = []  # the pair each decode ran on (warm-ups too)
+    run_query = systems.run_query
+    monkeypatch.setattr(systems, "run_query", lambda name, pair, *a, **k: used.append(pair) or run_query(name, pair, *a, **k))
+    out = tmp_path / "run"
+    res = invoke(run_args(out, "ar,tree", "gsm8k,humaneval") + ["--interleave"])
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    frame = pd.read_parquet(out / "results.parquet")
+    assert list(zip(frame.dataset, frame.system)) == [(d, s) for d in ("gsm8k", "humaneval")
+                                                      for s in ("ar", "ar/b", "tree:graft", "tree:graft/b")]
+    assert len(pairs) == 2 and pairs[0].target is pairs[1].target and closed == pairs
+    assert [pairs.index(p) for p in used] == [0, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 1]  # warm-up, then the query
+    assert frame.groupby("dataset").output_sha.nunique().eq(1).all()  # the same tokens under each
