@@ -355,6 +355,10 @@ def _decode_all(p: Planned, table: ResultsTable, pairs: dict, settings, columns:
         for unit, q, turn in p.todo:
             (system, kernels), name = unit, p.labels[unit]
             pair = pairs[kernels]
+            if not p.checked.options.interleave:  # one pool of workers at a time holds the GPUs
+                for other in pairs.values():
+                    if other is not pair:
+                        other.close()
             progress.update(task, description=f"{name:<14} {q.dataset}/{q.question_id} turn {turn}")
             answers = [_earlier_answer(table, name, columns, q, t) for t in range(1, turn)]
             prompt = ds.chat_prompt_ids(tokenizer, list(q.turns[:turn]), answers)
