@@ -132,6 +132,19 @@ def test_single_process_engines_hand_the_kernel_in_too(monkeypatch, kernels):
     assert awq._tiled_kernel is (kernel.awq_dequantize if kernels == "fused" else None)
 
 
+def test_a_later_torch_engine_leaves_the_kernel_handed_in(monkeypatch):
+    """--kernels fused,torch builds both sets' engines in one process: the torch engine built after
+    the fused one must not take the fused engine's prefills off the kernel."""
+    from swiftspec_bench import systems
+    from swiftspec_core.models import loading
+
+    monkeypatch.setattr(awq, "_tiled_kernel", None)
+    monkeypatch.setattr(loading, "engine_of", lambda loaded, **kwargs: loaded)
+    for kernels in ("fused", "torch"):
+        systems.LoadedPair("target", None, dtype=torch.bfloat16, device="cpu", kernels=kernels)._build("target", "awq")
+    assert awq._tiled_kernel is kernel.awq_dequantize
+
+
 # --- GPU: bitwise the torch path -----------------------------------------------------------------
 
 def check_against_torch_path(hub: awq.AWQWeight, label: str) -> None:

@@ -82,6 +82,9 @@ def awq_dequantize(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Te
 
 
 def use_for_prefills(kernels: str) -> None:
-    """Prefills of this process's engines dequantize tiled AWQ layers with the kernel under
-    --kernels fused (the only engines holding the tiled layout), in torch otherwise."""
-    use_dequantize_kernel(awq_dequantize if kernels == "fused" else None)
+    """Prefills of this process's engines dequantize tiled AWQ layers with the kernel once an engine
+    of --kernels fused (the only ones holding the tiled layout) is built here; an engine of another
+    set built after it (a run's second kernel set, --kernels fused,torch) leaves it handed in, as
+    dequantize() takes it for tiled weights only, bitwise the torch path."""
+    if kernels == "fused":
+        use_dequantize_kernel(awq_dequantize)
