@@ -16,7 +16,6 @@ from .. import staged
 from . import build, tensor_map
 
 
-
 @dataclass(frozen=True)
 class Shape:
     """A model's GEMM shapes as the kernel takes them (persistent_shapes.cuh's HID, FFN, QKV)."""
