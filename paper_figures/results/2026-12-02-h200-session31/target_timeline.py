@@ -12,7 +12,6 @@ import torch
 from paper_figures.persistent_timeline import STAMP_SLOTS, TARGET_PHASES, marks, sm_clock_ghz, summarize
 from paper_figures.timing import device_line, print_rows
 from swiftspec_bench.kernel_bench import build_shard, forward_graph, median_us, use_kernels
-from swiftspec_core.kernels import persistent_target
 from swiftspec_core.kernels.persistent_target import ring_depth
 
 
@@ -20,9 +19,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--widths", default="1,8,16")
     parser.add_argument("--context", type=int, default=1000)
-    parser.add_argument("--l2-ahead", type=int, default=0, help="the build's L2_AHEAD (v196)")
     args = parser.parse_args()
-    persistent_target.TUNING = (("L2_AHEAD", args.l2_ahead),) if args.l2_ahead else ()
     widths = [int(w) for w in args.widths.split(",")]
     device_line()
     engine = build_shard("llama-3-8b", 1, args.context + max(widths) + 1)
@@ -40,7 +37,7 @@ def main() -> None:
         torch.cuda.synchronize()
         host = target.stamps.cpu().numpy()
         print(f"\n## width {width}, context {args.context}: the forward {us:.1f} us (graph replay median); "
-              f"ring depth {ring_depth(width)}, tuning {persistent_target.TUNING}, SM clock {sm_clock_ghz(host):.2f} GHz\n")
+              f"ring depth {ring_depth(width)}, SM clock {sm_clock_ghz(host):.2f} GHz\n")
         print_rows(summarize(host, TARGET_PHASES))
         print()
         print_rows(marks(host, TARGET_PHASES))
