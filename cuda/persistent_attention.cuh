@@ -248,11 +248,11 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
 
 // Phase R: warp w of block b merges q rows (kv head, row) = b + G w, + 8G, .. (spread over every
 // block, at most two warps a block: eight on one SM pulled ~67 KB of partials at once, v172); row
-// tok GQ + j is token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn, a layer's o input in slices
-// ([H / page_k][M][page_k + 8], slice_elems apart). Marks 0, 1, 2 (--timeline: thread 0's row):
+// tok GQ + j is token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn, a layer's o input
+// (laid out as attn_at says). Marks 0, 1, 2 (--timeline: thread 0's row):
 // its chunks' maxima read, merged, written.
 __device__ __forceinline__ void merge_phase(const float* part_ml, const float* part_o, int chunks, int M, bf16* attn,
-                                            size_t slice_elems, int page_k, unsigned long long* marks) {
+                                            Rows attn_at, unsigned long long* marks) {
   const int lane = threadIdx.x & 31, warps = WARPS;  // the compute warps
   for (int item = blockIdx.x + gridDim.x * (threadIdx.x >> 5); item < KV_HEADS * QROWS; item += gridDim.x * warps) {
     const int kh = item / QROWS, row = item % QROWS, tok = row / GQ;
@@ -264,7 +264,7 @@ __device__ __forceinline__ void merge_phase(const float* part_ml, const float* p
     else merge_row<32>(ml, o, chunks, row, r, marks);
     mark(marks, 1);
     const int col = (kh * GQ + row % GQ) * HD + 2 * lane;
-    bf16* at = attn + (col / page_k) * slice_elems + tok * (page_k + 8) + col % page_k;
+    bf16* at = attn + attn_at.at(tok, col);
     at[0] = __float2bfloat16_rn(r[0]);
     at[1] = __float2bfloat16_rn(r[1]);
     mark(marks, 2);
