@@ -58,6 +58,7 @@ class PersistentTarget:
         self.part_ml = torch.zeros(KV, chunks, rows, 2, device=dev)  # [KV, chunks, rows, 2] fp32: max, sum
         self.part_acc = torch.zeros(KV, chunks, rows, HEAD_DIM, dtype=torch.bfloat16, device=dev)  # unnormalized
         self.counters = torch.zeros(2, dtype=torch.int32, device=dev)
+        self.stamps = None  # int64 [layers * 6 + 1, sms, 8] to read its phases (persistent_timeline.py)
 
     def __call__(self, block: torch.Tensor, span: int) -> torch.Tensor:
         """block: the staged [width, 4 + V] int64 (staged.py), contiguous on the device: the kernel
@@ -69,7 +70,8 @@ class PersistentTarget:
                            mlp_norm=im["mlp_norm"], eps=m.args.norm_eps, attn=self.attn, o=im["o"], mid=self.mid,
                            qkv_w=im["qkv"], qkv_norm=im["attn_norm"], qkv=self.qkv, k_cache=self.cache.k,
                            v_cache=self.cache.v, cos=m.cos, sin=m.sin, part_ml=self.part_ml, part_o=self.part_acc,
-                           block=block, span=span, cache_rows=self.cache.rows, head_dim=HEAD_DIM)
+                           block=block, span=span, cache_rows=self.cache.rows, head_dim=HEAD_DIM,
+                           stamps=self.stamps)
         launch(self.fn, self.sms, self.shared, args)
         head = m.embed if m.lm_head is None else m.lm_head
         return gemm(rmsnorm(self.out[-1], m.norm, m.args.norm_eps), head)[:, : m.full_vocab].float()
