@@ -102,19 +102,23 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   };
   // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in shared memory), an mbarrier each, so
   // a page waits only for its own slice: one copy a slice from slices in global memory, or from
-  // plain rows a copy a row (its padding left as it was: never read). Bit s of x_parity: the phase
+  // plain rows a copy a row (its padding left as it was: never read), the copies spread over
+  // X_LANES lanes of warp 0 (lane 0 sets every slice's bytes first). Bit s of x_parity: the phase
   // of slice s's mbarrier the next phase that loads it waits for.
   unsigned x_parity = 0;
-  auto load_x = [&](const bf16* src, int slices, Rows from) {  // thread 0
+  auto load_x = [&](const bf16* src, int slices, Rows from) {  // warp 0
+    if (lane == 0)
+      for (int s = 0; s < slices; ++s) mbar_expect(xbar + 8 * s, from.plain() ? M * PAGE_K * 2 : COPY_BYTES(M));
+    __syncwarp();
+    if (lane >= X_LANES) return;
     fence_async_shared();
-    for (int s = 0; s < slices; ++s) {
+    const int copies = from.plain() ? slices * M : slices;  // copy c: slice c / M, row c % M (plain), or slice c
+    for (int c = lane; c < copies; c += X_LANES) {
       if (from.plain()) {
-        mbar_expect(xbar + 8 * s, M * PAGE_K * 2);
-        for (int r = 0; r < M; ++r)
-          bulk_copy(xs + s * SLICE_BYTES + r * PAGE_ROW, src + from.at(r, s * PAGE_K), PAGE_K * 2, xbar + 8 * s);
+        const int s = c / M, r = c % M;
+        bulk_copy(xs + s * SLICE_BYTES + r * PAGE_ROW, src + from.at(r, s * PAGE_K), PAGE_K * 2, xbar + 8 * s);
       } else {
-        mbar_expect(xbar + 8 * s, COPY_BYTES(M));
-        bulk_copy(xs + s * SLICE_BYTES, src + from.at(0, s * PAGE_K), COPY_BYTES(M), xbar + 8 * s);
+        bulk_copy(xs + c * SLICE_BYTES, src + from.at(0, c * PAGE_K), COPY_BYTES(M), xbar + 8 * c);
       }
     }
   };
@@ -354,10 +358,8 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     const bf16* hidden = l == 0 ? x0 : out + layer_io - io_layer;  // the layer's input h (laid out as io)
     Rows hidden_at = io;
     if (paged_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
-      if (threadIdx.x == 0) {
-        raise_limit(l, l * per_layer + pages_q);
-        load_x(hidden, ITEM_PAGES, hidden_at);
-      }
+      if (threadIdx.x == 0) raise_limit(l, l * per_layer + pages_q);
+      if (warp == 0) load_x(hidden, ITEM_PAGES, hidden_at);
       gemm_marks(pages_q);
       items_phase(items_q, norm_qkv + (size_t)l * HID, false, qkv + (size_t)l * M * QKV, l);
       grid_barrier(counters, barrier_count++, stamps);
@@ -417,29 +419,23 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
       grid_barrier(counters, barrier_count++, stamps);
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
-      if (threadIdx.x == 0) {
-        raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o);
-        if (pages_o) load_x(attn + layer_io, ITEM_PAGES, io);
-      }
+      if (threadIdx.x == 0) raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o);
+      if (warp == 0 && pages_o) load_x(attn + layer_io, ITEM_PAGES, io);
       gemm_marks(pages_o);
       if (items_o) tile_phase(items_o, ITEM_PAGES, hidden, hidden_at, mid + layer_slices, sliced, nullptr);
       grid_barrier(counters, barrier_count++, stamps);
       hidden = mid + layer_slices, hidden_at = sliced;
     }
     // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
-    if (threadIdx.x == 0) {
-      raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o + pages_a);
-      load_x(hidden, ITEM_PAGES, hidden_at);
-    }
+    if (threadIdx.x == 0) raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o + pages_a);
+    if (warp == 0) load_x(hidden, ITEM_PAGES, hidden_at);
     gemm_marks(pages_a);
     items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems, l);
     grid_barrier(counters, barrier_count++, stamps);
 
     // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
-    if (threadIdx.x == 0) {
-      raise_limit(l + 1, (l + 1) * per_layer);
-      if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS, sliced);  // the rest as slots free
-    }
+    if (threadIdx.x == 0) raise_limit(l + 1, (l + 1) * per_layer);
+    if (warp == 0 && pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS, sliced);  // the rest as slots free
     gemm_marks(pages_b);
     if (pages_b)
       tile_phase(items_out, DOWN_PAGES, norm_w != nullptr ? hidden : nullptr, hidden_at, out + layer_io, io,
