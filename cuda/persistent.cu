@@ -102,18 +102,18 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   };
   // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in shared memory), an mbarrier each, so
   // a page waits only for its own slice: one copy a slice from slices in global memory, or from
-  // plain rows a copy a row (its padding left as it was: never read), the copies spread over
-  // X_LANES lanes of warp 0 (lane 0 sets every slice's bytes first). Bit s of x_parity: the phase
-  // of slice s's mbarrier the next phase that loads it waits for.
+  // plain rows a copy a row (its padding left as it was: never read), the copies spread over warp
+  // 0's lanes (lane 0 sets every slice's bytes first; from thread 0 alone the 32 row copies at 8 rows
+  // landed ~1.9 us later: v196). Bit s of x_parity: the phase of slice s's mbarrier the next phase
+  // that loads it waits for.
   unsigned x_parity = 0;
   auto load_x = [&](const bf16* src, int slices, Rows from) {  // warp 0
     if (lane == 0)
       for (int s = 0; s < slices; ++s) mbar_expect(xbar + 8 * s, from.plain() ? M * PAGE_K * 2 : COPY_BYTES(M));
     __syncwarp();
-    if (lane >= X_LANES) return;
     fence_async_shared();
     const int copies = from.plain() ? slices * M : slices;  // copy c: slice c / M, row c % M (plain), or slice c
-    for (int c = lane; c < copies; c += X_LANES) {
+    for (int c = lane; c < copies; c += 32) {
       if (from.plain()) {
         const int s = c / M, r = c % M;
         bulk_copy(xs + s * SLICE_BYTES + r * PAGE_ROW, src + from.at(r, s * PAGE_K), PAGE_K * 2, xbar + 8 * s);
@@ -380,38 +380,14 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
       const unsigned q_smem = xs;  // qbuf's copy (Q's x, partials and g are read by now)
       if (threadIdx.x == 0) {
         raise_limit(l + 1, l * per_layer + pages_q + pages_s);
-        if (items_s) {  // q of the kv heads this block's items read (items in order: heads ascend)
-          const int heads = (b + (items_s - 1) * G) / chunks - b / chunks + 1;
-          fence_async_shared();
-          mbar_expect(xbar, heads * QROWS * Q_ROW);
-          for (int kh = b / chunks; kh < b / chunks + heads; ++kh)
-            bulk_copy(q_smem + kh * QROWS * Q_ROW, qbuf + (size_t)kh * QROWS * (HD + 8), QROWS * Q_ROW, xbar);
-        }
+        if (items_s) copy_q(q_smem, qbuf, b, G, chunks, items_s, xbar);
       }
       unsigned long long* marks = phase_marks(stamps, barrier_count);  // S: q, the first chunk, its item's steps
       if (items_s) {
         mbar_wait(xbar, x_parity & 1);
         mark(marks, 0);
-        // Two items at a time, warps 0-3 the first and 4-7 the second (a warp a tile of 16 q rows),
-        // so a block given two items (more items than blocks: spans past 1024 rows) takes about
-        // one item's time (v189). Every warp waits for both pages before it frees them, so a
-        // slot's empty barrier never counts an arrival meant for its next use.
-        static_assert(QROWS / 16 <= WARPS / 2, "an item's q row tiles fit half the warps");
-        for (int i = 0; i < items_s; i += 2) {
-          const int pair = min(2, items_s - i), mine = warp / (WARPS / 2), rt = warp % (WARPS / 2);
-          for (int k = 0; k < pair; ++k) mbar_wait(bar0 + 8 * ((q + k) % DEPTH), ((q + k) / DEPTH) & 1);
-          if (i == 0) mark(marks, 1);
-          if (mine < pair && rt < QROWS / 16) {
-            const int it = b + (i + mine) * G, kh = it / chunks, c = it % chunks;
-            attention_item(rt, chunk_tile(ring + (q + mine) % DEPTH * PAGE_BYTES), q_smem + kh * QROWS * Q_ROW, c,
-                           tree0, masks, scale_log2, part_ml + ((size_t)kh * chunks + c) * QROWS * 2,
-                           part_o + ((size_t)kh * chunks + c) * QROWS * HD, i == 0 && mine == 0 ? marks : nullptr);
-          }
-          __syncwarp();
-          if (lane == 0)
-            for (int k = 0; k < pair; ++k) mbar_arrive(empty0 + 8 * ((q + k) % DEPTH));  // the producer's next copies
-          q += pair;
-        }
+        attention_items(items_s, b, G, chunks, ring, bar0, empty0, q_smem, q, tree0, masks, scale_log2, part_ml,
+                        part_o, marks);
         x_parity ^= 1u;
       }
       grid_barrier(counters, barrier_count++, stamps);

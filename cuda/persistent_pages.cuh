@@ -10,10 +10,6 @@ struct __align__(64) TensorMap {
   unsigned long long opaque[16];
 };
 
-// 1024-byte aligned (the 128-byte swizzle's pattern) inside a ring slot: where an attention item's
-// k tile lands, its v tile after it (2 x 8 KB; a slot has 33 KB).
-__device__ __forceinline__ unsigned chunk_tile(unsigned slot) { return (slot + 1023) & ~1023u; }
-
 struct PageSequence {
   const bf16 *qkv, *o, *gate_up, *down;  // page images
   const TensorMap *k_map, *v_map;  // the caches [L][rows][KV][HD] as 4-D maps, boxes [64 dims, 1 head, 64 rows, 1 layer]
@@ -36,14 +32,6 @@ struct PageSequence {
       tensor_copy_4d(tile + KV_CHUNK_BYTES, v_map, 0, kh, CHUNK * c, l, bar);
       return;
     }
-    mbar_expect(bar, PAGE_BYTES);
-    bulk_copy(dst, weight_page(q), PAGE_BYTES, bar);
-  }
-
-  // Page q's image in global memory, a weight's (nullptr for an attention item's page).
-  __device__ __forceinline__ const bf16* weight_page(int q) const {
-    const int l = q / per_layer, j = q % per_layer;
-    if (pages_q <= j && j < pages_q + pages_s) return nullptr;
     const int jo = j - pages_q - pages_s, ja = jo - pages_o;  // page j of o's, of gate_up's (then down's)
     const bf16* images;
     int tiles, tile, tile_pages, page;  // the weight's tiles a layer, this page's tile, a tile's pages, its page
@@ -57,7 +45,8 @@ struct PageSequence {
     else
       images = down, tiles = OUT_TILES, tile = b + ((ja - pages_a) / DOWN_PAGES) * G, tile_pages = DOWN_PAGES,
       page = (ja - pages_a) % DOWN_PAGES;
-    return images + (((size_t)l * tiles + tile) * tile_pages + page) * (PAGE_BYTES / 2);
+    mbar_expect(bar, PAGE_BYTES);
+    bulk_copy(dst, images + (((size_t)l * tiles + tile) * tile_pages + page) * (PAGE_BYTES / 2), PAGE_BYTES, bar);
   }
 };
 
@@ -67,7 +56,7 @@ struct PageSequence {
 // block barrier a page, a page cost issue + compute + barrier in series: NOTES v178-v180.)
 __device__ __forceinline__ void produce(const PageSequence& seq, int total, unsigned ring, unsigned full0,
                                         unsigned empty0, const int* page_limit) {
-  int limit = 0, ahead = 0;  // pages below `ahead` were asked into L2 (or past it: issued)
+  int limit = 0;
 #pragma unroll 1
   for (int p = 0; p < total; ++p) {
     if (p >= limit) {
@@ -78,14 +67,6 @@ __device__ __forceinline__ void produce(const PageSequence& seq, int total, unsi
     }
     // No proxy fence: the slot was only read (ldmatrix) since its last copy; the empty barrier's
     // arrivals (release) order those reads first, as CUTLASS's TMA pipelines release a stage.
-    // Before waiting for a slot, the next L2_AHEAD weight pages it may issue are asked into L2,
-    // so the HBM keeps reading while the ring is full (a phase without pages: the attention's
-    // items and merge in the target build, the x loads, the barriers) and the copies find them.
-    if (L2_AHEAD > 0)
-      for (ahead = max(ahead, p); ahead < min(min(p + L2_AHEAD, limit), total); ++ahead) {
-        const bf16* page = seq.weight_page(ahead);
-        if (page != nullptr) prefetch_l2(page, PAGE_BYTES);
-      }
     if (p >= DEPTH) mbar_wait(empty0 + 8 * (p % DEPTH), (p / DEPTH - 1) & 1);
     seq.issue(p, ring, full0);
   }

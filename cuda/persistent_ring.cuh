@@ -18,10 +18,6 @@ __device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigne
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
-// bytes at src into L2 (no destination, no barrier: a hint the copies after it may find served).
-__device__ __forceinline__ void prefetch_l2(const void* src, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
 // A box of a tensor map (a __grid_constant__ parameter's address) at coordinates c0.. (innermost
 // first) into shared memory at dst, signalling bar (the TMA's tiled mode).
 template <typename Map>

@@ -35,12 +35,6 @@
 #ifndef MAX_M
 #define MAX_M 8
 #endif
-#ifndef L2_AHEAD
-#define L2_AHEAD 0  // weight pages the producer asks into L2 past the ring's (persistent_pages.cuh; v196)
-#endif
-#ifndef X_LANES
-#define X_LANES 32  // lanes of warp 0 that issue a phase's x copies (v196: 1 before)
-#endif
 #define PAGE_ROW (PAGE_K * 2 + 16)  // bytes: PAGE_K / 2 + 4 words, so rows sit 4 banks apart
 #define PAGE_BYTES (16 * PAGE_ROW)
 #define ITEM_PAGES (HID / PAGE_K)          // pages of a gate_up item

@@ -65,13 +65,11 @@ def target_bytes(max_m: int) -> int:
     return attention_shared_bytes(TARGET_HEAD_DIM, max_m)
 
 
-def kernel_source(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, target: bool = False,
-                  tuning: tuple = ()) -> str:
+def kernel_source(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, target: bool = False) -> str:
     """cuda/persistent.cu with its ring's and shapes' defines first, its headers inlined (build.source).
     target: the target build (persistent_target.cuh's attention, by position; x0, attn and out in
-    plain rows [layers, M, hidden], else in slices: activation_slices); tuning: (name, value) pairs
-    of persistent_shapes.cuh's tunables (L2_AHEAD, X_LANES)."""
-    defines = dict(PAGE_K=page_k, DEPTH=depth, MAX_M=max_m) | dict(tuning)
+    plain rows [layers, M, hidden], else in slices: activation_slices)."""
+    defines = dict(PAGE_K=page_k, DEPTH=depth, MAX_M=max_m)
     if shape != LLAMA_1B:  # persistent_shapes.cuh's defaults are the 1B's
         defines |= dict(HID=shape.hidden, FFN=shape.ffn, QKV=shape.qkv)
     if target:
@@ -79,11 +77,11 @@ def kernel_source(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, 
     return "".join(f"#define {k} {v}\n" for k, v in defines.items()) + build.source("persistent")
 
 
-def compiled(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, target: bool = False, tuning: tuple = ()):
+def compiled(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, target: bool = False):
     """The kernel built for a page_k x depth ring, max_m rows and `shape` (kernel_source), its dynamic
     shared memory raised to what it takes. -> (function, dynamic shared bytes)."""
     shared = shared_bytes(page_k, depth, max_m, shape, target)
-    fn = build.compile_source(kernel_source(page_k, depth, max_m, shape, target, tuning)).get_function(KERNEL)
+    fn = build.compile_source(kernel_source(page_k, depth, max_m, shape, target)).get_function(KERNEL)
     fn.max_dynamic_shared_size_bytes = shared
     return fn, shared
 

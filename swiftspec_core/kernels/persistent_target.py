@@ -17,7 +17,6 @@ from .persistent import (CHUNK, LLAMA_8B, SHARED_MAX, activation_slices, compile
 from .persistent_forward import MAX_WIDTH, PAGE_K, TARGET_SHAPES, is_target, page_images, unsupported
 
 DEPTHS = (4, 3, 2)  # ring slots: the deepest whose shared memory fits the width (4 to 8 rows, 3 to 12)
-TUNING: tuple = ()  # persistent_shapes.cuh's tunables for the target build, (name, value) pairs (v196's trial)
 STATIC_RESERVE = 9216  # the target build's static shared memory: ptxas counts 8832 bytes at 8 rows
 KV, HEAD_DIM = TARGET_SHAPES["n_kv_heads"], TARGET_SHAPES["head_dim"]
 Q_ROWS_A_TOKEN = TARGET_SHAPES["n_heads"] // KV  # a token's q heads of one kv head
@@ -45,7 +44,7 @@ class PersistentTarget:
             raise ValueError(f"the persistent target forward: {why}")
         self.model, self.cache, self.width = model, cache, width
         self.images = page_images(model, qkv_layout="down")  # qkv's rows in order: phase Q writes them plain
-        self.fn, self.shared = compiled(PAGE_K, ring_depth(width), width, LLAMA_8B, target=True, tuning=TUNING)
+        self.fn, self.shared = compiled(PAGE_K, ring_depth(width), width, LLAMA_8B, target=True)
         self.sms = grid_blocks(model.device, LLAMA_8B, PAGE_K)
         layers, dev, dim = len(model.layers), model.device, model.args.dim
 
