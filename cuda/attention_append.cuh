@@ -22,9 +22,9 @@ __device__ __forceinline__ void append_new_rows(const bf16 *__restrict__ k_tok, 
                                                 const long long *__restrict__ blk, int cols, const float *cos_t,
                                                 const float *sin_t, int T, int R, bf16 *new_k, bf16 *new_v,
                                                 int *new_rows, bool writer, int c, int nchunks, int kh,
-                                                bf16 *__restrict__ k_cache, bf16 *__restrict__ v_cache) {
+                                                bf16 *__restrict__ k_cache, bf16 *__restrict__ v_cache, unsigned threads) {
   constexpr int HALF = HD / 2, IG = HALF / 4;  // groups of 4 pairs a token
-  for (int e = threadIdx.x; e < T * IG; e += blockDim.x) {
+  for (int e = threadIdx.x; e < T * IG; e += threads) {
     const int t = e / IG, i0 = (e % IG) * 4;
     const long long *b = blk + (long long)t * cols, row = b[COL_ROW], p = b[COL_POSITION];
     const bf16 *k = k_tok + t * stride;
@@ -43,20 +43,20 @@ __device__ __forceinline__ void append_new_rows(const bf16 *__restrict__ k_tok, 
 // prefixes in shared memory): the new rows among the tile's rows [c0, c0 + tile_rows) take the new
 // keys and values over the old contents it staged; a tree row (tree_rows[q][j - c0] for positions
 // j from query q's prefix to its position) outside the tile that is new becomes -1 - t (row t of
-// new_k / new_v). The caller then synchronizes the block.
+// new_k / new_v). The caller then synchronizes the block. threads: the block's (both functions).
 template <int HD, int ROW, int CH>
 __device__ __forceinline__ void append_place(const bf16 *new_k, const bf16 *new_v, const int *new_rows, int T,
                                              bf16 *k_tile, bf16 *v_tile, int c0, int tile_rows, int *tree_rows,
-                                             int queries, const int *q_pos, const int *q_prefix) {
+                                             int queries, const int *q_pos, const int *q_prefix, unsigned threads) {
   constexpr int D8 = HD / 8;
-  for (int e = threadIdx.x; e < T * D8; e += blockDim.x) {
+  for (int e = threadIdx.x; e < T * D8; e += threads) {
     const int t = e / D8, d = (e % D8) * 8, r = new_rows[t] - c0;
     if (new_rows[t] >= 0 && r >= 0 && r < tile_rows) {
       *reinterpret_cast<uint4 *>(k_tile + r * ROW + d) = *reinterpret_cast<const uint4 *>(new_k + t * ROW + d);
       *reinterpret_cast<uint4 *>(v_tile + r * ROW + d) = *reinterpret_cast<const uint4 *>(new_v + t * ROW + d);
     }
   }
-  for (int e = threadIdx.x; e < queries * CH; e += blockDim.x) {
+  for (int e = threadIdx.x; e < queries * CH; e += threads) {
     const int q = e / CH, j = c0 + e % CH, row = tree_rows[e];
     if (j >= q_prefix[q] && j <= q_pos[q] && (row < c0 || row >= c0 + tile_rows))  // a tree row outside the tile
       for (int t = 0; t < T; ++t)

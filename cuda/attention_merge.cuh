@@ -58,13 +58,13 @@ __device__ __forceinline__ int merge_role(int *counter, int c, int nchunks, int 
 
 // Query rows [t0 * G, t1 * G) of kv head kh into out [T, H * HD]: the partials part_ml [KV, nchunks,
 // Q, 2] (a chunk's max score in log2 units, its sum of exp2(score - max)) and part_acc [KV, nchunks,
-// Q, HD] (bf16, its unnormalized output) of chunks 0 .. q_pos[t - t0] / CH; a block's threads, part
+// Q, HD] (bf16, its unnormalized output) of chunks 0 .. q_pos[t - t0] / CH; a block's `threads`, part
 // `part` of `parts` (block-sized slices of the outputs in turn: an output's bits do not depend on
 // which part merges it).
 template <int HD, int CH>
 __device__ __forceinline__ void merge_chunks(const float *__restrict__ part_ml, const bf16 *__restrict__ part_acc,
                                              bf16 *__restrict__ out, const int *q_pos, int t0, int t1, int G,
-                                             int kh, int nchunks, int Q, int H, int part, int parts) {
+                                             int kh, int nchunks, int Q, int H, int part, int parts, unsigned threads) {
   constexpr int D8 = HD / 8;
   // The output: a thread a (query row, 8 dims); chunks 0..last in batches of MB (a batch's loads
   // issued together: one round trip a batch, and at context <= MB * CH the whole merge; two
@@ -74,7 +74,7 @@ __device__ __forceinline__ void merge_chunks(const float *__restrict__ part_ml, 
   // batch one chain of exp2 and fma's; NOTES v51).
   constexpr int MB = 16;
   const int rows = (t1 - t0) * G;
-  for (int item = threadIdx.x + part * blockDim.x; item < rows * D8; item += parts * blockDim.x) {
+  for (int item = threadIdx.x + part * threads; item < rows * D8; item += parts * threads) {
     const int r = item / D8, d = (item % D8) * 8, qr = t0 * G + r, t = qr / G, h = kh * G + qr % G;
     const int last = min(max(q_pos[t - t0], 0) / CH, nchunks - 1);
     const long long first = (long long)kh * nchunks * Q + qr;  // slot of chunk 0

@@ -29,8 +29,13 @@
 #include "rope.cuh"
 
 // The shapes first (the others use them), then the ring's traffic, the attention, the page sequence.
+// staged.cuh before the target build's text, whose headers include it too (each header is inlined once).
+#include "staged.cuh"
 #include "persistent_shapes.cuh"
 #include "persistent_ring.cuh"
+#if TARGET
+#include "persistent_target.cuh"
+#endif
 #include "persistent_attention.cuh"
 #include "persistent_pages.cuh"
 
@@ -42,7 +47,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
                const bf16* __restrict__ norm_qkv,
                bf16* qkv, bf16* k_cache, bf16* v_cache, const float* __restrict__ rope_cos,
                const float* __restrict__ rope_sin, bf16* qbuf, float* part_ml, float* part_o, const long long* __restrict__ block,
-               int block_cols, int chunks, int cache_rows, float scale_log2, unsigned long long* stamps,
+               int block_cols, int chunks, int span, int cache_rows, float scale_log2, unsigned long long* stamps,
                const __grid_constant__ TensorMap k_map, const __grid_constant__ TensorMap v_map) {
   extern __shared__ __align__(128) unsigned char smem[];
   // The ring's slots' full barriers, x's slices', g's, then the slots' empty barriers.
@@ -53,6 +58,9 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   __shared__ int tok_at[2][MAX_M];                // positions and cache rows (every layer's)
   __shared__ int tree_info[2];  // tree0 (the shared prefix's rows) and first_new (the step's first row)
   __shared__ int lowest_row;    // first_new's minimum, taken by atomicMin
+#if TARGET
+  __shared__ int merge_positions[MAX_M];  // phase M's: the tokens' positions
+#endif
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
   const unsigned ring = shared_address(smem), xs = ring + DEPTH * PAGE_BYTES;
   const unsigned bar0 = shared_address(bars), xbar = bar0 + 8 * DEPTH;  // slice s's: xbar + 8 s
@@ -61,6 +69,10 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   // A slice in x0, y, out, mid, attn: M rows of PAGE_K + 8 in a slot of M rounded up to 8 rows (8 x 2064
   // bytes = 129 x 128: every slice's bulk copy starts 128-byte aligned; at M = 9 they did not, v178).
   const size_t slice_elems = (size_t)((M + 7) / 8 * 8) * (PAGE_K + 8);
+  // x0, attn and out in slices too, or with PLAIN_IO in rows [layers][M][HID] as our other kernels
+  // keep them (the target build's: kernels/persistent_target.py); y and mid always in slices.
+  const Rows sliced{slice_elems, PAGE_K + 8}, io = PLAIN_IO ? Rows{PAGE_K, HID} : sliced;
+  const size_t io_layer = PLAIN_IO ? (size_t)M * HID : ITEM_PAGES * slice_elems;  // x0's, attn's, out's layers apart
 
   const int items_a = (GATE_UP_TILES - b + G - 1) / G;  // items b, b + G, .. below GATE_UP_TILES
   const int items_q = paged_qkv != nullptr ? (QKV_TILES - b + G - 1) / G : 0;  // qkv tiles b, b + G, ..
@@ -69,7 +81,8 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   // and v rows). A chunk holding this step's rows (from first_new on) is written by phase Q: its page
   // must not be issued before Q's barrier (late); pages past it wait with it (first_late: set once
   // the tree is read, below).
-  const bool attention = k_cache != nullptr;
+  const bool attention = !TARGET && k_cache != nullptr;  // the draft's attention (persistent_attention.cuh)
+  const bool target = TARGET && k_cache != nullptr;      // the target build's (persistent_target.cuh)
   const int items_s = attention ? (KV_HEADS * chunks - b + G - 1) / G : 0, pages_s = items_s;
   int first_late = items_s;
   const int items_out = (OUT_TILES - b + G - 1) / G;  // o's and down's tiles b, b + G, ..
@@ -87,15 +100,26 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     const int deep_end = first_late < items_s ? min(total, from * per_layer + pages_q + first_late) : total;
     store_release(&page_limit, deep ? deep_end : phase_end);
   };
-  // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in global and shared memory), a copy
-  // and an mbarrier each, so a page waits only for its own slice. Bit s of x_parity: the phase of
-  // slice s's mbarrier the next phase that loads it waits for.
+  // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in shared memory), an mbarrier each, so
+  // a page waits only for its own slice: one copy a slice from slices in global memory, or from
+  // plain rows a copy a row (its padding left as it was: never read), the copies spread over warp
+  // 0's lanes (lane 0 sets every slice's bytes first; from thread 0 alone the 32 row copies at 8 rows
+  // landed ~1.9 us later: v196). Bit s of x_parity: the phase of slice s's mbarrier the next phase
+  // that loads it waits for.
   unsigned x_parity = 0;
-  auto load_x = [&](const bf16* src, int slices) {  // thread 0
+  auto load_x = [&](const bf16* src, int slices, Rows from) {  // warp 0
+    if (lane == 0)
+      for (int s = 0; s < slices; ++s) mbar_expect(xbar + 8 * s, from.plain() ? M * PAGE_K * 2 : COPY_BYTES(M));
+    __syncwarp();
     fence_async_shared();
-    for (int s = 0; s < slices; ++s) {
-      mbar_expect(xbar + 8 * s, COPY_BYTES(M));
-      bulk_copy(xs + s * SLICE_BYTES, src + s * slice_elems, COPY_BYTES(M), xbar + 8 * s);
+    const int copies = from.plain() ? slices * M : slices;  // copy c: slice c / M, row c % M (plain), or slice c
+    for (int c = lane; c < copies; c += 32) {
+      if (from.plain()) {
+        const int s = c / M, r = c % M;
+        bulk_copy(xs + s * SLICE_BYTES + r * PAGE_ROW, src + from.at(r, s * PAGE_K), PAGE_K * 2, xbar + 8 * s);
+      } else {
+        bulk_copy(xs + c * SLICE_BYTES, src + from.at(0, c * PAGE_K), COPY_BYTES(M), xbar + 8 * c);
+      }
     }
   };
 
@@ -182,25 +206,26 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   };
   // A phase of 16-column tiles (o_proj, down): block b sums tiles b, b + G, .. (`items` of them, of
   // `pages` pages each, one an x slice) into d, its warps' sums in order, and warp 0 writes dst =
-  // bf16(sum), plus the residual (bf16 + bf16, rounded once: torch's add) where given, in slices.
+  // bf16(sum), plus the residual (bf16 + bf16, rounded once: torch's add) where given (laid out as
+  // res_at and dst_at say).
   // Warp 0's lanes own rows 2t, 2t + 1 and columns 16c + g, + 8 of tile c (one slice: 16 | PAGE_K);
   // the residual's elements are read before the page loop, their latency under it (v156 -> v157).
   // streamed (down's y): x's slices stream through Y_SLOTS slots (load_x put the first Y_SLOTS
   // there), the tiles' sweeps one stream (slice p of tile i is its (i pages + p)-th use), else all
   // are in place.
-  auto tile_phase = [&](int items, int pages, const bf16* residual_src, bf16* dst, const bf16* streamed) {
+  auto tile_phase = [&](int items, int pages, const bf16* residual_src, Rows res_at, bf16* dst, Rows dst_at,
+                        const bf16* streamed) {
     float4* part = reinterpret_cast<float4*>(smem + DEPTH * PAGE_BYTES + TILE_PART_OFFSET);
     for (int i = 0; i < items; ++i) {
       const int col = 16 * (b + i * G) + g;
-      const size_t at = (col / PAGE_K) * slice_elems + col % PAGE_K;
       bf16 residual[NT][4];  // rows 8 nt + 2t, + 1 (r0, r1) at columns col, col + 8
       if (residual_src != nullptr && warp == 0) {
-        const bf16* hl = residual_src + at;
+        const bf16* hl = residual_src + res_at.at(0, col);
         const bf16 zero = __float2bfloat16(0.f);
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           const int row = 8 * nt + 2 * t;
-          const size_t r0 = row * (PAGE_K + 8), r1 = r0 + PAGE_K + 8;
+          const size_t r0 = (size_t)row * res_at.row, r1 = r0 + res_at.row;
           residual[nt][0] = row < M ? hl[r0] : zero, residual[nt][1] = row < M ? hl[r0 + 8] : zero;
           residual[nt][2] = row + 1 < M ? hl[r1] : zero, residual[nt][3] = row + 1 < M ? hl[r1 + 8] : zero;
         }
@@ -237,9 +262,9 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
             return residual_src == nullptr ? o : __float2bfloat16(__bfloat162float(residual[nt][e]) + __bfloat162float(o));
           };
           const int row = 8 * nt + 2 * t;
-          bf16* dl = dst + at + row * (PAGE_K + 8);
+          bf16* dl = dst + dst_at.at(row, col);
           if (row < M) dl[0] = add(v.x, 0), dl[8] = add(v.z, 1);
-          if (row + 1 < M) dl[PAGE_K + 8] = add(v.y, 2), dl[PAGE_K + 16] = add(v.w, 3);
+          if (row + 1 < M) dl[dst_at.row] = add(v.y, 2), dl[dst_at.row + 8] = add(v.w, 3);
         }
       }
     }
@@ -290,7 +315,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
       }
       if (swiglu) {  // gate column 8a + gl, y in slices as phase B loads it
         const int col = 8 * (b + i * G) + gl;
-        dst[(col / PAGE_K) * slice_elems + tok * (PAGE_K + 8) + col % PAGE_K] = silu_times(__float2bfloat16(vg), __float2bfloat16(vg8));
+        dst[sliced.at(tok, col)] = silu_times(__float2bfloat16(vg), __float2bfloat16(vg8));
       } else {  // rows gl and gl + 8 of tile c (16c + gl, + 8; with the attention qkv_tile_row's)
         const int c = b + i * G;
         const bf16 xg = __float2bfloat16(vg), xg8 = __float2bfloat16(vg8);
@@ -329,87 +354,68 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     x_parity ^= (1u << ITEM_PAGES) - 1;
   };
   for (int l = 0; l < layers; ++l) {
-    const size_t layer_slices = (size_t)l * ITEM_PAGES * slice_elems;  // x0, out, mid, attn: a layer's
-    const bf16* hidden = l == 0 ? x0 : out + layer_slices - ITEM_PAGES * slice_elems;  // the layer's input h
+    const size_t layer_slices = (size_t)l * ITEM_PAGES * slice_elems, layer_io = l * io_layer;  // mid's; x0's, attn's, out's
+    const bf16* hidden = l == 0 ? x0 : out + layer_io - io_layer;  // the layer's input h (laid out as io)
+    Rows hidden_at = io;
     if (paged_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
-      if (threadIdx.x == 0) {
-        raise_limit(l, l * per_layer + pages_q);
-        load_x(hidden, ITEM_PAGES);
-      }
+      if (threadIdx.x == 0) raise_limit(l, l * per_layer + pages_q);
+      if (warp == 0) load_x(hidden, ITEM_PAGES, hidden_at);
       gemm_marks(pages_q);
       items_phase(items_q, norm_qkv + (size_t)l * HID, false, qkv + (size_t)l * M * QKV, l);
       grid_barrier(counters, barrier_count++, stamps);
     }
+#if TARGET
+    if (target) {  // Phase T: the attention's items; then phase M: their merge into attn[l]
+      const size_t cache_layer = (size_t)l * cache_rows * T_KV * T_HD;
+      target_attention_phase(smem + DEPTH * PAGE_BYTES, b, G, qkv + (size_t)l * M * QKV, block, block_cols, rope_cos,
+                             rope_sin, k_cache + cache_layer, v_cache + cache_layer, part_ml,
+                             reinterpret_cast<bf16*>(part_o), M, span, cache_rows, scale_log2);
+      grid_barrier(counters, barrier_count++, stamps);
+      target_merge_phase(b, G, part_ml, reinterpret_cast<const bf16*>(part_o), attn + layer_io, block, block_cols, M,
+                         span, merge_positions);
+      grid_barrier(counters, barrier_count++, stamps);
+    }
+#endif
     if (attention) {  // Phase S: the attention's items; then phase R: the merge into attn[l]'s slices
       const unsigned q_smem = xs;  // qbuf's copy (Q's x, partials and g are read by now)
       if (threadIdx.x == 0) {
         raise_limit(l + 1, l * per_layer + pages_q + pages_s);
-        if (items_s) {  // q of the kv heads this block's items read (items in order: heads ascend)
-          const int heads = (b + (items_s - 1) * G) / chunks - b / chunks + 1;
-          fence_async_shared();
-          mbar_expect(xbar, heads * QROWS * Q_ROW);
-          for (int kh = b / chunks; kh < b / chunks + heads; ++kh)
-            bulk_copy(q_smem + kh * QROWS * Q_ROW, qbuf + (size_t)kh * QROWS * (HD + 8), QROWS * Q_ROW, xbar);
-        }
+        if (items_s) copy_q(q_smem, qbuf, b, G, chunks, items_s, xbar);
       }
       unsigned long long* marks = phase_marks(stamps, barrier_count);  // S: q, the first chunk, its item's steps
       if (items_s) {
         mbar_wait(xbar, x_parity & 1);
         mark(marks, 0);
-        // Two items at a time, warps 0-3 the first and 4-7 the second (a warp a tile of 16 q rows),
-        // so a block given two items (more items than blocks: spans past 1024 rows) takes about
-        // one item's time (v189). Every warp waits for both pages before it frees them, so a
-        // slot's empty barrier never counts an arrival meant for its next use.
-        static_assert(QROWS / 16 <= WARPS / 2, "an item's q row tiles fit half the warps");
-        for (int i = 0; i < items_s; i += 2) {
-          const int pair = min(2, items_s - i), mine = warp / (WARPS / 2), rt = warp % (WARPS / 2);
-          for (int k = 0; k < pair; ++k) mbar_wait(bar0 + 8 * ((q + k) % DEPTH), ((q + k) / DEPTH) & 1);
-          if (i == 0) mark(marks, 1);
-          if (mine < pair && rt < QROWS / 16) {
-            const int it = b + (i + mine) * G, kh = it / chunks, c = it % chunks;
-            attention_item(rt, chunk_tile(ring + (q + mine) % DEPTH * PAGE_BYTES), q_smem + kh * QROWS * Q_ROW, c,
-                           tree0, masks, scale_log2, part_ml + ((size_t)kh * chunks + c) * QROWS * 2,
-                           part_o + ((size_t)kh * chunks + c) * QROWS * HD, i == 0 && mine == 0 ? marks : nullptr);
-          }
-          __syncwarp();
-          if (lane == 0)
-            for (int k = 0; k < pair; ++k) mbar_arrive(empty0 + 8 * ((q + k) % DEPTH));  // the producer's next copies
-          q += pair;
-        }
+        attention_items(items_s, b, G, chunks, ring, bar0, empty0, q_smem, q, tree0, masks, scale_log2, part_ml,
+                        part_o, marks);
         x_parity ^= 1u;
       }
       grid_barrier(counters, barrier_count++, stamps);
-      merge_phase(part_ml, part_o, chunks, M, attn + layer_slices, slice_elems, PAGE_K,
-                  phase_marks(stamps, barrier_count));  // phase R
+      merge_phase(part_ml, part_o, chunks, M, attn + layer_io, io, phase_marks(stamps, barrier_count));  // phase R
       grid_barrier(counters, barrier_count++, stamps);
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
-      if (threadIdx.x == 0) {
-        raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o);
-        if (pages_o) load_x(attn + layer_slices, ITEM_PAGES);
-      }
+      if (threadIdx.x == 0) raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o);
+      if (warp == 0 && pages_o) load_x(attn + layer_io, ITEM_PAGES, io);
       gemm_marks(pages_o);
-      if (items_o) tile_phase(items_o, ITEM_PAGES, hidden, mid + layer_slices, nullptr);
+      if (items_o) tile_phase(items_o, ITEM_PAGES, hidden, hidden_at, mid + layer_slices, sliced, nullptr);
       grid_barrier(counters, barrier_count++, stamps);
-      hidden = mid + layer_slices;
+      hidden = mid + layer_slices, hidden_at = sliced;
     }
     // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
-    if (threadIdx.x == 0) {
-      raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o + pages_a);
-      load_x(hidden, ITEM_PAGES);
-    }
+    if (threadIdx.x == 0) raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o + pages_a);
+    if (warp == 0) load_x(hidden, ITEM_PAGES, hidden_at);
     gemm_marks(pages_a);
     items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems, l);
     grid_barrier(counters, barrier_count++, stamps);
 
     // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
-    if (threadIdx.x == 0) {
-      raise_limit(l + 1, (l + 1) * per_layer);
-      if (pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS);  // the rest as slots free
-    }
+    if (threadIdx.x == 0) raise_limit(l + 1, (l + 1) * per_layer);
+    if (warp == 0 && pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS, sliced);  // the rest as slots free
     gemm_marks(pages_b);
     if (pages_b)
-      tile_phase(items_out, DOWN_PAGES, norm_w != nullptr ? hidden : nullptr, out + layer_slices, y + l * DOWN_PAGES * slice_elems);
+      tile_phase(items_out, DOWN_PAGES, norm_w != nullptr ? hidden : nullptr, hidden_at, out + layer_io, io,
+                 y + l * DOWN_PAGES * slice_elems);
     grid_barrier(counters, barrier_count++, stamps);
   }
   if (threadIdx.x == 0 && stamps != nullptr) stamps[STAMP_SLOTS * b + 4] = global_ns(), stamps[STAMP_SLOTS * b + 5] = clock64();

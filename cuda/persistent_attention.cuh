@@ -205,6 +205,49 @@ __device__ __forceinline__ void attention_item(int rt, unsigned kv, unsigned q, 
 // (v172. Loads under a predicate went out one after another: v164). The
 // weights' sum is a fixed shuffle tree and the outputs add in chunk order (the order depends on the
 // chunk count only: a row's bits do not depend on M or on its neighbours).
+// 1024-byte aligned (the 128-byte swizzle's pattern) inside a ring slot: where an attention item's
+// k tile lands, its v tile after it (2 x 8 KB; a slot has 33 KB; persistent_pages.cuh copies them there).
+__device__ __forceinline__ unsigned chunk_tile(unsigned slot) { return (slot + 1023) & ~1023u; }
+
+// Phase S's q (thread 0): the rows of the kv heads this block's items read (items in order: heads
+// ascend) from qbuf into q_smem, signalling xbar.
+__device__ __forceinline__ void copy_q(unsigned q_smem, const bf16* qbuf, int b, int G, int chunks, int items,
+                                       unsigned xbar) {
+  const int heads = (b + (items - 1) * G) / chunks - b / chunks + 1;
+  fence_async_shared();
+  mbar_expect(xbar, heads * QROWS * Q_ROW);
+  for (int kh = b / chunks; kh < b / chunks + heads; ++kh)
+    bulk_copy(q_smem + kh * QROWS * Q_ROW, qbuf + (size_t)kh * QROWS * (HD + 8), QROWS * Q_ROW, xbar);
+}
+
+// Phase S's items (kv head, chunk) b, b + G, .. on the compute warps, their pages the ring's next
+// (q: the next page to compute, advanced past them), two items at a time, warps 0-3 the first and
+// 4-7 the second (a warp a tile of 16 q rows), so a block given two items (more items than blocks:
+// spans past 1024 rows) takes about one item's time (v189). Every warp waits for both pages before
+// it frees them, so a slot's empty barrier never counts an arrival meant for its next use.
+__device__ __forceinline__ void attention_items(int items, int b, int G, int chunks, unsigned ring, unsigned bar0,
+                                                unsigned empty0, unsigned q_smem, int& q, int tree0,
+                                                const unsigned* masks, float scale_log2, float* part_ml,
+                                                float* part_o, unsigned long long* marks) {
+  static_assert(QROWS / 16 <= WARPS / 2, "an item's q row tiles fit half the warps");
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int i = 0; i < items; i += 2) {
+    const int pair = min(2, items - i), mine = warp / (WARPS / 2), rt = warp % (WARPS / 2);
+    for (int k = 0; k < pair; ++k) mbar_wait(bar0 + 8 * ((q + k) % DEPTH), ((q + k) / DEPTH) & 1);
+    if (i == 0) mark(marks, 1);
+    if (mine < pair && rt < QROWS / 16) {
+      const int it = b + (i + mine) * G, kh = it / chunks, c = it % chunks;
+      attention_item(rt, chunk_tile(ring + (q + mine) % DEPTH * PAGE_BYTES), q_smem + kh * QROWS * Q_ROW, c, tree0,
+                     masks, scale_log2, part_ml + ((size_t)kh * chunks + c) * QROWS * 2,
+                     part_o + ((size_t)kh * chunks + c) * QROWS * HD, i == 0 && mine == 0 ? marks : nullptr);
+    }
+    __syncwarp();
+    if (lane == 0)
+      for (int k = 0; k < pair; ++k) mbar_arrive(empty0 + 8 * ((q + k) % DEPTH));  // the producer's next copies
+    q += pair;
+  }
+}
+
 template <int N>  // chunks a pass: 16 where chunks <= 16 (no duplicate loads), else 32
 __device__ __forceinline__ void merge_row(const float* part_ml, const float* part_o, int chunks, int row,
                                           float (&result)[2], unsigned long long* marks) {
@@ -248,11 +291,11 @@ __device__ __forceinline__ void merge_row(const float* part_ml, const float* par
 
 // Phase R: warp w of block b merges q rows (kv head, row) = b + G w, + 8G, .. (spread over every
 // block, at most two warps a block: eight on one SM pulled ~67 KB of partials at once, v172); row
-// tok GQ + j is token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn, a layer's o input in slices
-// ([H / page_k][M][page_k + 8], slice_elems apart). Marks 0, 1, 2 (--timeline: thread 0's row):
+// tok GQ + j is token tok's q head kh GQ + j: its columns (kh GQ + j) HD .. of attn, a layer's o input
+// (laid out as attn_at says). Marks 0, 1, 2 (--timeline: thread 0's row):
 // its chunks' maxima read, merged, written.
 __device__ __forceinline__ void merge_phase(const float* part_ml, const float* part_o, int chunks, int M, bf16* attn,
-                                            size_t slice_elems, int page_k, unsigned long long* marks) {
+                                            Rows attn_at, unsigned long long* marks) {
   const int lane = threadIdx.x & 31, warps = WARPS;  // the compute warps
   for (int item = blockIdx.x + gridDim.x * (threadIdx.x >> 5); item < KV_HEADS * QROWS; item += gridDim.x * warps) {
     const int kh = item / QROWS, row = item % QROWS, tok = row / GQ;
@@ -264,7 +307,7 @@ __device__ __forceinline__ void merge_phase(const float* part_ml, const float* p
     else merge_row<32>(ml, o, chunks, row, r, marks);
     mark(marks, 1);
     const int col = (kh * GQ + row % GQ) * HD + 2 * lane;
-    bf16* at = attn + (col / page_k) * slice_elems + tok * (page_k + 8) + col % page_k;
+    bf16* at = attn + attn_at.at(tok, col);
     at[0] = __float2bfloat16_rn(r[0]);
     at[1] = __float2bfloat16_rn(r[1]);
     mark(marks, 2);

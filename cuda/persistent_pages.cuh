@@ -10,10 +10,6 @@ struct __align__(64) TensorMap {
   unsigned long long opaque[16];
 };
 
-// 1024-byte aligned (the 128-byte swizzle's pattern) inside a ring slot: where an attention item's
-// k tile lands, its v tile after it (2 x 8 KB; a slot has 33 KB).
-__device__ __forceinline__ unsigned chunk_tile(unsigned slot) { return (slot + 1023) & ~1023u; }
-
 struct PageSequence {
   const bf16 *qkv, *o, *gate_up, *down;  // page images
   const TensorMap *k_map, *v_map;  // the caches [L][rows][KV][HD] as 4-D maps, boxes [64 dims, 1 head, 64 rows, 1 layer]

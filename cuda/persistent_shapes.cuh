@@ -20,6 +20,15 @@
 #ifndef PAGE_K
 #define PAGE_K 1024
 #endif
+#ifndef TARGET
+#define TARGET 0  // 1: the target build (persistent_target.cuh's attention; HID, FFN, QKV the 8B's, PLAIN_IO)
+#endif
+#ifndef TARGET_BYTES
+#define TARGET_BYTES 0  // the target build: an attention item's shared memory (persistent.py's target_bytes)
+#endif
+#ifndef PLAIN_IO
+#define PLAIN_IO 0  // 1: x0, attn and out in plain rows (persistent.cu's io), else in slices
+#endif
 #ifndef DEPTH
 #define DEPTH 3
 #endif
@@ -49,5 +58,15 @@
 // phase A's partials, past every x slice and y slot, where ITEM_PAGES >= Y_SLOTS puts them (the
 // launcher refuses more tiles than SMs otherwise: persistent.grid_blocks).
 #define TILE_PART_OFFSET (ITEM_PAGES >= Y_SLOTS ? ITEM_PAGES * SLICE_BYTES : 0)
-// ring, then x / y (or in phases S and R q's copy, from the region's start: x is read by then)
-#define SMEM_BYTES (DEPTH * PAGE_BYTES + (REGION_AB > QBUF_BYTES ? REGION_AB : QBUF_BYTES))
+// An activation in global memory, row r and column c at (c / PAGE_K) slice + r row + c % PAGE_K: in
+// slices ([K / PAGE_K][rows][PAGE_K + 8]: a slice is one bulk copy) or plain rows ([M][K]).
+struct Rows {
+  size_t slice;
+  int row;
+  __device__ __forceinline__ size_t at(int r, int c) const { return (c / PAGE_K) * slice + (size_t)r * row + c % PAGE_K; }
+  __device__ __forceinline__ bool plain() const { return row != PAGE_K + 8; }
+};
+// ring, then x / y (or in phases S and R q's copy, in the target build phase T's items, from the region's start:
+// x is read by then)
+#define MAX3(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
+#define SMEM_BYTES (DEPTH * PAGE_BYTES + MAX3(REGION_AB, QBUF_BYTES, TARGET_BYTES))

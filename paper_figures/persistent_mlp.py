@@ -183,7 +183,7 @@ class Persistent:
         qkv = {} if w.qkv is None else dict(qkv_w=self.paged_qkv[first], qkv_norm=w.g_qkv[first], qkv=self.qkv[first])
         attention = {} if a is None else dict(
             k_cache=a.k[first], v_cache=a.v[first], cos=a.cos, sin=a.sin, qbuf=self.qbuf, part_ml=self.part_ml,
-            part_o=self.part_o, block=a.block, span_chunks=a.chunks, cache_rows=a.k.shape[1], maps=self.maps[first])
+            part_o=self.part_o, block=a.block, span=a.chunks * CHUNK, cache_rows=a.k.shape[1], maps=self.maps[first])
         args = launch_args(x0=self.x0_sliced if first == 0 else self.out[first - 1], gate_up=self.paged_gate_up[first],
                            down=self.paged_down[first], y=self.y[first], out=self.out[first], counters=self.counters,
                            layers=count, m=self.m, deep=deep, stamps=stamps, **norm, **o_proj, **qkv, **attention)

@@ -32,6 +32,10 @@ MARKS = {"Q (qkv)": GEMM_MARKS,
 CYCLES = {"waited on pages (sum)"}  # marks that hold clock64 cycles, not a %globaltimer moment
 
 
+TARGET_PHASES = ["Q (qkv)", "T (target attention items)", "M (target merge)", "O (o_proj)", "A (gate_up)",
+                 "B (down)"]  # the target build's (cuda/persistent_target.cuh: T, M write no marks)
+
+
 def phase_names(qkv: bool, attention: bool, o_proj: bool) -> list[str]:
     """A layer's phases in the kernel's order (cuda/persistent.cu): each ends in a grid barrier."""
     return ((["Q (qkv)"] if qkv else []) + (["S (attention items)", "R (merge)"] if attention else [])

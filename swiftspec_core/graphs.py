@@ -93,9 +93,10 @@ class PaddedForward:
         self.staged = torch.cuda.Event() if pin else None
         self.persistent = None  # with use_kernels("persistent"): the forward's kernel and buffers
         if model.kernels == PERSISTENT:
-            from .kernels.persistent_forward import PersistentLayers
+            from .kernels.persistent_forward import PersistentLayers, is_target
+            from .kernels.persistent_target import PersistentTarget
 
-            self.persistent = PersistentLayers(model, cache, width)
+            self.persistent = (PersistentTarget if is_target(model.args) else PersistentLayers)(model, cache, width)
         # span -> (graph, its logits). The captures run on padding inputs: they change nothing.
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = (
             {span: capture(lambda span=span: self._run(span)) for span in self.spans} if graph else {})

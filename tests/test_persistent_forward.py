@@ -78,8 +78,8 @@ def test_a_persistent_run_builds_a_fused_target_and_a_persistent_draft(monkeypat
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-def gpu_engine(state: dict, kernels: str, dtype=torch.bfloat16):
-    return build_engine(one_b_args(), {k: v.float() for k, v in state.items()}, dtype=dtype,
+def gpu_engine(state: dict, kernels: str, dtype=torch.bfloat16, args: ModelArgs | None = None):
+    return build_engine(args or one_b_args(), {k: v.float() for k, v in state.items()}, dtype=dtype,
                         device="cuda", max_seq_len=1024, compile=False, kernels=kernels)
 
 
@@ -95,10 +95,18 @@ def test_its_logits_are_as_close_to_fp32_as_the_torch_ops_in_bf16():
     # bf16 itself is ~4-5% off fp32 at these shapes (2 layers of 3x random weights: measured on the
     # CPU, torch ops bf16 against float64), so the kernel is held to twice the torch ops' own bf16
     # error against an fp32 twin, token by token: a wrong position, row or mask bit is O(1) off.
+    persistent_close_to_fp32(one_b_args(), width=9, max_visible=32)
+
+
+def persistent_close_to_fp32(args: ModelArgs, width: int, max_visible: int) -> None:
+    """A PaddedForward under use_kernels("persistent") of a model of these args (3x random weights)
+    against its torch ops' in bf16 and fp32, on random trees of 1, 5 and `width` tokens after a
+    300-token prefill: the logits and the step's cache rows within twice the torch ops' bf16 error
+    of fp32, and no prefix row written."""
     from swiftspec_core.graphs import PaddedForward
 
-    weights = target_state(0, 1.0, one_b_args())
-    fast, ops, exact = (gpu_engine(weights, k, d) for k, d in
+    weights = target_state(0, 1.0, args)
+    fast, ops, exact = (gpu_engine(weights, k, d, args) for k, d in
                         (("persistent", torch.bfloat16), ("torch", torch.bfloat16), ("torch", torch.float32)))
     n, gen = 300, torch.Generator().manual_seed(0)
     caches = []
@@ -106,15 +114,15 @@ def test_its_logits_are_as_close_to_fp32_as_the_torch_ops_in_bf16():
         caches.append(model.new_cache(512))
         model.prefill(prompt(n), caches[-1])
     prefix_k = caches[0].k[:, :n].clone()
-    forward = PaddedForward(fast, caches[0], 9, 32, graph=True)
-    for size in (1, 5, 9):
+    forward = PaddedForward(fast, caches[0], width, max_visible, graph=True)
+    for size in (1, 5, width):
         got, step = random_step(forward, n, size, gen)
         bf16, fp32 = (m(*step, c) for m, c in zip((ops, exact), caches[1:]))
         err, bf16_err = relative_error(got, fp32), relative_error(bf16, fp32)
         print(f"size {size}: logits' relative error against fp32 {err:.4f} (torch ops in bf16: {bf16_err:.4f})")
         assert err < 2 * bf16_err, f"size {size}: {err:.3g} against the torch ops' {bf16_err:.3g}"
         for name in ("k", "v"):  # the step's rows, and nothing before them written
-            new = [getattr(c, name)[:, n:n + size].transpose(0, 1) for c in caches]  # [size, L, KV, 64]
+            new = [getattr(c, name)[:, n:n + size].transpose(0, 1) for c in caches]  # [size, L, KV, hd]
             k_err, k_bf16 = relative_error(new[0], new[2]), relative_error(new[1], new[2])
             assert k_err < 2 * k_bf16, f"size {size}: cached {name} {k_err:.3g} against {k_bf16:.3g}"
         assert torch.equal(caches[0].k[:, :n], prefix_k), "the step wrote a prefix row"

@@ -5,6 +5,7 @@ kernel's own (checked by nvcc where it is at hand), and bad arguments end in one
 The kernel's results are checked on a GPU by the probe itself (poisoned outputs against torch)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -60,22 +61,27 @@ def test_activation_slices_are_sliced_layout_and_the_attention_scratch_the_kerne
     assert part_ml.shape == (8, 16, 48, 2) and part_o.shape == (8, 16, 48, 64) and part_o.dtype == torch.float32
 
 
-@pytest.mark.parametrize("page_k,depth,rows,shape", [
-    (1024, 3, 8, layouts.LLAMA_1B), (1024, 5, 1, layouts.LLAMA_1B), (512, 4, 2, layouts.LLAMA_1B),
-    (1024, 3, 16, layouts.LLAMA_1B), (1024, 3, 9, layouts.LLAMA_1B), (1024, 4, 16, layouts.LLAMA_1B),
-    (1024, 4, 8, layouts.LLAMA_8B), (512, 4, 16, layouts.LLAMA_8B)])
-def test_shared_bytes_is_the_kernels(page_k, depth, rows, shape, tmp_path):
+@pytest.mark.parametrize("page_k,depth,rows,shape,target", [
+    (1024, 3, 8, layouts.LLAMA_1B, False), (1024, 5, 1, layouts.LLAMA_1B, False), (512, 4, 2, layouts.LLAMA_1B, False),
+    (1024, 3, 16, layouts.LLAMA_1B, False), (1024, 3, 9, layouts.LLAMA_1B, False), (1024, 4, 16, layouts.LLAMA_1B, False),
+    (1024, 4, 8, layouts.LLAMA_8B, False), (512, 4, 16, layouts.LLAMA_8B, False),
+    (1024, 4, 1, layouts.LLAMA_8B, True), (1024, 4, 8, layouts.LLAMA_8B, True), (1024, 3, 12, layouts.LLAMA_8B, True),
+    (1024, 2, 16, layouts.LLAMA_8B, True)])
+def test_shared_bytes_is_the_kernels(page_k, depth, rows, shape, target, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    check = (f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows, shape)}, \"shared_bytes\");\n"
+    check = (f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows, shape, target)}, \"shared_bytes\");\n"
              f"static_assert(MASK_WORDS == {layouts.MASK_WORDS}, \"MASK_WORDS\");\n"
              f"static_assert(HID == {shape.hidden} && FFN == {shape.ffn} && QKV == {shape.qkv}, \"shape\");\n")
     src = tmp_path / "persistent.cu"
-    src.write_text(layouts.kernel_source(page_k, depth, rows, shape) + check)
+    src.write_text(layouts.kernel_source(page_k, depth, rows, shape, target) + check)
     cmd = build.nvcc_command(str(src), str(tmp_path / "p.cubin"), "sm_90a", "-Xptxas", "-v")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "0 bytes spill stores" in done.stdout + done.stderr
+    spills = re.search(r"(\d+) bytes spill stores", done.stdout + done.stderr)
+    # The draft's builds spill nothing; the target build's GEMM phases beside its attention call a
+    # few words at 168 registers (9 warps' cap).
+    assert spills and int(spills[1]) <= (64 if target else 0), done.stdout + done.stderr
 
 
 def test_kernel_source_has_its_defines_first_and_every_header_once():
@@ -83,6 +89,9 @@ def test_kernel_source_has_its_defines_first_and_every_header_once():
     assert source.startswith("#define PAGE_K 1024\n#define DEPTH 3\n#define MAX_M 9\n//") and "#define HID 2048" in source
     assert layouts.kernel_source(1024, 4, 8, layouts.LLAMA_8B).startswith(
         "#define PAGE_K 1024\n#define DEPTH 4\n#define MAX_M 8\n#define HID 4096\n#define FFN 14336\n#define QKV 6144\n")
+    assert "PLAIN_IO 1" not in source and layouts.kernel_source(1024, 4, 8, layouts.LLAMA_8B, True).startswith(
+        "#define PAGE_K 1024\n#define DEPTH 4\n#define MAX_M 8\n#define HID 4096\n#define FFN 14336\n#define QKV 6144\n"
+        f"#define PLAIN_IO 1\n#define TARGET 1\n#define TARGET_BYTES {layouts.target_bytes(8)}\n")
     assert '#include "persistent_' not in source
     for name in ("struct PageSequence", "__device__ __forceinline__ void merge_phase", "#define SMEM_BYTES",
                  "__device__ __forceinline__ void grid_barrier"):

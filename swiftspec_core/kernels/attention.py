@@ -24,16 +24,16 @@ from .build import CUDA_DIR, launch, ptr
 from .gemm import _sm_count  # the cached SM count the GEMM plans with
 
 
-def _define(name: str, source: str = "attention.cu") -> int:
-    """A #define of cuda/attention.cu (or another source): the launch shape follows the source,
-    written once there."""
+def _define(name: str, source: str = "attention_item.cuh") -> int:
+    """A #define of cuda/attention_item.cuh (or another source): the launch shape follows the
+    source, written once there."""
     return int(re.search(rf"^#define {name} (\d+)", (CUDA_DIR / source).read_text(), re.MULTILINE)[1])
 
 
 CHUNK = _define("CHUNK")  # positions one block reduces
 NWARPS = _define("NWARPS")
 TQMAX = _define("TQMAX")  # queries one block at most
-MIN_BLOCKS = _define("MIN_BLOCKS")  # blocks resident an SM (the kernel's __launch_bounds__)
+MIN_BLOCKS = _define("MIN_BLOCKS", "attention.cu")  # blocks resident an SM (the kernel's __launch_bounds__)
 KPAD = _define("KPAD")
 HN = _define("HN")  # q heads a warp item computes together
 PPAD = _define("PPAD")

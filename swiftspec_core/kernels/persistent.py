@@ -14,6 +14,7 @@ import torch
 
 from .. import staged
 from . import build, tensor_map
+from .attention import shared_bytes as attention_shared_bytes
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ LLAMA_8B = Shape(4096, 14336, 6144)  # Llama-3-8B (32 q heads, 8 kv heads of 128
 SHAPES = {"llama-3.2-1b": LLAMA_1B, "llama-3-8b": LLAMA_8B}
 HIDDEN, FFN, QKV = LLAMA_1B.hidden, LLAMA_1B.ffn, LLAMA_1B.qkv
 Q_HEADS, KV_HEADS, HEAD_DIM, CHUNK = 32, 8, 64, 64  # cuda/persistent_attention.cuh's
+TARGET_HEAD_DIM = 128  # cuda/persistent_target.cuh's T_HD (its heads: Llama-3-8B's)
 # A token's tree mask in 32-bit words: tree rows prefix .. prefix + 383, the drafter's 4 tree_bs
 # tree_w rows at a run's defaults (12, 8: decoders.base.draft_tree_rows)
 MASK_WORDS = 12
@@ -46,30 +48,40 @@ def qrows(m: int) -> int:
     return -(-m * (Q_HEADS // KV_HEADS) // 16) * 16
 
 
-def shared_bytes(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B) -> int:
+def shared_bytes(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, target: bool = False) -> int:
     """cuda/persistent.cu's SMEM_BYTES: the ring, then phase A's x slices, two items' partials and g,
     or phase B's Y_SLOTS y slots (a slice: max_m rows of page_k + 8 in whole 128-byte lines), or
-    phase S's q copy."""
+    phase S's q copy, or in the target build phase T's item (target_bytes)."""
     row, tiles = page_k * 2 + 16, (max_m + 7) // 8  # tiles: n8 tiles of x rows
     slice_ = -(-max_m * row // 128) * 128  # whole 128-byte lines
     region_a = shape.hidden // page_k * slice_ + 2 * WARPS * tiles * 32 * 16 + shape.hidden * 2  # x, partials, g
     region_s = KV_HEADS * qrows(max_m) * (HEAD_DIM + 8) * 2  # q's copy, every kv head's
-    return depth * 16 * row + max(region_a, Y_SLOTS * slice_, region_s)
+    return depth * 16 * row + max(region_a, Y_SLOTS * slice_, region_s, target_bytes(max_m) if target else 0)
 
 
-def kernel_source(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B) -> str:
-    """cuda/persistent.cu with its ring's and shapes' defines first, its headers inlined (build.source)."""
+def target_bytes(max_m: int) -> int:
+    """The target build's TARGET_BYTES: an attention item's shared memory (attention.cu's, its
+    max_m appended rows too) at head_dim TARGET_HEAD_DIM."""
+    return attention_shared_bytes(TARGET_HEAD_DIM, max_m)
+
+
+def kernel_source(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, target: bool = False) -> str:
+    """cuda/persistent.cu with its ring's and shapes' defines first, its headers inlined (build.source).
+    target: the target build (persistent_target.cuh's attention, by position; x0, attn and out in
+    plain rows [layers, M, hidden], else in slices: activation_slices)."""
     defines = dict(PAGE_K=page_k, DEPTH=depth, MAX_M=max_m)
     if shape != LLAMA_1B:  # persistent_shapes.cuh's defaults are the 1B's
         defines |= dict(HID=shape.hidden, FFN=shape.ffn, QKV=shape.qkv)
+    if target:
+        defines |= dict(PLAIN_IO=1, TARGET=1, TARGET_BYTES=target_bytes(max_m))
     return "".join(f"#define {k} {v}\n" for k, v in defines.items()) + build.source("persistent")
 
 
-def compiled(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B):
-    """The kernel built for a page_k x depth ring, max_m rows and `shape`, its dynamic shared memory
-    raised to what it takes. -> (function, dynamic shared bytes)."""
-    shared = shared_bytes(page_k, depth, max_m, shape)
-    fn = build.compile_source(kernel_source(page_k, depth, max_m, shape)).get_function(KERNEL)
+def compiled(page_k: int, depth: int, max_m: int, shape: Shape = LLAMA_1B, target: bool = False):
+    """The kernel built for a page_k x depth ring, max_m rows and `shape` (kernel_source), its dynamic
+    shared memory raised to what it takes. -> (function, dynamic shared bytes)."""
+    shared = shared_bytes(page_k, depth, max_m, shape, target)
+    fn = build.compile_source(kernel_source(page_k, depth, max_m, shape, target)).get_function(KERNEL)
     fn.max_dynamic_shared_size_bytes = shared
     return fn, shared
 
@@ -89,19 +101,20 @@ def grid_blocks(device, shape: Shape = LLAMA_1B, page_k: int = 1024) -> int:
 def launch_args(*, x0, gate_up, down, y, out, counters, layers: int, m: int, deep: bool, mlp_norm=None,
                 eps: float = 0.0, attn=None, o=None, mid=None, qkv_w=None, qkv_norm=None, qkv=None, k_cache=None,
                 v_cache=None, cos=None, sin=None, qbuf=None, part_ml=None, part_o=None, block=None,
-                span_chunks: int = 0, cache_rows: int = 0, stamps=None, maps=None) -> tuple:
+                span: int = 0, cache_rows: int = 0, stamps=None, maps=None, head_dim: int = HEAD_DIM) -> tuple:
     """cuda/persistent.cu's parameters in its order: tensors as device pointers (None: a null
-    pointer, the phase absent), the attention's with its k_cache (the scale 1/sqrt(64) in log2
-    units, else 0), `maps` the caches' tensor maps (none without the attention)."""
+    pointer, the phase absent), the attention's with its k_cache (span: the cache rows it reads,
+    in whole chunks too; the scale 1/sqrt(head_dim) in log2 units, else 0), `maps` the caches'
+    tensor maps (none without the draft's attention)."""
     def p(t) -> np.uint64:
         return np.uint64(0) if t is None else build.ptr(t)
 
     i32 = np.int32
-    scale = HEAD_DIM ** -0.5 * math.log2(math.e) if k_cache is not None else 0.0
+    scale = head_dim ** -0.5 * math.log2(math.e) if k_cache is not None else 0.0
     return (p(x0), p(gate_up), p(down), p(y), p(out), p(counters), i32(layers), i32(m), i32(int(deep)),
             p(mlp_norm), np.float32(eps), p(attn), p(o), p(mid), p(qkv_w), p(qkv_norm), p(qkv), p(k_cache),
             p(v_cache), p(cos), p(sin), p(qbuf), p(part_ml), p(part_o), p(block),
-            i32(0 if block is None else block.shape[1]), i32(span_chunks), i32(cache_rows), np.float32(scale),
+            i32(0 if block is None else block.shape[1]), i32(-(-span // CHUNK)), i32(span), i32(cache_rows), np.float32(scale),
             p(stamps), *(maps or (tensor_map.TensorMap(), tensor_map.TensorMap())))
 
 

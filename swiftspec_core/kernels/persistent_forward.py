@@ -14,11 +14,13 @@ from ..staged import TOKEN
 from . import tensor_map
 from .gemm import gemm
 from .norm import rmsnorm
-from .persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, MASK_WORDS, Q_HEADS, QKV, STATIC_RESERVE,
-                         SHARED_MAX, activation_slices, attention_scratch, compiled, grid_blocks, launch,
+from .persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, LLAMA_8B, MASK_WORDS, Q_HEADS, QKV, STATIC_RESERVE,
+                         SHARED_MAX, TARGET_HEAD_DIM, activation_slices, attention_scratch, compiled, grid_blocks, launch,
                          launch_args, paged, shared_bytes, unsliced)
 
 SHAPES = dict(dim=HIDDEN, ffn_dim=FFN, n_heads=Q_HEADS, n_kv_heads=KV_HEADS, head_dim=HEAD_DIM)
+# The target build's (persistent_target.py: Llama-3-8B's shapes, the attention by position)
+TARGET_SHAPES = dict(dim=LLAMA_8B.hidden, ffn_dim=LLAMA_8B.ffn, n_heads=32, n_kv_heads=8, head_dim=TARGET_HEAD_DIM)
 PAGE_K, DEPTH = 1024, 4  # the ring measured best at the draft step's width 9 (NOTES v184)
 MAX_WIDTH = 16  # the kernel's two n8 tiles of x rows
 MAX_TREE_ROWS = 32 * MASK_WORDS  # rows past a step's shared prefix a token's mask holds
@@ -38,21 +40,28 @@ def unsupported_shape(args) -> str | None:
     if args.quant != "none" or args.qkv_bias:
         return "it takes bf16 weights without a qkv bias (Llama's)"
     shape = {k: getattr(args, k) for k in SHAPES}
-    if shape != SHAPES:
-        return f"its kernel is built for Llama-3.2-1B's shapes {SHAPES}, not {shape}"
+    if shape not in (SHAPES, TARGET_SHAPES):
+        return (f"its kernel is built for Llama-3.2-1B's shapes {SHAPES} and Llama-3-8B's {TARGET_SHAPES}, "
+                f"not {shape}")
     return None
 
 
+def is_target(args) -> bool:
+    """Whether a model it takes runs the target build (persistent_target.py), not the draft's."""
+    return {k: getattr(args, k) for k in TARGET_SHAPES} == TARGET_SHAPES
+
+
 @torch.no_grad()
-def page_images(model) -> dict[str, torch.Tensor]:
+def page_images(model, qkv_layout: str = "qkv_rope") -> dict[str, torch.Tensor]:
     """The layers' weights as the kernel's page images and norms, stacked over layers; built once a
-    model (~0.8% more bytes than the layers' weights, which the torch prefill keeps using)."""
+    model (~0.8% more bytes than the layers' weights, which the torch prefill keeps using). qkv's
+    rows as the draft's attention takes them (qkv_rope), or in order (down: the target build's)."""
     images = model.__dict__.get("_persistent_images")
     if images is None:
         def stack(name: str) -> torch.Tensor:
             return torch.stack([getattr(layer, name).detach() for layer in model.layers])
 
-        images = {"qkv": paged(stack("wqkv"), "qkv_rope", PAGE_K), "o": paged(stack("wo"), "down", PAGE_K),
+        images = {"qkv": paged(stack("wqkv"), qkv_layout, PAGE_K), "o": paged(stack("wo"), "down", PAGE_K),
                   "gate_up": paged(stack("w_gate_up"), "gate_up", PAGE_K),
                   "down": paged(stack("w_down"), "down", PAGE_K),
                   "attn_norm": stack("attn_norm"), "mlp_norm": stack("mlp_norm")}
@@ -69,6 +78,8 @@ class PersistentLayers:
         why = unsupported(model)
         if why is not None:
             raise ValueError(f"the persistent forward: {why}")
+        if is_target(model.args):
+            raise ValueError("a Llama-3-8B-shaped model runs the target build (persistent_target.PersistentTarget)")
         if not 1 <= width <= MAX_WIDTH:
             raise ValueError(f"the persistent forward takes 1..{MAX_WIDTH} tokens, not {width}")
         self.shared = shared_bytes(PAGE_K, DEPTH, width)
@@ -101,7 +112,7 @@ class PersistentLayers:
                            mlp_norm=im["mlp_norm"], eps=m.args.norm_eps, attn=self.attn, o=im["o"], mid=self.mid,
                            qkv_w=im["qkv"], qkv_norm=im["attn_norm"], qkv=self.qkv, k_cache=self.cache.k,
                            v_cache=self.cache.v, cos=m.cos, sin=m.sin, qbuf=self.qbuf, part_ml=self.part_ml,
-                           part_o=self.part_o, block=block, span_chunks=-(-span // CHUNK),
+                           part_o=self.part_o, block=block, span=span,
                            cache_rows=self.cache.rows, maps=self.maps)
         launch(self.fn, self.sms, self.shared, args)
         h = unsliced(self.out[-1], self.width)  # [width, H]: the last layer's output

@@ -23,8 +23,9 @@ from .awq import AWQWeight, TiledAWQWeight, linear, tile
 from .rope import apply_rope, rope_tables
 
 # --kernels. persistent is a draft's set: its fixed-width forwards in one launch of
-# cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes); a run under it runs its
-# target fused (engine_kernels).
+# cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes; a Llama-3-8B-shaped
+# model's in its target build, kernels/persistent_target.py, not yet a run's choice); a run under it
+# runs its target fused (engine_kernels).
 PERSISTENT = "persistent"
 KERNEL_SETS = ("torch", "fused", PERSISTENT)
 # A prefill's attention (grouped_attention without a mask); MATH only where the others refuse.
@@ -184,8 +185,9 @@ class Transformer(nn.Module):
         on GPU only. Prefills stay torch ops either way (their AWQ dequantize aside: awq.py's
         use_dequantize_kernel). fused also tiles the AWQ layers (once, for good: the torch ops read
         the tiled layout too). persistent: every fixed-width forward runs all layers in one launch of
-        cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes, bf16, one GPU; a
-        forward of another model refuses it: persistent_forward.unsupported says why)."""
+        cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes, bf16, one GPU;
+        kernels/persistent_target.py: Llama-3-8B's; a forward of another model refuses it:
+        persistent_forward.unsupported says why)."""
         if kernels not in KERNEL_SETS:
             raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_SETS)}")
         if kernels != "torch" and (self.device.type != "cuda" or self.dtype != torch.bfloat16):
