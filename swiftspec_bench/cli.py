@@ -132,8 +132,9 @@ def run(
                                              "GPU, forwards of at most 16 tokens), with which every decoder emits "
                                              "exactly ar's tokens; persistent: fused, with the draft's forwards in one "
                                              "launch of cuda/persistent.cu (a Llama-3.2-1B-shaped draft on one GPU); "
-                                             "auto: fused where it can run (on 2xH200 it was the faster, "
-                                             "paper_figures/NOTES.md v9), else torch. Rows are labelled :fused, or "
+                                             "auto: persistent where the draft fits it (on one H200 the faster, "
+                                             "query by query), else fused where it can run (on 2xH200 the faster "
+                                             "than torch), else torch. Rows are labelled :fused, or "
                                              ":persistent where a persistent draft ran. A comma list (fused,persistent) "
                                              "runs every system under each set, with --interleave query by query: "
                                              "kernel sets compared on the same queries in one run."),

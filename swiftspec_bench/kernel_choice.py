@@ -21,12 +21,13 @@ def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpu
            kernels: str | None = None) -> str:
     """-> torch, fused or persistent. fused runs bf16 on a GPU, forwards of at most MAX_ROWS tokens,
     and the shapes the kernels take (kernels.shape_supported) for the target and the draft (None:
-    no system drafts); auto is fused wherever that holds and the shapes are known before loading
-    (presets, local folders), else torch (fused measured faster end to end on 2xH200, and exact:
-    paper_figures/NOTES.md v9). persistent is fused with the draft's forwards on the persistent
-    kernel: a draft of its shape on one GPU (draft_gpus: the most any draft engine spans), trees it
-    can mask; chosen by name only (auto does not pick it). kernels: the set asked for (default
-    o.kernels, --kernels as given)."""
+    no system drafts). persistent is fused with the draft's forwards on the persistent kernel: a
+    draft of its shape on one GPU (draft_gpus: the most any draft engine spans), trees it can mask.
+    auto is persistent where that holds, else fused where fused does, the shapes known before
+    loading (presets, local folders), else torch (fused measured faster end to end on 2xH200, and
+    exact: paper_figures/NOTES.md v9; the persistent draft faster than fused query by query on one
+    H200, tree 1.05-1.08x and swiftspec 1.02x, and exact: NOTES "Thirty-first session").
+    kernels: the set asked for (default o.kernels, --kernels as given)."""
     from swiftspec_core.decoders.drafter import step_width
     from swiftspec_core.kernels import MAX_ROWS, shape_supported
     from swiftspec_core.models.transformer import KERNEL_SETS, PERSISTENT
@@ -43,7 +44,9 @@ def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpu
     if kernels == "auto":
         fits = (device == "cuda" and dtype == "bfloat16" and all(width <= MAX_ROWS for width, _ in widths)
                 and all(args is not None and shape_supported(args) for args in shapes.values()))
-        return "fused" if fits else "torch"
+        if not fits:
+            return "torch"
+        return PERSISTENT if draft is not None and persistent_draft_fits(o, draft, shapes[draft], draft_gpus) else "fused"
     if device != "cuda" or dtype != "bfloat16":
         raise UserError(f"--kernels {kernels} runs bfloat16 on a GPU (this run: {dtype} on {device})")
     for width, what in widths:
@@ -76,6 +79,15 @@ def check_persistent_draft(o, draft: str, args, draft_gpus: int) -> None:
     if rows > MAX_TREE_ROWS:
         raise UserError(f"--kernels persistent: at --tree-bs {o.tree_bs} --tree-w {o.tree_w} the draft tree keeps "
                         f"{rows} cache rows; its masks hold {MAX_TREE_ROWS}")
+
+
+def persistent_draft_fits(o, draft: str, args, draft_gpus: int) -> bool:
+    """check_persistent_draft's verdict as a bool (auto's choice)."""
+    try:
+        check_persistent_draft(o, draft, args, draft_gpus)
+    except UserError:
+        return False
+    return True
 
 
 def known_args(spec: str):

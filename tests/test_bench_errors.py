@@ -209,8 +209,8 @@ def test_fused_kernels_take_forwards_of_at_most_16_tokens_and_their_shapes():
     ok = SimpleNamespace(kernels="fused", tree_bs=16, tree_w=8, graft="ngram", graft_len=7, chain_k=7)
     assert choose(ok, "cuda", "bfloat16", *big, 1) == "fused"
     assert choose(SimpleNamespace(**{**vars(ok), "kernels": "torch", "tree_bs": 64}), "cpu", "float32", *big, 1) == "torch"
-    auto = SimpleNamespace(**{**vars(ok), "kernels": "auto"})  # fused wherever it can run, else torch
-    assert choose(auto, "cuda", "bfloat16", *big, 1) == "fused"
+    auto = SimpleNamespace(**{**vars(ok), "kernels": "auto"})  # persistent, else fused wherever it can run, else torch
+    assert choose(auto, "cuda", "bfloat16", *big, 1) == "fused"  # 16 tree tokens: 512 draft rows, over 384
     assert [choose(auto, *where, *big, 1) for where in (("cpu", "float32"), ("cuda", "float32"))] == ["torch"] * 2
     assert choose(SimpleNamespace(**{**vars(auto), "tree_bs": 32}), "cuda", "bfloat16", *big, 1) == "torch"
     assert choose(auto, "cuda", "bfloat16", "tiny-llama", None, 0) == "torch"  # head_dim 16
@@ -244,6 +244,21 @@ def test_a_persistent_draft_is_refused_where_the_persistent_kernel_cannot_run_it
         choose(ok, "cpu", "float32", "llama-3-8b", "llama-3.2-1b", 1)
 
 
+def test_auto_takes_the_persistent_draft_where_it_runs_else_fused():
+    from types import SimpleNamespace
+
+    from swiftspec_bench.kernel_choice import choose
+
+    auto = SimpleNamespace(kernels="auto", tree_bs=12, tree_w=8, graft="ngram", graft_len=3, chain_k=7)
+    assert choose(auto, "cuda", "bfloat16", "llama-3-8b", "llama-3.2-1b", 1) == "persistent"
+    assert choose(auto, "cuda", "bfloat16", "llama-3-8b", None, 0) == "fused"  # no system drafts
+    assert choose(auto, "cuda", "bfloat16", "llama-3-8b", "llama-3.2-3b", 1) == "fused"  # not the 1B's shape
+    assert choose(auto, "cuda", "bfloat16", "llama-3-8b", "llama-3.2-1b", 2) == "fused"  # a draft over two GPUs
+    assert choose(SimpleNamespace(**{**vars(auto), "tree_bs": 16}), "cuda", "bfloat16", "llama-3-8b",
+                  "llama-3.2-1b", 1) == "fused"  # its tree's rows past the masks
+    assert choose(auto, "cpu", "float32", "llama-3-8b", "llama-3.2-1b", 1) == "torch"
+
+
 def test_the_draft_gpus_are_the_widest_draft_engine():
     from swiftspec_bench.placement import draft_gpus
 
@@ -262,7 +277,10 @@ def test_a_kernel_list_runs_each_set_once():
     big = ["llama-3-8b", "llama-3.2-1b"]
     o = SimpleNamespace(kernels="fused,persistent", tree_bs=12, tree_w=8, graft="off", graft_len=0, chain_k=7)
     assert choose_sets(o, "cuda", "bfloat16", *big, 1) == ("fused", "persistent")
-    assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "auto,fused"}), "cuda", "bfloat16", *big, 1) == ("fused",)
+    assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "auto,fused"}), "cuda", "bfloat16", *big, 1) == (
+        "persistent", "fused")
+    assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "auto,fused"}), "cuda", "bfloat16", big[0], None,
+                       0) == ("fused",)
     assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "torch,torch"}), "cpu", "float32", *big, 1) == ("torch",)
     with pytest.raises(UserError, match="an empty name"):
         choose_sets(SimpleNamespace(**{**vars(o), "kernels": "fused,"}), "cuda", "bfloat16", *big, 1)
