@@ -2,8 +2,9 @@
 # Issue "Disaggregated multi-GPU runtime": the benchmark on nvidia-h200-x2 (2x H200, NVLink).
 # Llama-3-8B-Instruct target and Llama-3.2-1B-Instruct draft shapes, random bf16 weights, acceptance
 # replayed from the real Qwen-pair CPU run (paper_figures/results/cpu-qwen-pair), six datasets,
-# 256 new tokens. Kernels: --kernels auto unless a step says otherwise (fused: our cuda/ kernels,
-# rows labelled :fused; before issue 10 every row ran torch ops, kernels column torch-compile).
+# 256 new tokens. Kernels: --kernels auto unless a step says otherwise (persistent where the draft
+# fits the persistent kernel, since session 31, else fused: our cuda/ kernels, rows labelled
+# :persistent or :fused; before issue 10 every row ran torch ops, kernels column torch-compile).
 # REPLAY overrides the replayed recordings; TARGET, DRAFT (presets), TREE_BS and EXTRA (more run
 # options, before each step's own, which win) the pair and settings.
 #

@@ -133,7 +133,13 @@ def persistent_close_to_fp32(args: ModelArgs, width: int, max_visible: int) -> N
 def test_decoders_with_a_persistent_draft_emit_ars_tokens(system):
     base = target_state(0, 0.5, one_b_args())
     target, draft = gpu_engine(base, "fused"), gpu_engine(perturbed(base, 0.3), "persistent")
+    assert_emits_ars_tokens(system, target, draft, 48)
+
+
+def assert_emits_ars_tokens(system: str, target, draft, new_tokens: int) -> None:
+    """`system` with `draft` emits exactly ar's greedy tokens on `target` (a 32-token prompt, d = 2)."""
     p = prompt(16) * 2
-    ref = DECODERS["ar"](target, None, p, max_new_tokens=48, eos_ids=set())
-    got = DECODERS[system](target, draft, p, max_new_tokens=48, eos_ids=set(), settings=SpecSettings(draft_steps=2))
+    ref = DECODERS["ar"](target, None, p, max_new_tokens=new_tokens, eos_ids=set())
+    got = DECODERS[system](target, draft, p, max_new_tokens=new_tokens, eos_ids=set(),
+                           settings=SpecSettings(draft_steps=2))
     assert got.tokens == ref.tokens

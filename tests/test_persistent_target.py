@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from engine_fixtures import VOCAB, perturbed, prompt, random_step, target_state
-from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.kernels import persistent_forward as pf
 from swiftspec_core.kernels import persistent_target as pt
 from swiftspec_core.kernels.persistent import LLAMA_8B, SHARED_MAX, shared_bytes
 from swiftspec_core.models.args import ModelArgs
-from test_persistent_forward import gpu_engine as engine_with_args, one_b_args, persistent_close_to_fp32
+from test_persistent_forward import (assert_emits_ars_tokens, gpu_engine as engine_with_args, one_b_args,
+                                     persistent_close_to_fp32)
 
 
 def eight_b_args(layers: int = 1) -> ModelArgs:
@@ -117,8 +117,5 @@ def test_a_tokens_logits_do_not_depend_on_the_forward():
 def test_decoders_on_a_persistent_target_emit_ars_tokens(system):
     base = target_state(0, 0.5, eight_b_args())
     target, draft = gpu_engine(base, "persistent"), gpu_engine(perturbed(base, 0.3), "persistent")
-    p = prompt(16) * 2
-    ref = DECODERS["ar"](target, None, p, max_new_tokens=40, eos_ids=set())
-    got = DECODERS[system](target, draft, p, max_new_tokens=40, eos_ids=set(), settings=SpecSettings(draft_steps=2))
-    assert got.tokens == ref.tokens
+    assert_emits_ars_tokens(system, target, draft, 40)
 
