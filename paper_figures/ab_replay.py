@@ -124,9 +124,9 @@ def floor_us(model: str, width: int, context: int, bandwidth: float) -> float:
 
 
 def compare(model: str, width: int, context: int, patch: str, env: dict[str, str], rounds: int,
-            per_side: int, bandwidth: float) -> dict:
+            per_side: int, bandwidth: float, kernels: str = "ours") -> dict:
     engine = build_shard(model, 1, context + width + 1)
-    use_kernels(engine, "ours")
+    use_kernels(engine, kernels)
     order = thue_morse(2 * per_side)
     with tempfile.TemporaryDirectory() as tmp:
         builds = Builds(patched_cuda(patch, Path(tmp)), env)
@@ -149,7 +149,7 @@ def compare(model: str, width: int, context: int, patch: str, env: dict[str, str
     torch.cuda.empty_cache()
     variant = " ".join([Path(patch).name] * bool(patch) + [f"{k}={v}" for k, v in env.items()]) or "(none)"
     verdict, floor = contrast(t, order), floor_us(model, width, context, bandwidth)
-    return {"model": model, "width": width, "context": context, "B": variant, "graphs a side": per_side, **verdict,
+    return {"model": model, "kernels": kernels, "width": width, "context": context, "B": variant, "graphs a side": per_side, **verdict,
             "same bits": same_bits, "floor us": floor, "A x floor": verdict["A us"] / floor,
             "B x floor": verdict["B us"] / floor}
 
@@ -162,6 +162,8 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--graphs", type=int, default=GRAPHS, help="graphs captured a side (at least 2)")
+    parser.add_argument("--kernels", default="ours", choices=["ours", "persistent"],
+                        help="the forward's kernel set (kernel_bench.use_kernels): persistent times cuda/persistent.cu")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="set while B's graphs are captured (a Python-side trial's switch); repeatable")
     args = parser.parse_args()
@@ -175,7 +177,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         fail("ab_replay.py needs a GPU")
     bandwidth = copy_bandwidth()
-    rows = [compare(m, args.width, args.context, args.patch, env, args.rounds, args.graphs, bandwidth)
+    rows = [compare(m, args.width, args.context, args.patch, env, args.rounds, args.graphs, bandwidth, args.kernels)
             for m in args.models.split(",")]
     print(f"{torch.cuda.get_device_name()} (copy bandwidth {bandwidth / 1e12:.3f} TB/s: the floor's), "
           f"{args.graphs} graphs a side captured in Thue-Morse order, {args.rounds} "
