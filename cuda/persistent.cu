@@ -276,17 +276,13 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
   // reads it, warp r adding row r's squares of x, slices in order, and r scales the sums in the
   // epilogue (as gemm_tile.cuh's row_scale). swiglu: a tile is 8 gate rows and their 8 up rows
   // (gate_up), written as silu(gate) * up to y's slices; else 16 consecutive rows, written to dst
-  // [M][QKV]. g lands beside x by one bulk copy (v155: read by scalar loads, ~+5 us a layer), which
-  // load_g issues (thread 0) as soon as g's place is free: for phase A at phase O's start, for the
-  // next layer's Q at phase B's start where down's y slots leave it free (G_IN_B), else at the
-  // phase's own start (a weight read from the HBM behind the ring's pages took ~1.6 us: v197).
+  // [M][QKV]. g lands beside x by one bulk copy (v155: read by scalar loads, ~+5 us a layer).
   unsigned g_uses = 0;
-  auto load_g = [&](const bf16* g_src) {  // thread 0: g's last reader (the phase before) is done
-    fence_async_shared();
-    mbar_expect(gbar, HID * 2);
-    bulk_copy(xs + NORM_OFFSET, g_src, HID * 2, gbar);
-  };
   auto items_phase = [&](int items, const bf16* g_src, bool swiglu, bf16* dst, int layer) {
+    if (threadIdx.x == 0 && g_src != nullptr) {
+      mbar_expect(gbar, HID * 2);
+      bulk_copy(xs + NORM_OFFSET, g_src, HID * 2, gbar);
+    }
     float squares[NT] = {};  // rows warp, warp + 8 (to M)
     auto normalize = [&](int h) {
       if (h == 0) mbar_wait(gbar, g_uses & 1);
@@ -362,10 +358,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     const bf16* hidden = l == 0 ? x0 : out + layer_io - io_layer;  // the layer's input h (laid out as io)
     Rows hidden_at = io;
     if (paged_qkv != nullptr) {  // Phase Q: qkv[l] = rmsnorm(hidden) @ Wqkv[l]^T (the attention's input; not read on)
-      if (threadIdx.x == 0) {
-        raise_limit(l, l * per_layer + pages_q);
-        if (l == 0 || !G_IN_B) load_g(norm_qkv + (size_t)l * HID);
-      }
+      if (threadIdx.x == 0) raise_limit(l, l * per_layer + pages_q);
       if (warp == 0) load_x(hidden, ITEM_PAGES, hidden_at);
       gemm_marks(pages_q);
       items_phase(items_q, norm_qkv + (size_t)l * HID, false, qkv + (size_t)l * M * QKV, l);
@@ -402,10 +395,7 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
       grid_barrier(counters, barrier_count++, stamps);
     }
     if (attn != nullptr) {  // Phase O: mid[l] = h + attn[l] @ Wo[l]^T; the MLP block then runs on mid[l]
-      if (threadIdx.x == 0) {
-        raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o);
-        if (norm_w != nullptr) load_g(norm_w + (size_t)l * HID);  // phase A's
-      }
+      if (threadIdx.x == 0) raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o);
       if (warp == 0 && pages_o) load_x(attn + layer_io, ITEM_PAGES, io);
       gemm_marks(pages_o);
       if (items_o) tile_phase(items_o, ITEM_PAGES, hidden, hidden_at, mid + layer_slices, sliced, nullptr);
@@ -413,20 +403,14 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
       hidden = mid + layer_slices, hidden_at = sliced;
     }
     // Phase A: y[l] = swiglu(x @ Wgu[l]^T), x = hidden (with o: mid[l]; with norm_w normalized).
-    if (threadIdx.x == 0) {
-      raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o + pages_a);
-      if (attn == nullptr && norm_w != nullptr) load_g(norm_w + (size_t)l * HID);
-    }
+    if (threadIdx.x == 0) raise_limit(l + 1, l * per_layer + pages_q + pages_s + pages_o + pages_a);
     if (warp == 0) load_x(hidden, ITEM_PAGES, hidden_at);
     gemm_marks(pages_a);
     items_phase(items_a, norm_w == nullptr ? nullptr : norm_w + (size_t)l * HID, true, y + l * DOWN_PAGES * slice_elems, l);
     grid_barrier(counters, barrier_count++, stamps);
 
     // Phase B: out[l] = y[l] @ Wd[l]^T (with norm_w + hidden).
-    if (threadIdx.x == 0) {
-      raise_limit(l + 1, (l + 1) * per_layer);
-      if (G_IN_B && paged_qkv != nullptr && l + 1 < layers) load_g(norm_qkv + (size_t)(l + 1) * HID);  // next Q's
-    }
+    if (threadIdx.x == 0) raise_limit(l + 1, (l + 1) * per_layer);
     if (warp == 0 && pages_b) load_x(y + l * DOWN_PAGES * slice_elems, Y_SLOTS, sliced);  // the rest as slots free
     gemm_marks(pages_b);
     if (pages_b)

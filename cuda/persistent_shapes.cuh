@@ -53,7 +53,6 @@
 #define Y_SLOTS 3  // down's x (y) streams through this many slices' slots (v174: all 8 need 264 KB at M 16)
 #define REGION_B (Y_SLOTS * SLICE_BYTES)
 #define REGION_AB (REGION_A > REGION_B ? REGION_A : REGION_B)
-#define G_IN_B (REGION_B <= NORM_OFFSET)  // down's y slots leave g's place alone: the next norm's g lands during B
 // Where o's and down's tiles add their warps' sums: over x's first slice once a block's only tile is
 // done with it (the 1B: OUT_TILES <= SMs), else (more tiles than blocks, a block taking several) in
 // phase A's partials, past every x slice and y slot, where ITEM_PAGES >= Y_SLOTS puts them (the
