@@ -1,12 +1,14 @@
 // A persistent kernel of a forward's layers (swiftspec_core/kernels/persistent.py lays out what it
-// reads; paper_figures/persistent_mlp.py measures it, NOTES v149-v186), Llama-3.2-1B's shapes (H = 2048, F = 8192;
-// the GEMM phases also Llama-3-8B's, persistent_shapes.cuh), M <= 16 rows, bf16 in and out, fp32 sums. One launch, one block an SM; a layer runs these phases (those present), a grid
-// barrier (a counter) after each:
+// reads; paper_figures/persistent_mlp.py measures it, NOTES v149-v196): Llama-3.2-1B's shapes (H =
+// 2048, F = 8192), its GEMM phases also Llama-3-8B's, and the target build all of the 8B's
+// (persistent_shapes.cuh), M <= 16 rows, bf16 in and out, fp32 sums. One launch, one block an SM;
+// a layer runs these phases (those present), a grid barrier (a counter) after each:
 //   Q (paged_qkv): qkv = rmsnorm(h) @ Wqkv^T (items_phase, 16 rows a tile); with k_cache its epilogue
 //      puts q with RoPE into qbuf and k, v into the caches (persistent_attention.cuh);
 //   S, R (k_cache): the attention's items (kv head, chunk of 64 positions) page their chunk's k and v
 //      rows like weights (a chunk holding this step's rows only after Q's barrier) and write
-//      partials; R merges them, a warp a q row, into attn;
+//      partials; R merges them, a warp a q row, into attn; or in the target build (TARGET: Llama-3-8B's
+//      shapes, persistent_target.cuh) T and M, the fused forward's own attention items and merge;
 //   O (attn): mid = h + attn @ Wo^T (tile_phase: tiles b, b + G, .., K = H); h becomes mid;
 //   A: y = swiglu(x @ Wgu^T) (items_phase: a tile is gate rows 8a .. and their up rows), x = h, with
 //      norm_w rmsnorm(h): each x slice becomes bf16(h * g) in shared memory as the first item reaches
