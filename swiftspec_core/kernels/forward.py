@@ -69,7 +69,7 @@ def _norms_in_gemms_forward(model, block: torch.Tensor, span: int, cache: KVCach
         attn = _attention(model, i, qkv, block, span, cache)
         gemm(attn, layer.wo, residual=h, out=h)
         gemm(gemm_swiglu(h, layer.w_gate_up, norm=(layer.mlp_norm, a.norm_eps)), layer.w_down, residual=h, out=h)
-    return gemm(rmsnorm(h, model.norm, a.norm_eps), _head(model))[:, : model.full_vocab].float()
+    return head_logits(model, h)
 
 
 def _norm_kernels_forward(model, block: torch.Tensor, span: int, cache: KVCache) -> torch.Tensor:
@@ -114,7 +114,7 @@ def _awq_norms_in_epilogues_forward(model, block: torch.Tensor, span: int, cache
         last = i == len(model.layers) - 1
         nxt.weight = None if last else model.layers[i + 1].attn_norm
         awq_gemm_norms(act, weight_of(layer.w_down), out=h, residual=h, next_norm=None if last else nxt)
-    return gemm(rmsnorm(h, model.norm, a.norm_eps), _head(model))[:, : model.full_vocab].float()
+    return head_logits(model, h)
 
 
 def _attention(model, i: int, qkv, block, span: int, cache: KVCache) -> torch.Tensor:
@@ -127,6 +127,12 @@ def _attention(model, i: int, qkv, block, span: int, cache: KVCache) -> torch.Te
 
 def _head(model) -> torch.Tensor:
     return model.embed if model.lm_head is None else model.lm_head
+
+
+def head_logits(model, h: torch.Tensor) -> torch.Tensor:
+    """One GPU's logits from the last layer's output h [T, dim]: the final RMSNorm, lm_head, the
+    vocabulary's real rows in fp32 (the persistent forwards end with it too) -> [T, vocab]."""
+    return gemm(rmsnorm(h, model.norm, model.args.norm_eps), _head(model))[:, : model.full_vocab].float()
 
 
 def _row_parallel(group, project, quant: str):

@@ -12,8 +12,7 @@ import torch
 
 from ..staged import TOKEN
 from . import tensor_map
-from .gemm import gemm
-from .norm import rmsnorm
+from .forward import head_logits
 from .persistent import (CHUNK, FFN, HEAD_DIM, HIDDEN, KV_HEADS, LLAMA_8B, MASK_WORDS, Q_HEADS, QKV, STATIC_RESERVE,
                          SHARED_MAX, TARGET_HEAD_DIM, activation_slices, attention_scratch, compiled, grid_blocks, launch,
                          launch_args, paged, shared_bytes, unsliced)
@@ -115,6 +114,4 @@ class PersistentLayers:
                            part_o=self.part_o, block=block, span=span,
                            cache_rows=self.cache.rows, maps=self.maps)
         launch(self.fn, self.sms, self.shared, args)
-        h = unsliced(self.out[-1], self.width)  # [width, H]: the last layer's output
-        head = m.embed if m.lm_head is None else m.lm_head
-        return gemm(rmsnorm(h, m.norm, m.args.norm_eps), head)[:, : m.full_vocab].float()
+        return head_logits(m, unsliced(self.out[-1], self.width))  # the last layer's output [width, H]

@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..staged import TOKEN
-from .gemm import gemm
-from .norm import rmsnorm
+from .forward import head_logits
 from .persistent import (CHUNK, LLAMA_8B, SHARED_MAX, activation_slices, compiled, grid_blocks, launch, launch_args,
                          shared_bytes)
 from .persistent_forward import MAX_WIDTH, PAGE_K, TARGET_SHAPES, is_target, page_images, unsupported
@@ -73,5 +72,4 @@ class PersistentTarget:
                            block=block, span=span, cache_rows=self.cache.rows, head_dim=HEAD_DIM,
                            stamps=self.stamps)
         launch(self.fn, self.sms, self.shared, args)
-        head = m.embed if m.lm_head is None else m.lm_head
-        return gemm(rmsnorm(self.out[-1], m.norm, m.args.norm_eps), head)[:, : m.full_vocab].float()
+        return head_logits(m, self.out[-1])
