@@ -149,9 +149,9 @@ def compare(model: str, width: int, context: int, patch: str, env: dict[str, str
     torch.cuda.empty_cache()
     variant = " ".join([Path(patch).name] * bool(patch) + [f"{k}={v}" for k, v in env.items()]) or "(none)"
     verdict, floor = contrast(t, order), floor_us(model, width, context, bandwidth)
-    return {"model": model, "kernels": kernels, "width": width, "context": context, "B": variant, "graphs a side": per_side, **verdict,
-            "same bits": same_bits, "floor us": floor, "A x floor": verdict["A us"] / floor,
-            "B x floor": verdict["B us"] / floor}
+    return {"model": model, "kernels": kernels, "width": width, "context": context, "B": variant,
+            "graphs a side": per_side, **verdict, "same bits": same_bits, "floor us": floor,
+            "A x floor": verdict["A us"] / floor, "B x floor": verdict["B us"] / floor}
 
 
 def main() -> None:

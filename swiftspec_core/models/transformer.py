@@ -24,8 +24,8 @@ from .rope import apply_rope, rope_tables
 
 # --kernels. persistent is a draft's set: its fixed-width forwards in one launch of
 # cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes; a Llama-3-8B-shaped
-# model's in its target build, kernels/persistent_target.py, not yet a run's choice); a run under it
-# runs its target fused (engine_kernels).
+# model's in its target build, kernels/persistent_target.py: a run's draft of that shape, and the
+# kernel bench's forward rows); a run under it runs its target fused (engine_kernels).
 PERSISTENT = "persistent"
 KERNEL_SETS = ("torch", "fused", PERSISTENT)
 # A prefill's attention (grouped_attention without a mask); MATH only where the others refuse.
