@@ -18,7 +18,9 @@
 # cuda, float32 on cpu), NOISE (0.01), LIMIT (2 prompts of gsm8k, qa, humaneval), MAX_NEW (64),
 # DATA_DIR (.data/eagle), BUDGET_S (450: each step gets what is left, then stops keeping its rows),
 # KERNELS (torch; fused: our cuda/ kernels, rows labelled :fused and held against ar:fused), GRAFTS
-# ("off"; "off ngram": tree and swiftspec also with grafting, in the same folders).
+# ("off"; "off ngram": tree and swiftspec also with grafting, in the same folders), AT_ONCE (all: how
+# many configurations share the GPUs at a time; under KERNELS=persistent an engine holds its weights
+# twice, the kernel's page images beside them, so two Llama-3-8B pairs at once take ~130 GB: 1).
 # The CPU check of the script's logic: DEVICE=cpu MODELS=tiny-llama MAX_NEW=16 LIMIT=1.
 set -uo pipefail
 OUT=${1:?usage: lossless_gpu.sh OUT_ROOT}
@@ -72,6 +74,7 @@ for c in "${configs[@]}"; do
     one_process "$1" "$2" ""
   fi
   i=$(( i + 1 ))
+  if (( i % ${AT_ONCE:-${#configs[@]}} == 0 )); then wait; fi
 done
 wait
 

@@ -1,5 +1,5 @@
 """--kernels: which kernel set a run's engines use (torch ops, our fused cuda/ kernels, or those with
-the draft's forwards on the persistent kernel)."""
+the draft's forwards, and the target's where it can, on the persistent kernel)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,13 +21,16 @@ def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpu
            kernels: str | None = None) -> str:
     """-> torch, fused or persistent. fused runs bf16 on a GPU, forwards of at most MAX_ROWS tokens,
     and the shapes the kernels take (kernels.shape_supported) for the target and the draft (None:
-    no system drafts). persistent is fused with the draft's forwards on the persistent kernel: a
-    draft of its shape on one GPU (draft_gpus: the most any draft engine spans), trees it can mask.
-    auto is persistent where that holds, else fused where fused does, the shapes known before
-    loading (presets, local folders), else torch (fused measured faster end to end on 2xH200, and
-    exact: paper_figures/NOTES.md v9; the persistent draft faster than fused query by query on one
-    H200, tree 1.05-1.08x and swiftspec 1.02x, and exact: NOTES "Thirty-first session").
-    kernels: the set asked for (default o.kernels, --kernels as given)."""
+    no system drafts). persistent is fused with the draft's forwards on the persistent kernel (a
+    draft of its shapes on one GPU, draft_gpus: the most any draft engine spans; trees it can mask),
+    and the target's where the kernel takes it (persistent_target). auto is persistent where the
+    draft fits it (or, with no draft, where the target does), else fused where fused runs, the
+    shapes known before loading (presets, local folders), else torch (fused measured faster end to
+    end on 2xH200, and exact: paper_figures/NOTES.md v9; the persistent draft faster than fused
+    query by query on one H200, tree 1.05-1.08x and swiftspec 1.02x, and exact: NOTES
+    "Thirty-first session"; the persistent target forward 1.13x its floor at width 1 and 1.20x at
+    8 against fused's 1.26x and 1.29x, session 31's s4). kernels: the set asked for (default
+    o.kernels, --kernels as given)."""
     from swiftspec_core.decoders.drafter import step_width
     from swiftspec_core.kernels import MAX_ROWS, shape_supported
     from swiftspec_core.models.transformer import KERNEL_SETS, PERSISTENT
@@ -46,7 +49,9 @@ def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpu
                 and all(args is not None and shape_supported(args) for args in shapes.values()))
         if not fits:
             return "torch"
-        return PERSISTENT if draft is not None and persistent_draft_fits(o, draft, shapes[draft], draft_gpus) else "fused"
+        if draft is not None:
+            return PERSISTENT if persistent_draft_fits(o, draft, shapes[draft], draft_gpus) else "fused"
+        return PERSISTENT if persistent_target(o, shapes[target]) else "fused"
     if device != "cuda" or dtype != "bfloat16":
         raise UserError(f"--kernels {kernels} runs bfloat16 on a GPU (this run: {dtype} on {device})")
     for width, what in widths:
@@ -88,6 +93,15 @@ def persistent_draft_fits(o, draft: str, args, draft_gpus: int) -> bool:
     except UserError:
         return False
     return True
+
+
+def persistent_target(o, args) -> bool:
+    """Whether the persistent kernel takes a run's target of these ModelArgs (None: not known
+    before loading) on one GPU: a shape it is built for, bf16 weights without a qkv bias, not
+    --quant awq. A system's target runs it where it is on one GPU (systems.target_kernels)."""
+    from swiftspec_core.kernels.persistent_forward import unsupported_shape
+
+    return args is not None and o.quant == "none" and unsupported_shape(args) is None
 
 
 def known_args(spec: str):

@@ -2,9 +2,9 @@
 
 For each query, a row's tokens are compared with the reference's: ar's at the row's target
 placement where that ran (chain@tp2 and tree@tp2 against ar@tp2, swiftspec@2+1 against ar@tp2),
-else ar's, else the tokens most systems emitted; rows whose target ran our fused kernels (labelled
-:fused, or :persistent: a persistent draft, a fused target) only against those rows, which round
-differently from torch's. Each divergence is placed (the first differing position)
+else ar's, else the tokens most systems emitted; each only against rows whose target ran the same
+kernels (the rows' target_kernels: torch, our fused kernels, or the persistent kernel's forward),
+which round differently from each other. Each divergence is placed (the first differing position)
 and classed by the reference's top-2 logit margin there:
 - near-tie: both systems saw a near-tie there and chose within it: the reference's margin and
   (where the row records it) the row's own are below the rounding bound of the run's dtype, and
@@ -90,22 +90,32 @@ def target_tp(system: str) -> int:
     return int(where[2:]) if where.startswith("tp") else int(where.split("+")[0]) if where else 1
 
 
-def target_kernels(system: str) -> str:
-    """The target's kernels in a row's system label (systems.label): fused for :fused and
-    :persistent (a persistent draft's target runs fused), else torch."""
-    return "fused" if system.endswith((":fused", ":persistent")) else "torch"
+def target_kernels(row: pd.Series) -> str:
+    """The kernels a row's target ran: its target_kernels column (torch-compile counted as torch),
+    or, in rows made before that column, read off its label (systems.label): fused for :fused and
+    :persistent (a persistent draft's target ran fused then), else torch."""
+    known = row.get("target_kernels")
+    if isinstance(known, str) and known:
+        return "torch" if known == "torch-compile" else known
+    return "fused" if row["system"].endswith((":fused", ":persistent")) else "torch"
 
 
-def _reference(rows: pd.DataFrame, system: str) -> tuple[pd.Series, str]:
-    """ar's row at the system's target placement where it ran the query, else ar's, else a row
-    with the output most systems emitted (ours before transformers' peers, whose 16-bit kernels
-    differ)."""
-    tp, fused = target_tp(system), ":fused" * (target_kernels(system) == "fused")
-    same_kernels = rows[rows["system"].map(target_kernels) == target_kernels(system)]  # torch and fused round apart
-    for name in ([f"ar@tp{tp}{fused}"] if tp > 1 and system != f"ar@tp{tp}{fused}" else []) + [f"ar{fused}"]:
-        ar = same_kernels[same_kernels["system"] == name]
-        if len(ar):
-            return ar.iloc[0], name
+def _is_ar(system: str) -> bool:
+    return system == "ar" or system.startswith(("ar:", "ar@"))
+
+
+def _reference(rows: pd.DataFrame, row: pd.Series) -> tuple[pd.Series, str]:
+    """ar's row at the row's target placement where it ran the query, else ar's on one GPU, each
+    with the row's target kernels, else a row with the output most systems emitted (ours before
+    transformers' peers, whose 16-bit kernels differ)."""
+    system, tp = row["system"], target_tp(row["system"])
+    same_kernels = rows[rows.apply(target_kernels, axis=1) == target_kernels(row)]  # torch, fused, persistent round apart
+    ar = same_kernels[same_kernels["system"].map(_is_ar)]
+    placements = ([tp] if tp > 1 and not _is_ar(system) else []) + [1]
+    for place in placements:
+        here = ar[ar["system"].map(target_tp) == place]
+        if len(here):
+            return here.iloc[0], here.iloc[0]["system"]
     ours = same_kernels[~same_kernels["system"].map(_is_peer)]
     voters = ours if len(ours) else rows
     sha = voters["output_sha"].value_counts().index[0]
@@ -125,7 +135,7 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         query = dict(zip(QUERY, key[len(CONFIG):]))
         for _, row in rows.iterrows():
             system, dtype = row["system"], row.get("dtype")
-            ref, ref_name = _reference(rows, system)
+            ref, ref_name = _reference(rows, row)
             ref_tokens, ref_margins = _values(ref, "output_tokens"), _values(ref, "margins")
             ref_seconds = _values(ref, "runner_ups")
             earlier = (system, config, *[query[c] for c in QUERY[:-1]])
@@ -141,7 +151,8 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 kind = "follows"
             elif _is_peer(system) and dtype in ("bfloat16", "float16"):
                 kind = "agreement"
-            elif ref_name in ("ar", "ar:fused") and system.startswith("ar@tp") and dtype in ("bfloat16", "float16"):
+            elif _is_ar(ref_name) and target_tp(ref_name) == 1 and system.startswith("ar@tp") and dtype in (
+                    "bfloat16", "float16"):
                 kind = "placement"
             elif margin is not None and margin < bound and _within_tie(tokens, _values(row, "margins"),
                                                                        _values(row, "runner_ups"), ref_tokens,

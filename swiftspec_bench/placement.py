@@ -63,16 +63,19 @@ def floors(pair, device: str) -> dict:
 
 
 def where(pair, system: str) -> dict:
-    """Where a system ran: GPUs it used, and the kernels its forwards were made of."""
-    from .systems import SYSTEMS, row_kernels
+    """Where a system ran: GPUs it used, and the kernels its forwards were made of (its engines',
+    and its target engine's: lossless holds a row against ar on the same target kernels)."""
+    from .systems import SYSTEMS, row_kernels, target_kernels
 
     sys = SYSTEMS[system]
     processes = (sum(pair.split) if system == "swiftspec" else pair.tp) if pair.spans_processes(sys) else 1
     cuda = pair.device == "cuda"
     if sys.on_engine and pair.kernels != "torch":
-        return dict(gpus=processes, kernels=row_kernels(system, pair.kernels))
+        target = target_kernels(system, pair.kernels, pair.tp, pair.split, pair.persistent_target)
+        return dict(gpus=processes, kernels=row_kernels(system, pair.kernels, target), target_kernels=target)
     compiled = cuda and sys.on_engine  # on GPU our engines fuse their layers' ops with torch.compile
-    return dict(gpus=processes if cuda else 0, kernels="torch-compile" if compiled else "torch")
+    kernels = "torch-compile" if compiled else "torch"
+    return dict(gpus=processes if cuda else 0, kernels=kernels, target_kernels=kernels)
 
 
 def best_split(frame) -> tuple[int, int]:

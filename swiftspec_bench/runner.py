@@ -75,6 +75,7 @@ class Checked:
     replay_digest: str  # sha256 of the replayed results file; "" for real acceptance
     graft_sizes: tuple[int, ...]  # --graft-ngram, longest first
     kernels: tuple[str, ...]  # --kernels resolved: torch, fused or persistent, one set or several
+    persistent_target: bool  # the persistent kernel takes the target (kernel_choice.persistent_target)
 
 
 @dataclass
@@ -138,7 +139,9 @@ def validate(o: RunOptions) -> Checked:
         replay.check(systems, [d.name for d in datasets])
         digest = _file_digest(replay_path / PARQUET if replay_path.is_dir() else replay_path)
     queries = [q for d in datasets for q in ds.load_queries(d, data_dir, o.limit)]
-    return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes, kernels)
+    persistent_target = kernel_choice.persistent_target(o, kernel_choice.known_args(o.target))
+    return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes, kernels,
+                   persistent_target)
 
 
 def _check_peers_have_a_model(systems: list[str], o: RunOptions) -> None:
@@ -204,11 +207,12 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
                    max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant)
     table.check_settings(columns)
-    # Each system under each kernel set, once a row name (ar runs fused under persistent too).
+    # Each system under each kernel set, once a row name (ar runs fused under persistent where the
+    # persistent kernel does not take its target).
     by_name = {}
     for s in c.systems:
         for k in c.kernels:
-            by_name.setdefault(label(s, o.tp, c.split, o.draft_steps, o.graft, k), (s, k))
+            by_name.setdefault(label(s, o.tp, c.split, o.draft_steps, o.graft, k, persistent_target=c.persistent_target), (s, k))
     labels = {unit: name for name, unit in by_name.items()}
     # System by system (a multi-process system's workers start once), query by query; or, with
     # --interleave, every system on a query before the next (each system's workers stay up).
@@ -257,7 +261,8 @@ def execute(p: Planned, table: ResultsTable) -> None:
     # A pair a kernel set, their engines on the same loaded weights.
     pairs = {k: LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest,
                            tp=o.tp, split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise,
-                           kernels=k, quant=o.quant, keep_pools=o.interleave) for k in c.kernels}
+                           kernels=k, quant=o.quant, keep_pools=o.interleave, persistent_target=c.persistent_target)
+             for k in c.kernels}
     first = pairs[c.kernels[0]]
     columns = p.columns | dict(commit=package_commit(), weights=first.target.weights,
                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -39,15 +39,15 @@ def parse_system_list(text: str) -> list[str]:
 
 
 def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | None = None,
-          graft: str = "off", kernels: str = "torch") -> str:
+          graft: str = "off", kernels: str = "torch", persistent_target: bool = False) -> str:
     """A system's name in the rows, with its placement where it spans processes (ar@tp2,
     swiftspec@1+1), swiftspec's d where it was fixed (swiftspec:d3), grafting where the system
-    grafts (tree:graft) and our kernels where its engines run them (ar:fused; tree:persistent, a
-    draft on the persistent kernel and its target fused), so runs that differ only there can share
-    a folder."""
+    grafts (tree:graft) and our kernels where its engines run them (row_kernels: ar:fused,
+    ar:persistent; tree:persistent, a draft on the persistent kernel), so runs that differ only
+    there can share a folder. persistent_target: the run's target is one the persistent kernel takes."""
     suffix = ":graft" if name in GRAFTING and graft != "off" else ""
     if SYSTEMS[name].on_engine and kernels != "torch":
-        suffix += f":{row_kernels(name, kernels)}"
+        suffix += f":{row_kernels(name, kernels, target_kernels(name, kernels, tp, split, persistent_target))}"
     if name == "swiftspec":
         where = f"@{split[0]}+{split[1]}" if split else ""
         return f"swiftspec{where}" + (f":d{draft_steps}" if draft_steps else "") + suffix
@@ -56,12 +56,21 @@ def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | 
     return name + suffix
 
 
-def row_kernels(name: str, kernels: str) -> str:
-    """What a system's engines ran under --kernels `kernels`: a system without a draft runs its
-    target's set (ar under persistent: fused)."""
+def target_kernels(name: str, kernels: str, tp: int, split: tuple[int, int] | None, persistent_target: bool) -> str:
+    """The set a system's target engine runs under --kernels `kernels`: the persistent kernel's
+    where the run's target is one it takes (persistent_target) on one GPU (swiftspec's target on
+    --split T+D's T, in one process without a split; the others' on --tp), else engine_kernels'."""
     from swiftspec_core.models.transformer import engine_kernels
 
-    return engine_kernels(kernels, draft=SYSTEMS[name].needs_draft)
+    gpus = (split[0] if split else 1) if name == "swiftspec" else tp
+    return engine_kernels(kernels, draft=False, persistent_target=persistent_target and gpus == 1)
+
+
+def row_kernels(name: str, kernels: str, target_set: str) -> str:
+    """What a system's engines ran under --kernels `kernels`, its `kernels` column and label: a
+    drafting system's set (under persistent its draft runs the persistent kernel), else its
+    target's (target_set: ar:persistent where its target ran it, else ar:fused)."""
+    return kernels if SYSTEMS[name].needs_draft else target_set
 
 
 def row_graft(name: str, graft: str) -> str:
@@ -81,10 +90,12 @@ class LoadedPair:
 
     def __init__(self, target, draft, *, dtype: torch.dtype, device: str, seed: int = 0, max_seq_len: int = 4096,
                  tp: int = 1, split: tuple[int, int] | None = None, worker_timeout: float = DEFAULT_TIMEOUT_S,
-                 draft_noise: float = 0.0, kernels: str = "torch", quant: str = "none", keep_pools: bool = False):
+                 draft_noise: float = 0.0, kernels: str = "torch", quant: str = "none", keep_pools: bool = False,
+                 persistent_target: bool = False):
         self.target, self.draft, self.draft_noise = target, draft, draft_noise
         self.quant = quant  # the target engine's layer projections: none or awq (the draft's stay plain)
         self.kernels = kernels  # --kernels: the engines' forwards (each engine's: engine_kernels)
+        self.persistent_target = persistent_target  # the persistent kernel takes the target (kernel_choice)
         self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
         self.tp, self.split = tp, split
         self.worker_timeout = worker_timeout  # seconds without a heartbeat before a pool worker counts as stalled
@@ -125,7 +136,7 @@ class LoadedPair:
 
         use_for_prefills(engine_kernels(self.kernels, draft=False))  # the target's: the only AWQ engine
         return engine_of(loaded, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
-                         kernels=engine_kernels(self.kernels, draft), quant=quant)
+                         kernels=engine_kernels(self.kernels, draft, self.persistent_target), quant=quant)
 
     def pool_for(self, system: System, settings: SpecSettings):
         """The workers of a multi-process system (started on first use: that is its warm-up)."""
@@ -137,7 +148,8 @@ class LoadedPair:
                     self._pools.pop(other).close()
             plan = WorkerPlan(system.name, self.target.name, self.draft.name if self.draft else None,
                               self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,
-                              self.max_seq_len, settings, self.draft_noise, self.kernels, self.quant)
+                              self.max_seq_len, settings, self.draft_noise, self.kernels, self.quant,
+                              self.persistent_target)
             split = self.split if system.name == "swiftspec" else None
             world = sum(split) if split else self.tp
             self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split,

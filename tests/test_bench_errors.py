@@ -231,7 +231,7 @@ def test_a_persistent_draft_is_refused_where_the_persistent_kernel_cannot_run_it
 
     ok = SimpleNamespace(kernels="persistent", tree_bs=12, tree_w=8, graft="off", graft_len=0, chain_k=7)
     assert choose(ok, "cuda", "bfloat16", "llama-3-8b", "llama-3.2-1b", 1) == "persistent"
-    assert choose(ok, "cuda", "bfloat16", "llama-3-8b", None, 0) == "persistent"  # ar only: a fused target
+    assert choose(ok, "cuda", "bfloat16", "llama-3-8b", None, 0) == "persistent"  # ar only: on its target
     for over, draft, gpus, contains in (
             ({}, "llama-3.2-3b", 1, "llama-3.2-3b: the persistent forward its kernel is built for Llama-3.2-1B's"),
             ({}, "qwen2.5-coder-0.5b", 1, "without a qkv bias"),
@@ -244,14 +244,17 @@ def test_a_persistent_draft_is_refused_where_the_persistent_kernel_cannot_run_it
         choose(ok, "cpu", "float32", "llama-3-8b", "llama-3.2-1b", 1)
 
 
-def test_auto_takes_the_persistent_draft_where_it_runs_else_fused():
+def test_auto_takes_the_persistent_kernel_where_the_draft_or_a_lone_target_runs_it_else_fused():
     from types import SimpleNamespace
 
     from swiftspec_bench.kernel_choice import choose
 
-    auto = SimpleNamespace(kernels="auto", tree_bs=12, tree_w=8, graft="ngram", graft_len=3, chain_k=7)
+    auto = SimpleNamespace(kernels="auto", tree_bs=12, tree_w=8, graft="ngram", graft_len=3, chain_k=7, quant="none")
     assert choose(auto, "cuda", "bfloat16", "llama-3-8b", "llama-3.2-1b", 1) == "persistent"
-    assert choose(auto, "cuda", "bfloat16", "llama-3-8b", None, 0) == "fused"  # no system drafts
+    assert choose(auto, "cuda", "bfloat16", "llama-3-8b", None, 0) == "persistent"  # no draft: the target takes it
+    assert choose(auto, "cuda", "bfloat16", "llama-3.2-3b", None, 0) == "fused"  # nor that target
+    assert choose(SimpleNamespace(**{**vars(auto), "quant": "awq"}), "cuda", "bfloat16", "llama-3-8b", None,
+                  0) == "fused"
     assert choose(auto, "cuda", "bfloat16", "llama-3-8b", "llama-3.2-3b", 1) == "fused"  # not the 1B's shape
     assert choose(auto, "cuda", "bfloat16", "llama-3-8b", "llama-3.2-1b", 2) == "fused"  # a draft over two GPUs
     assert choose(SimpleNamespace(**{**vars(auto), "tree_bs": 16}), "cuda", "bfloat16", "llama-3-8b",
@@ -275,12 +278,13 @@ def test_a_kernel_list_runs_each_set_once():
     from swiftspec_bench.kernel_choice import choose_sets
 
     big = ["llama-3-8b", "llama-3.2-1b"]
-    o = SimpleNamespace(kernels="fused,persistent", tree_bs=12, tree_w=8, graft="off", graft_len=0, chain_k=7)
+    o = SimpleNamespace(kernels="fused,persistent", tree_bs=12, tree_w=8, graft="off", graft_len=0, chain_k=7,
+                        quant="none")
     assert choose_sets(o, "cuda", "bfloat16", *big, 1) == ("fused", "persistent")
     assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "auto,fused"}), "cuda", "bfloat16", *big, 1) == (
         "persistent", "fused")
-    assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "auto,fused"}), "cuda", "bfloat16", big[0], None,
-                       0) == ("fused",)
+    assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "auto,fused"}), "cuda", "bfloat16", "llama-3.2-3b",
+                       None, 0) == ("fused",)
     assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "torch,torch"}), "cpu", "float32", *big, 1) == ("torch",)
     with pytest.raises(UserError, match="an empty name"):
         choose_sets(SimpleNamespace(**{**vars(o), "kernels": "fused,"}), "cuda", "bfloat16", *big, 1)
@@ -289,8 +293,9 @@ def test_a_kernel_list_runs_each_set_once():
 
 
 def test_a_kernel_list_plans_each_system_under_each_set_once_a_row_name(tmp_path):
-    """ar runs fused under persistent too: one ar row a query; tree once a set; with --interleave
-    every (system, set) on a query before the next query."""
+    """Where the persistent kernel does not take the target, ar runs fused under persistent too: one
+    ar row a query; tree once a set; with --interleave every (system, set) on a query before the
+    next query. Where it takes the target, ar:persistent is a row of its own."""
     from types import SimpleNamespace
 
     from swiftspec_bench import runner
@@ -301,8 +306,11 @@ def test_a_kernel_list_plans_each_system_under_each_set_once_a_row_name(tmp_path
                         interleave=True)
     queries = [SimpleNamespace(dataset="qa", question_id=i, turns=("hi",)) for i in (1, 2)]
     checked = SimpleNamespace(options=o, systems=["ar", "tree"], split=None, queries=queries, device="cuda",
-                              dtype="bfloat16", replay=None, replay_digest="", kernels=("fused", "persistent"))
+                              dtype="bfloat16", replay=None, replay_digest="", kernels=("fused", "persistent"),
+                              persistent_target=False)
     planned = runner.plan(checked, ResultsTable(tmp_path))
     assert list(planned.labels.values()) == ["ar:fused", "tree:fused", "tree:persistent"]
     assert [(planned.labels[u], q.question_id) for u, q, _ in planned.todo] == [
         (name, i) for i in (1, 2) for name in ("ar:fused", "tree:fused", "tree:persistent")]
+    taken = runner.plan(SimpleNamespace(**{**vars(checked), "persistent_target": True}), ResultsTable(tmp_path / "b"))
+    assert list(taken.labels.values()) == ["ar:fused", "ar:persistent", "tree:fused", "tree:persistent"]

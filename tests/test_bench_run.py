@@ -321,10 +321,11 @@ def test_a_kernel_list_decodes_each_query_under_each_set(tmp_path, monkeypatch):
 
     monkeypatch.setattr(kernel_choice, "choose_sets", lambda o, *rest: ("torch", "also-torch"))
     engine_kernels = transformer.engine_kernels
-    monkeypatch.setattr(transformer, "engine_kernels", lambda kernels, draft: engine_kernels(
-        "torch" if kernels == "also-torch" else kernels, draft))
+    monkeypatch.setattr(transformer, "engine_kernels", lambda kernels, *rest, **kw: engine_kernels(
+        "torch" if kernels == "also-torch" else kernels, *rest, **kw))
     label = systems.label
-    monkeypatch.setattr(systems, "label", lambda *a: label(*a[:-1], "torch") + ("/b" if a[-1] == "also-torch" else ""))
+    monkeypatch.setattr(systems, "label", lambda *a, **kw: label(*a[:-1], "torch", **kw) + (
+        "/b" if a[-1] == "also-torch" else ""))
     pairs, closed = [], []
     init, close = systems.LoadedPair.__init__, systems.LoadedPair.close
     monkeypatch.setattr(systems.LoadedPair, "__init__", lambda self, *a, **k: pairs.append(self) or init(self, *a, **k))

@@ -300,9 +300,17 @@ def test_best_split_is_the_fastest_over_the_queries_every_split_ran():
 
 
 def test_labels_say_which_kernels_each_systems_engines_ran():
-    from swiftspec_bench.systems import label
+    from swiftspec_bench.systems import label, target_kernels
 
     assert [label(s, 1, None, kernels="persistent") for s in ("ar", "tree", "chain")] == \
         ["ar:fused", "tree:persistent", "chain:persistent"]
     assert label("swiftspec", 1, (1, 1), 3, "ngram", "persistent") == "swiftspec@1+1:d3:graft:persistent"
     assert [label(s, 2, None, kernels="fused") for s in ("ar", "hf-ar")] == ["ar@tp2:fused", "hf-ar"]
+    # A target the persistent kernel takes runs it on one GPU: ar's label says so; the row's
+    # target_kernels say it for every system (tree@tp2's target and swiftspec@2+1's stay fused)
+    assert [label("ar", tp, None, kernels="persistent", persistent_target=True) for tp in (1, 2)] == \
+        ["ar:persistent", "ar@tp2:fused"]
+    assert [target_kernels(s, "persistent", tp, split, True) for s, tp, split in (
+        ("tree", 1, None), ("tree", 2, None), ("swiftspec", 2, (1, 1)), ("swiftspec", 1, (2, 1)),
+        ("swiftspec", 2, None))] == ["persistent", "fused", "persistent", "fused", "persistent"]
+    assert [target_kernels("ar", k, 1, None, True) for k in ("torch", "fused")] == ["torch", "fused"]

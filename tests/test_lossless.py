@@ -1,6 +1,7 @@
 """compare's losslessness report: each divergence placed and classed by the reference's margin."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -96,7 +97,23 @@ def test_persistent_draft_rows_are_held_against_fused_ar():
     found, _ = classes(frame)
     assert found == [["swiftspec@1+1:persistent", 1, 3, "real"]]
     assert lossless.check(frame)[0]["differs_from"].tolist() == ["ar:fused"]
-    assert [lossless.target_kernels(s) for s in ("ar", "ar:fused", "tree:graft:persistent")] == ["torch", "fused", "fused"]
+    assert [lossless.target_kernels(pd.Series({"system": s})) for s in ("ar", "ar:fused", "tree:graft:persistent")
+            ] == ["torch", "fused", "fused"]  # rows before the target_kernels column: read off the label
+
+
+def test_rows_are_held_against_ar_on_the_same_target_kernels():
+    # --kernels fused,persistent with a target the persistent kernel takes: ar and the one-GPU
+    # targets on it (rows say target_kernels persistent), tree@tp2's fused; each against ar there
+    persistent = dict(target_kernels="persistent")
+    frame = frame_of(row("ar:fused", [5, 6, 7, 8, 1], target_kernels="fused"), row("ar:persistent", **persistent),
+                     row("tree:persistent", **persistent), row("swiftspec@1+1:persistent", [5, 6, 7, 1, 1], **persistent),
+                     row("ar@tp2:fused", [5, 6, 9, 9, 9], target_kernels="fused"),
+                     row("tree@tp2:persistent", [5, 6, 9, 9, 9], target_kernels="fused"),
+                     row("chain:fused", [5, 6, 7, 8, 1], target_kernels="fused"))
+    found, _ = classes(frame)
+    assert found == [["swiftspec@1+1:persistent", 1, 3, "real"], ["ar@tp2:fused", 1, 2, "placement"]]
+    assert lossless.check(frame)[0]["differs_from"].tolist() == ["ar:persistent", "ar:fused"]
+    assert lossless.target_kernels(pd.Series({"system": "ar", "target_kernels": "torch-compile"})) == "torch"
 
 
 def test_fp32_has_no_near_ties_and_peers_can_fail():

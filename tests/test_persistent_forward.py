@@ -57,9 +57,10 @@ def test_the_drafter_refuses_a_tree_its_masks_cannot_hold():
         Drafter(model, 8, pf.MAX_TREE_ROWS + 1)
 
 
-def test_a_persistent_run_builds_a_fused_target_and_a_persistent_draft(monkeypatch):
+def test_a_persistent_run_builds_the_target_on_it_only_where_it_takes_the_target_on_one_gpu(monkeypatch):
     """--kernels persistent: the runtime's workers (service._engines) and the bench's own process
-    (systems.LoadedPair) give the target fused kernels and the draft the persistent forward."""
+    (systems.LoadedPair) give the draft the persistent forward, and the target too where the run
+    says the kernel takes it (persistent_target) and its group is one GPU; else fused kernels."""
     from swiftspec_bench import systems
     from swiftspec_core.models import loading
     from swiftspec_core.runtime import service
@@ -67,12 +68,18 @@ def test_a_persistent_run_builds_a_fused_target_and_a_persistent_draft(monkeypat
     monkeypatch.setattr(loading, "load_engine", lambda spec, **kwargs: (spec, kwargs["kernels"]))
     monkeypatch.setattr(loading, "engine_of", lambda loaded, **kwargs: (loaded, kwargs["kernels"]))
     plan = SimpleNamespace(dtype="bfloat16", kernels="persistent", weights="random", seed=0, max_seq_len=64,
-                           target="target", draft="draft", quant="none", system="tree", draft_noise=0.0)
+                           target="target", draft="draft", quant="none", system="tree", draft_noise=0.0,
+                           persistent_target=False)
     ctx = SimpleNamespace(group=SimpleNamespace(size=1), device="cpu", role="target",
                           placement=SimpleNamespace(draft_ranks=[]))
     assert service._engines(plan, ctx) == (("target", "fused"), ("draft", "persistent"))
-    pair = systems.LoadedPair("target", "draft", dtype=torch.bfloat16, device="cpu", kernels="persistent")
-    assert pair.models_for(systems.SYSTEMS["tree"]) == (("target", "fused"), ("draft", "persistent"))
+    plan.persistent_target = True
+    assert service._engines(plan, ctx) == (("target", "persistent"), ("draft", "persistent"))
+    for taken in (False, True):
+        pair = systems.LoadedPair("target", "draft", dtype=torch.bfloat16, device="cpu", kernels="persistent",
+                                  persistent_target=taken)
+        assert pair.models_for(systems.SYSTEMS["tree"]) == (("target", "persistent" if taken else "fused"),
+                                                            ("draft", "persistent"))
 
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -129,10 +136,13 @@ def persistent_close_to_fp32(args: ModelArgs, width: int, max_visible: int) -> N
 
 
 @gpu
-@pytest.mark.parametrize("system", ["tree", "swiftspec"])
-def test_decoders_with_a_persistent_draft_emit_ars_tokens(system):
+@pytest.mark.parametrize("target_kernels", ["fused", "persistent"])
+@pytest.mark.parametrize("system", ["chain", "tree", "swiftspec"])
+def test_decoders_with_a_persistent_draft_emit_ars_tokens(system, target_kernels):
+    # The target on the draft's build too (--kernels persistent with a Llama-3.2-1B-shaped target):
+    # its verification forwards at the tree's width, ar's at width 1
     base = target_state(0, 0.5, one_b_args())
-    target, draft = gpu_engine(base, "fused"), gpu_engine(perturbed(base, 0.3), "persistent")
+    target, draft = gpu_engine(base, target_kernels), gpu_engine(perturbed(base, 0.3), "persistent")
     assert_emits_ars_tokens(system, target, draft, 48)
 
 
