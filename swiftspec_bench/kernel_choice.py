@@ -28,9 +28,8 @@ def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpu
     shapes known before loading (presets, local folders), else torch (fused measured faster end to
     end on 2xH200, and exact: paper_figures/NOTES.md v9; the persistent draft faster than fused
     query by query on one H200, tree 1.05-1.08x and swiftspec 1.02x, and exact: NOTES
-    "Thirty-first session"; the persistent target forward 1.13x its floor at width 1 and 1.20x at
-    8 against fused's 1.26x and 1.29x, session 31's s4). kernels: the set asked for (default
-    o.kernels, --kernels as given)."""
+    "Thirty-first session"; the persistent target faster where its verifications are narrow:
+    PERSISTENT_TARGET_WIDTH). kernels: the set asked for (default o.kernels, --kernels as given)."""
     from swiftspec_core.decoders.drafter import step_width
     from swiftspec_core.kernels import MAX_ROWS, shape_supported
     from swiftspec_core.models.transformer import KERNEL_SETS, PERSISTENT
@@ -51,7 +50,7 @@ def choose(o, device: str, dtype: str, target: str, draft: str | None, draft_gpu
             return "torch"
         if draft is not None:
             return PERSISTENT if persistent_draft_fits(o, draft, shapes[draft], draft_gpus) else "fused"
-        return PERSISTENT if persistent_target(o, shapes[target]) else "fused"
+        return PERSISTENT if persistent_target(o, shapes[target], ["ar"]) else "fused"  # no draft: ar
     if device != "cuda" or dtype != "bfloat16":
         raise UserError(f"--kernels {kernels} runs bfloat16 on a GPU (this run: {dtype} on {device})")
     for width, what in widths:
@@ -95,13 +94,26 @@ def persistent_draft_fits(o, draft: str, args, draft_gpus: int) -> bool:
     return True
 
 
-def persistent_target(o, args) -> bool:
-    """Whether the persistent kernel takes a run's target of these ModelArgs (None: not known
-    before loading) on one GPU: a shape it is built for, bf16 weights without a qkv bias, not
-    --quant awq. A system's target runs it where it is on one GPU (systems.target_kernels)."""
-    from swiftspec_core.kernels.persistent_forward import unsupported_shape
+# The widest verification a run may have for its target to take the persistent kernel: end to end
+# on one H200 the target build beat fused at widths 1 (ar, -7% a round) and 8 (chain k = 7, -3.6%)
+# and lost at 12 (tree and swiftspec at bs 12, +1.3% and +2.3%; NOTES v198).
+PERSISTENT_TARGET_WIDTH = 8
 
-    return args is not None and o.quant == "none" and unsupported_shape(args) is None
+
+def persistent_target(o, args, systems) -> bool:
+    """Whether a run's target runs the persistent kernel (where a system keeps it on one GPU:
+    systems.target_kernels): a Llama-3-8B-shaped target (its target build: keys by position; the
+    1B's draft build sums a tree token's keys in cache-row order, so as a verifier it is not exact,
+    NOTES v198) known before loading (args; None: not known), bf16 without --quant awq, and every
+    verification of the run's `systems` (ar 1 token, chain --chain-k + 1, the trees --tree-bs) at
+    most PERSISTENT_TARGET_WIDTH wide."""
+    from swiftspec_core.decoders import DECODERS
+    from swiftspec_core.kernels.persistent_forward import is_target, unsupported_shape
+
+    if args is None or o.quant != "none" or unsupported_shape(args) is not None or not is_target(args):
+        return False
+    widths = [{"ar": 1, "chain": o.chain_k + 1}.get(s, o.tree_bs) for s in systems if s in DECODERS]
+    return max(widths, default=1) <= PERSISTENT_TARGET_WIDTH
 
 
 def known_args(spec: str):

@@ -139,7 +139,7 @@ def validate(o: RunOptions) -> Checked:
         replay.check(systems, [d.name for d in datasets])
         digest = _file_digest(replay_path / PARQUET if replay_path.is_dir() else replay_path)
     queries = [q for d in datasets for q in ds.load_queries(d, data_dir, o.limit)]
-    persistent_target = kernel_choice.persistent_target(o, kernel_choice.known_args(o.target))
+    persistent_target = kernel_choice.persistent_target(o, kernel_choice.known_args(o.target), systems)
     return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes, kernels,
                    persistent_target)
 

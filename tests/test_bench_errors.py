@@ -262,6 +262,23 @@ def test_auto_takes_the_persistent_kernel_where_the_draft_or_a_lone_target_runs_
     assert choose(auto, "cpu", "float32", "llama-3-8b", "llama-3.2-1b", 1) == "torch"
 
 
+def test_the_target_takes_the_persistent_kernel_where_it_is_8b_shaped_and_its_verifications_narrow():
+    from types import SimpleNamespace
+
+    from swiftspec_bench.kernel_choice import PERSISTENT_TARGET_WIDTH, known_args, persistent_target
+
+    o = SimpleNamespace(tree_bs=12, tree_w=8, chain_k=7, quant="none")
+    eight_b = known_args("llama-3-8b")
+    assert persistent_target(o, eight_b, ["ar", "chain", "hf-ar"])  # widths 1 and 8
+    assert not persistent_target(o, eight_b, ["ar", "tree"])  # 12 tokens a tree
+    assert persistent_target(SimpleNamespace(**{**vars(o), "tree_bs": PERSISTENT_TARGET_WIDTH}), eight_b,
+                             ["tree", "swiftspec"])
+    assert not persistent_target(SimpleNamespace(**{**vars(o), "chain_k": 8}), eight_b, ["chain"])
+    assert not persistent_target(SimpleNamespace(**{**vars(o), "quant": "awq"}), eight_b, ["ar"])
+    assert not persistent_target(o, known_args("llama-3.2-1b"), ["ar"])  # the draft build: not exact in trees
+    assert not persistent_target(o, None, ["ar"])  # not known before loading
+
+
 def test_the_draft_gpus_are_the_widest_draft_engine():
     from swiftspec_bench.placement import draft_gpus
 

@@ -111,7 +111,8 @@ def test_fused_runtime_hands_the_kernel_in(monkeypatch):
     ctx = SimpleNamespace(group=SimpleNamespace(size=1), device="cpu", role="target",
                           placement=SimpleNamespace(draft_ranks=[1]))
     plan = SimpleNamespace(dtype="bfloat16", kernels="torch", weights="random", seed=0, max_seq_len=64,
-                           target="target", draft="draft", quant="awq", system="ar", draft_noise=0.0)
+                           target="target", draft="draft", quant="awq", system="ar", draft_noise=0.0,
+                           persistent_target=False)
     assert service._engines(plan, ctx) == ("target", None)
     assert awq._tiled_kernel is None
     service._engines(SimpleNamespace(**{**vars(plan), "kernels": "fused"}), ctx)

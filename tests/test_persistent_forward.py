@@ -136,13 +136,12 @@ def persistent_close_to_fp32(args: ModelArgs, width: int, max_visible: int) -> N
 
 
 @gpu
-@pytest.mark.parametrize("target_kernels", ["fused", "persistent"])
 @pytest.mark.parametrize("system", ["chain", "tree", "swiftspec"])
-def test_decoders_with_a_persistent_draft_emit_ars_tokens(system, target_kernels):
-    # The target on the draft's build too (--kernels persistent with a Llama-3.2-1B-shaped target):
-    # its verification forwards at the tree's width, ar's at width 1
+def test_decoders_with_a_persistent_draft_emit_ars_tokens(system):
+    # (Never with a 1B-shaped target on this build: it sums a tree token's keys in cache-row order,
+    # so tree verification parts from ar at near-ties, NOTES v198; kernel_choice.persistent_target.)
     base = target_state(0, 0.5, one_b_args())
-    target, draft = gpu_engine(base, target_kernels), gpu_engine(perturbed(base, 0.3), "persistent")
+    target, draft = gpu_engine(base, "fused"), gpu_engine(perturbed(base, 0.3), "persistent")
     assert_emits_ars_tokens(system, target, draft, 48)
 
 

@@ -25,7 +25,7 @@ from .rope import apply_rope, rope_tables
 # --kernels. persistent: fused, with the fixed-width forwards of the models the persistent kernel
 # takes in one launch of cuda/persistent.cu (kernels/persistent_forward.py: Llama-3.2-1B's shapes;
 # kernels/persistent_target.py, its target build: Llama-3-8B's) on one GPU. Under it the draft runs
-# it (the bench checks the draft fits) and the target where its engine does (engine_kernels).
+# it (the bench checks the draft fits) and the target where the bench says (engine_kernels).
 PERSISTENT = "persistent"
 KERNEL_SETS = ("torch", "fused", PERSISTENT)
 # A prefill's attention (grouped_attention without a mask); MATH only where the others refuse.
@@ -34,8 +34,8 @@ PREFILL_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, 
 
 def engine_kernels(kernels: str, draft: bool, persistent_target: bool = False) -> str:
     """One engine's kernel set in a run under --kernels `kernels`: under persistent the draft's, and
-    the target's where persistent_target says the kernel takes it (a model of its shapes, bf16
-    without quantization, on one GPU: kernel_choice.persistent_target), else fused."""
+    the target's where persistent_target says it runs it (a Llama-3-8B-shaped target on one GPU,
+    the run's verifications narrow: kernel_choice.persistent_target), else fused."""
     return "fused" if kernels == PERSISTENT and not draft and not persistent_target else kernels
 
 
