@@ -109,7 +109,8 @@ def _reference(rows: pd.DataFrame, row: pd.Series) -> tuple[pd.Series, str]:
     with the row's target kernels, else a row with the output most systems emitted (ours before
     transformers' peers, whose 16-bit kernels differ)."""
     system, tp = row["system"], target_tp(row["system"])
-    same_kernels = rows[rows.apply(target_kernels, axis=1) == target_kernels(row)]  # torch, fused, persistent round apart
+    # torch, fused and persistent round apart
+    same_kernels = rows[rows.apply(target_kernels, axis=1) == target_kernels(row)]
     ar = same_kernels[same_kernels["system"].map(_is_ar)]
     placements = ([tp] if tp > 1 and not _is_ar(system) else []) + [1]
     for place in placements:

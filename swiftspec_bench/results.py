@@ -57,7 +57,7 @@ ROW_SCHEMA = pa.schema([
     ("acceptance", pa.string()),  # real | replayed
     ("replay_source", pa.string()),  # replayed rows: sha256 of the results file drawn from (else empty)
     ("kernels", pa.string()),  # torch (eager) | torch-compile (GPU: inductor) | fused (cuda/) | persistent (its draft)
-    ("target_kernels", pa.string()),  # the target engine's of those (persistent where it ran; absent in older rows)
+    ("target_kernels", pa.string()),  # the target engine's, of the same names (absent in older rows)
     ("quant", pa.string()),  # none | awq: the target's layer projections in 4-bit AWQ (absent in older rows)
     ("bandwidth_tb_s", pa.float64()),  # measured device copy bandwidth at the run's start (GPU)
     ("target_floor_ms", pa.float64()),  # weight bytes / bandwidth: one target forward's HBM floor

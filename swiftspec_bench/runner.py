@@ -75,7 +75,7 @@ class Checked:
     replay_digest: str  # sha256 of the replayed results file; "" for real acceptance
     graft_sizes: tuple[int, ...]  # --graft-ngram, longest first
     kernels: tuple[str, ...]  # --kernels resolved: torch, fused or persistent, one set or several
-    persistent_target: bool  # the persistent kernel takes the target (kernel_choice.persistent_target)
+    persistent_target: bool  # under persistent the target runs it where on one GPU (kernel_choice.persistent_target)
 
 
 @dataclass
@@ -212,7 +212,8 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
     by_name = {}
     for s in c.systems:
         for k in c.kernels:
-            by_name.setdefault(label(s, o.tp, c.split, o.draft_steps, o.graft, k, persistent_target=c.persistent_target), (s, k))
+            name = label(s, o.tp, c.split, o.draft_steps, o.graft, k, persistent_target=c.persistent_target)
+            by_name.setdefault(name, (s, k))
     labels = {unit: name for name, unit in by_name.items()}
     # System by system (a multi-process system's workers start once), query by query; or, with
     # --interleave, every system on a query before the next (each system's workers stay up).

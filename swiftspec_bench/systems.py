@@ -44,7 +44,7 @@ def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | 
     swiftspec@1+1), swiftspec's d where it was fixed (swiftspec:d3), grafting where the system
     grafts (tree:graft) and our kernels where its engines run them (row_kernels: ar:fused,
     ar:persistent; tree:persistent, a draft on the persistent kernel), so runs that differ only
-    there can share a folder. persistent_target: the run's target is one the persistent kernel takes."""
+    there can share a folder. persistent_target: kernel_choice.persistent_target's verdict on the run."""
     suffix = ":graft" if name in GRAFTING and graft != "off" else ""
     if SYSTEMS[name].on_engine and kernels != "torch":
         suffix += f":{row_kernels(name, kernels, target_kernels(name, kernels, tp, split, persistent_target))}"
@@ -58,7 +58,7 @@ def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | 
 
 def target_kernels(name: str, kernels: str, tp: int, split: tuple[int, int] | None, persistent_target: bool) -> str:
     """The set a system's target engine runs under --kernels `kernels`: the persistent kernel's
-    where the run's target is one it takes (persistent_target) on one GPU (swiftspec's target on
+    where the run's target takes it (persistent_target) and is on one GPU (swiftspec's target on
     --split T+D's T, in one process without a split; the others' on --tp), else engine_kernels'."""
     from swiftspec_core.models.transformer import engine_kernels
 
@@ -95,7 +95,7 @@ class LoadedPair:
         self.target, self.draft, self.draft_noise = target, draft, draft_noise
         self.quant = quant  # the target engine's layer projections: none or awq (the draft's stay plain)
         self.kernels = kernels  # --kernels: the engines' forwards (each engine's: engine_kernels)
-        self.persistent_target = persistent_target  # the persistent kernel takes the target (kernel_choice)
+        self.persistent_target = persistent_target  # the target runs it where on one GPU (kernel_choice)
         self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
         self.tp, self.split = tp, split
         self.worker_timeout = worker_timeout  # seconds without a heartbeat before a pool worker counts as stalled

@@ -106,7 +106,8 @@ def test_rows_are_held_against_ar_on_the_same_target_kernels():
     # targets on it (rows say target_kernels persistent), tree@tp2's fused; each against ar there
     persistent = dict(target_kernels="persistent")
     frame = frame_of(row("ar:fused", [5, 6, 7, 8, 1], target_kernels="fused"), row("ar:persistent", **persistent),
-                     row("tree:persistent", **persistent), row("swiftspec@1+1:persistent", [5, 6, 7, 1, 1], **persistent),
+                     row("tree:persistent", **persistent),
+                     row("swiftspec@1+1:persistent", [5, 6, 7, 1, 1], **persistent),
                      row("ar@tp2:fused", [5, 6, 9, 9, 9], target_kernels="fused"),
                      row("tree@tp2:persistent", [5, 6, 9, 9, 9], target_kernels="fused"),
                      row("chain:fused", [5, 6, 7, 8, 1], target_kernels="fused"))

@@ -48,7 +48,7 @@ class WorkerPlan:
     draft_noise: float = 0.0  # the draft's relative weight noise (models/noise.py)
     kernels: str = "torch"  # --kernels (each engine's: transformer.engine_kernels)
     quant: str = "none"  # the target's layer projections: none or awq (models/awq.py); the draft's stay plain
-    persistent_target: bool = False  # under persistent: the kernel takes the target (on one GPU it runs it)
+    persistent_target: bool = False  # under persistent: the target runs it where its group is one GPU
 
 
 @dataclass(frozen=True)
