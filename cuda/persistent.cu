@@ -102,38 +102,15 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
     const int deep_end = first_late < items_s ? min(total, from * per_layer + pages_q + first_late) : total;
     store_release(&page_limit, deep ? deep_end : phase_end);
   };
-  // x of a phase in slices (one a page's k: [M][PAGE_K + 8] in shared memory), an mbarrier each, so
-  // a page waits only for its own slice: one copy a slice from slices in global memory, or from
-  // plain rows a copy a row (its padding left as it was: never read), the copies spread over warp
-  // 0's lanes (lane 0 sets every slice's bytes first; from thread 0 alone the 32 row copies at 8 rows
-  // landed ~1.9 us later: v196). Bit s of x_parity: the phase of slice s's mbarrier the next phase
-  // that loads it waits for.
+  // x of a phase in slices, by warp 0 (load_slices). Bit s of x_parity: the phase of slice s's
+  // mbarrier the next phase that loads it waits for.
   unsigned x_parity = 0;
-  auto load_x = [&](const bf16* src, int slices, Rows from) {  // warp 0
-    if (lane == 0)
-      for (int s = 0; s < slices; ++s) mbar_expect(xbar + 8 * s, from.plain() ? M * PAGE_K * 2 : COPY_BYTES(M));
-    __syncwarp();
-    fence_async_shared();
-    const int copies = from.plain() ? slices * M : slices;  // copy c: slice c / M, row c % M (plain), or slice c
-    for (int c = lane; c < copies; c += 32) {
-      if (from.plain()) {
-        const int s = c / M, r = c % M;
-        bulk_copy(xs + s * SLICE_BYTES + r * PAGE_ROW, src + from.at(r, s * PAGE_K), PAGE_K * 2, xbar + 8 * s);
-      } else {
-        bulk_copy(xs + c * SLICE_BYTES, src + from.at(0, c * PAGE_K), COPY_BYTES(M), xbar + 8 * c);
-      }
-    }
-  };
+  auto load_x = [&](const bf16* src, int slices, Rows from) { load_slices(xs, xbar, src, slices, from, M, lane); };
 
   if (threadIdx.x == 0) {
-    if (stamps != nullptr) {  // the block's start, and its SM's clock there (the end's: below)
-      stamps[STAMP_SLOTS * b] = stamps[STAMP_SLOTS * b + 1] = stamps[STAMP_SLOTS * b + 2] = global_ns();
-      stamps[STAMP_SLOTS * b + 3] = clock64();
-    }
-    for (int s = 0; s <= DEPTH + DOWN_PAGES; ++s) mbar_init(bar0 + 8 * s, 1);
-    for (int s = 0; s < DEPTH; ++s) mbar_init(empty0 + 8 * s, WARPS);
+    block_stamps(stamps, b, 0);  // the block's start (the end's: below)
+    init_barriers(bar0, empty0);
     page_limit = 0;
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   if (attention) stage_tree(block, block_cols, M, masks, tok_at, tree_info, &lowest_row);  // read at every layer's S and Q epilogues
   __syncthreads();  // the last barrier of all (WARPS + 1) warps: the compute warps use compute_sync
@@ -420,11 +397,8 @@ persistent_layers(const bf16* __restrict__ x0, const bf16* __restrict__ paged_ga
                  y + l * DOWN_PAGES * slice_elems);
     grid_barrier(counters, barrier_count++, stamps);
   }
-  if (threadIdx.x == 0 && stamps != nullptr) stamps[STAMP_SLOTS * b + 4] = global_ns(), stamps[STAMP_SLOTS * b + 5] = clock64();
-  // Reset for the next launch once every block has passed the last barrier.
-  if (threadIdx.x == 0 && atomicAdd(counters + 1, 1u) == (unsigned)G - 1) {
-    counters[0] = 0u;
-    counters[1] = 0u;
-    __threadfence();
+  if (threadIdx.x == 0) {
+    block_stamps(stamps, b, 4);
+    grid_reset(counters);  // for the next launch
   }
 }

@@ -1,7 +1,8 @@
 // The persistent kernel's shared-memory traffic (cuda/persistent.cu includes it after its shapes):
-// mbarriers, bulk and tensor copies and the proxy fences between them, the compute warps' block
-// barrier, ldmatrix at shared-window addresses, a row of x times the norm's weight in place, the
-// warps' sums added in order, and the grid barrier between phases with its timeline stamps.
+// mbarriers and their setup, bulk and tensor copies and the proxy fences between them, x's slices'
+// copies, the compute warps' block barrier, ldmatrix at shared-window addresses, a row of x times
+// the norm's weight in place, the warps' sums added in order, and the grid barrier between phases
+// with its timeline stamps and its reset.
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -31,6 +32,36 @@ __device__ __forceinline__ void tensor_copy_4d(unsigned dst, const Map* map, int
 // Generic-proxy accesses before, async-proxy (bulk copy) accesses after.
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+
+// Thread 0, before the block's first barrier: the ring slots' full barriers, x's slices', g's (one
+// arrival each: the copy's thread), then the slots' empty barriers (one arrival a compute warp).
+__device__ __forceinline__ void init_barriers(unsigned bar0, unsigned empty0) {
+  for (int s = 0; s <= DEPTH + DOWN_PAGES; ++s) mbar_init(bar0 + 8 * s, 1);
+  for (int s = 0; s < DEPTH; ++s) mbar_init(empty0 + 8 * s, WARPS);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// By warp 0: M rows of x in `slices` slices at xs (one a page's k: [M][PAGE_K + 8] in shared
+// memory), slice s signalling mbarrier xbar + 8 s, so a page waits only for its own slice: one copy
+// a slice from slices in global memory, or from plain rows (`from`) a copy a row (its padding left
+// as it was: never read), the copies spread over the warp's lanes (lane 0 sets every slice's bytes
+// first; from thread 0 alone the 32 row copies at 8 rows landed ~1.9 us later: NOTES v196).
+__device__ __forceinline__ void load_slices(unsigned xs, unsigned xbar, const bf16* src, int slices, Rows from, int M,
+                                            int lane) {
+  if (lane == 0)
+    for (int s = 0; s < slices; ++s) mbar_expect(xbar + 8 * s, from.plain() ? M * PAGE_K * 2 : COPY_BYTES(M));
+  __syncwarp();
+  fence_async_shared();
+  const int copies = from.plain() ? slices * M : slices;  // copy c: slice c / M, row c % M (plain), or slice c
+  for (int c = lane; c < copies; c += 32) {
+    if (from.plain()) {
+      const int s = c / M, r = c % M;
+      bulk_copy(xs + s * SLICE_BYTES + r * PAGE_ROW, src + from.at(r, s * PAGE_K), PAGE_K * 2, xbar + 8 * s);
+    } else {
+      bulk_copy(xs + c * SLICE_BYTES, src + from.at(0, c * PAGE_K), COPY_BYTES(M), xbar + 8 * c);
+    }
+  }
+}
 
 // The compute warps' block barrier (named barrier 1, WARPS x 32 threads): the producer warp
 // (cuda/persistent.cu) takes no part once it runs its own loop.
@@ -121,6 +152,26 @@ __device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned e, unsi
     fence_async_global();  // the y / out it acquired, read next by bulk copies
   }
   compute_sync();
+}
+
+// Thread 0 once every block has passed the last barrier (the last of the G to count itself here):
+// the barrier counters reset for the next launch.
+__device__ __forceinline__ void grid_reset(unsigned* counters) {
+  if (atomicAdd(counters + 1, 1u) == gridDim.x - 1) {
+    counters[0] = 0u;
+    counters[1] = 0u;
+    __threadfence();
+  }
+}
+
+// Thread 0 of block b, with stamps (--timeline): the block's start in entry 0's slots 0..2 and its
+// SM's clock there in slot 3 (at = 0), or its end and the clock there in slots 4, 5 (at = 4).
+__device__ __forceinline__ void block_stamps(unsigned long long* stamps, int b, int at) {
+  if (stamps == nullptr) return;
+  unsigned long long* slots = stamps + STAMP_SLOTS * b;
+  const unsigned long long now = global_ns();
+  if (at == 0) slots[0] = slots[1] = slots[2] = now, slots[3] = clock64();
+  else slots[4] = now, slots[5] = clock64();
 }
 
 // Mark k of the phase that ends at barrier e (thread 0; marks: nullptr, or its slots' start).
