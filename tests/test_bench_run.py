@@ -24,7 +24,7 @@ DATA_DIR = Path(__file__).with_name("fixtures")
 REQUIRED = ["system", "target", "draft", "dataset", "question_id", "turn", "prompt_tokens", "new_tokens",
             "latency_s", "tokens_per_s", "rounds", "mean_accepted", "accepted_lengths", "target_s", "draft_s",
             "bonus_in_tree", "draft_steps", "draft_topk_logprobs", "output_sha", "device", "gpus", "weights",
-            "acceptance", "kernels", "tree_bs", "tree_w", "chain_k", "dtype", "seed", "commit", "started_at"]
+            "acceptance", "kernels", "target_kernels", "tree_bs", "tree_w", "chain_k", "dtype", "seed", "commit", "started_at"]
 
 
 def run_args(out: Path, systems_list: str = "hf-ar,hf-assisted", datasets: str = "gsm8k,mt_bench") -> list[str]:
@@ -55,6 +55,7 @@ def test_run_writes_one_row_per_query(run_dir):
     assert (frame.new_tokens >= 1).all() and (frame.new_tokens <= 8).all()
     assert set(frame.weights) == {"random"} and set(frame.acceptance) == {"real"}
     assert set(frame.kernels) == {"torch"} and set(frame.device) == {"cpu"} and set(frame.dtype) == {"float32"}
+    assert set(frame.target_kernels) == {"torch"}
     for row in frame.itertuples():
         assert len(row.output_sha) == 64
         assert row.rounds == len(row.accepted_lengths) == len(row.target_s) == len(row.draft_s)
