@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .names import base_name
+
 QUERY = ["target", "dataset", "question_id", "turn"]
 # Other drafts (or draft noise) are other configurations: their rows are compared apart.
 CONFIG = ["draft", "draft_noise"]
@@ -100,10 +102,6 @@ def target_kernels(row: pd.Series) -> str:
     return "fused" if row["system"].endswith((":fused", ":persistent")) else "torch"
 
 
-def _is_ar(system: str) -> bool:
-    return system == "ar" or system.startswith(("ar:", "ar@"))
-
-
 def _reference(rows: pd.DataFrame, row: pd.Series) -> tuple[pd.Series, str]:
     """ar's row at the row's target placement where it ran the query, else ar's on one GPU, each
     with the row's target kernels, else a row with the output most systems emitted (ours before
@@ -111,8 +109,8 @@ def _reference(rows: pd.DataFrame, row: pd.Series) -> tuple[pd.Series, str]:
     system, tp = row["system"], target_tp(row["system"])
     # torch, fused and persistent round apart
     same_kernels = rows[rows.apply(target_kernels, axis=1) == target_kernels(row)]
-    ar = same_kernels[same_kernels["system"].map(_is_ar)]
-    placements = ([tp] if tp > 1 and not _is_ar(system) else []) + [1]
+    ar = same_kernels[same_kernels["system"].map(base_name) == "ar"]
+    placements = ([tp] if tp > 1 and base_name(system) != "ar" else []) + [1]
     for place in placements:
         here = ar[ar["system"].map(target_tp) == place]
         if len(here):
@@ -152,8 +150,8 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 kind = "follows"
             elif _is_peer(system) and dtype in ("bfloat16", "float16"):
                 kind = "agreement"
-            elif _is_ar(ref_name) and target_tp(ref_name) == 1 and system.startswith("ar@tp") and dtype in (
-                    "bfloat16", "float16"):
+            elif (base_name(ref_name) == "ar" and target_tp(ref_name) == 1 and system.startswith("ar@tp")
+                  and dtype in ("bfloat16", "float16")):
                 kind = "placement"
             elif margin is not None and margin < bound and _within_tie(tokens, _values(row, "margins"),
                                                                        _values(row, "runner_ups"), ref_tokens,

@@ -19,7 +19,8 @@ from swiftspec_core.errors import UserError
 from swiftspec_core.replay import ReplayProfile
 
 from .results import PARQUET, read_csv, read_frame
-from .systems import base_name, row_graft
+from .names import base_name
+from .systems import row_graft
 
 REPLAYED = {"chain", "tree", "swiftspec"}  # ar emits one token a round: nothing to replay
 

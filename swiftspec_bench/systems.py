@@ -78,11 +78,6 @@ def row_graft(name: str, graft: str) -> str:
     return graft if name in GRAFTING else "off"
 
 
-def base_name(system_label: str) -> str:
-    """swiftspec@1+1:d3:graft -> swiftspec."""
-    return system_label.split("@")[0].split(":")[0]
-
-
 class LoadedPair:
     """The loaded target and draft (None when no system needs one), and what runs our systems:
     engines in this process built from the loaded weights on first use, or, for a system placed

@@ -67,10 +67,10 @@ def _engines(plan: WorkerPlan, ctx):
     from ..models.transformer import engine_kernels
 
     dtype = getattr(torch, plan.dtype)
-    kernels = lambda draft: engine_kernels(  # noqa: E731
+    kernels_of = lambda draft: engine_kernels(  # noqa: E731
         plan.kernels, draft, persistent_target=plan.persistent_target and ctx.group.size == 1)
-    use_for_prefills(kernels(False))  # the target's: the only AWQ engine
-    if kernels(ctx.role == "draft") == "fused" and ctx.group.size > 1:  # their LL all-reduce
+    use_for_prefills(kernels_of(False))  # the target's: the only AWQ engine
+    if kernels_of(ctx.role == "draft") == "fused" and ctx.group.size > 1:  # their LL all-reduce
         from ..kernels.allreduce import LLAllReduce, exchange_over
 
         group = ctx.group
@@ -78,7 +78,7 @@ def _engines(plan: WorkerPlan, ctx):
         group.use_low_latency(LLAllReduce(group.rank, group.size, exchange))
     load = lambda spec, draft, noise=0.0, quant="none": load_engine(  # noqa: E731
         spec, weights=plan.weights, dtype=dtype, device=ctx.device, seed=plan.seed, group=ctx.group,
-        max_seq_len=plan.max_seq_len, noise=noise, kernels=kernels(draft), quant=quant)
+        max_seq_len=plan.max_seq_len, noise=noise, kernels=kernels_of(draft), quant=quant)
     split = bool(ctx.placement.draft_ranks)
     target = load(plan.target, False, quant=plan.quant) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
