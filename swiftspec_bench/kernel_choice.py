@@ -108,11 +108,13 @@ def persistent_target(o, args, systems) -> bool:
     verification of the run's `systems` (ar 1 token, chain --chain-k + 1, the trees --tree-bs) at
     most PERSISTENT_TARGET_WIDTH wide."""
     from swiftspec_core.decoders import DECODERS
+    from swiftspec_core.decoders.base import SpecSettings, verification_width
     from swiftspec_core.kernels.persistent_forward import is_target, unsupported_shape
 
     if args is None or o.quant != "none" or unsupported_shape(args) is not None or not is_target(args):
         return False
-    widths = [{"ar": 1, "chain": o.chain_k + 1}.get(s, o.tree_bs) for s in systems if s in DECODERS]
+    settings = SpecSettings(tree_bs=o.tree_bs, chain_k=o.chain_k)
+    widths = [verification_width(s, settings) for s in systems if s in DECODERS]
     return max(widths, default=1) <= PERSISTENT_TARGET_WIDTH
 
 

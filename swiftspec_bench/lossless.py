@@ -32,6 +32,7 @@ import pandas as pd
 from .names import base_name
 
 QUERY = ["target", "dataset", "question_id", "turn"]
+KERNELS = "_target_kernels"  # check()'s column of each row's target_kernels(), read by _reference
 # Other drafts (or draft noise) are other configurations: their rows are compared apart.
 CONFIG = ["draft", "draft_noise"]
 
@@ -104,11 +105,10 @@ def target_kernels(row: pd.Series) -> str:
 
 def _reference(rows: pd.DataFrame, row: pd.Series) -> tuple[pd.Series, str]:
     """ar's row at the row's target placement where it ran the query, else ar's on one GPU, each
-    with the row's target kernels, else a row with the output most systems emitted (ours before
-    transformers' peers, whose 16-bit kernels differ)."""
+    with the row's target kernels (the KERNELS column check() adds), else a row with the output
+    most systems emitted (ours before transformers' peers, whose 16-bit kernels differ)."""
     system, tp = row["system"], target_tp(row["system"])
-    # torch, fused and persistent round apart
-    same_kernels = rows[rows.apply(target_kernels, axis=1) == target_kernels(row)]
+    same_kernels = rows[rows[KERNELS] == row[KERNELS]]  # torch, fused and persistent round apart
     ar = same_kernels[same_kernels["system"].map(base_name) == "ar"]
     placements = ([tp] if tp > 1 and base_name(system) != "ar" else []) + [1]
     for place in placements:
@@ -127,6 +127,7 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if "acceptance" in frame:
         frame = frame[frame["acceptance"] != "replayed"]
     frame = frame.assign(**{c: frame[c] if c in frame else None for c in CONFIG})
+    frame = frame.assign(**{KERNELS: frame.apply(target_kernels, axis=1) if len(frame) else []})
     found, classes = [], {}
     diverged_turns: dict[tuple, int] = {}  # (system, config, query without turn) -> first diverged turn
     for key, rows in frame.sort_values("turn").groupby(CONFIG + QUERY, sort=False, dropna=False):

@@ -28,13 +28,10 @@ def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None
 
 
 def draft_gpus(systems: list[str], tp: int, split: tuple[int, int] | None) -> int:
-    """The most GPUs one draft engine of the run spans: swiftspec's draft group at a --split (in
-    one process without one), the other drafting systems' --tp (their draft shares the target's
-    processes); 0 when no system drafts."""
-    from .systems import SYSTEMS
+    """The most GPUs one draft engine of the run spans (systems.group_gpus); 0 when no system drafts."""
+    from .systems import SYSTEMS, group_gpus
 
-    spans = [(split[1] if split else 1) if s == "swiftspec" else tp
-             for s in systems if SYSTEMS[s].needs_draft and SYSTEMS[s].on_engine]
+    spans = [group_gpus(s, tp, split)[1] for s in systems if SYSTEMS[s].needs_draft and SYSTEMS[s].on_engine]
     return max(spans, default=0)
 
 

@@ -58,12 +58,21 @@ def label(name: str, tp: int, split: tuple[int, int] | None, draft_steps: int | 
 
 def target_kernels(name: str, kernels: str, tp: int, split: tuple[int, int] | None, persistent_target: bool) -> str:
     """The set a system's target engine runs under --kernels `kernels`: the persistent kernel's
-    where the run's target takes it (persistent_target) and is on one GPU (swiftspec's target on
-    --split T+D's T, in one process without a split; the others' on --tp), else engine_kernels'."""
+    where the run's target takes it (persistent_target) and is on one GPU (group_gpus), else
+    engine_kernels'."""
     from swiftspec_core.models.transformer import engine_kernels
 
-    gpus = (split[0] if split else 1) if name == "swiftspec" else tp
-    return engine_kernels(kernels, draft=False, persistent_target=persistent_target and gpus == 1)
+    on_one_gpu = group_gpus(name, tp, split)[0] == 1
+    return engine_kernels(kernels, draft=False, persistent_target=persistent_target and on_one_gpu)
+
+
+def group_gpus(name: str, tp: int, split: tuple[int, int] | None) -> tuple[int, int]:
+    """(the GPUs a system's target engine spans, its draft engine's): swiftspec's groups at --split
+    T+D (both in one process, one GPU, without one), the others' both on --tp (their draft shares
+    the target's processes)."""
+    if name == "swiftspec":
+        return tuple(split) if split else (1, 1)
+    return tp, tp
 
 
 def row_kernels(name: str, kernels: str, target_set: str) -> str:

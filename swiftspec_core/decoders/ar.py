@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from ..stopwatch import Stopwatch
-from .base import DecodeResult, SpecSettings, finish, start
+from .base import DecodeResult, SpecSettings, finish, start, verification_width
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
            settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
-    verifier, _, out = start(target, None, prompt, max_new_tokens, eos_ids, settings, verify_width=1)
+    verifier, _, out = start(target, None, prompt, max_new_tokens, eos_ids, settings,
+                             verify_width=verification_width("ar", settings))
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
     while not out.done:
         with Stopwatch(target.device) as t:

@@ -142,6 +142,12 @@ def draft_tree_rows(settings: SpecSettings) -> int:
     return 4 * settings.tree_bs * settings.tree_w
 
 
+def verification_width(system: str, settings: SpecSettings) -> int:
+    """The target forward's width a decoder verifies with: ar 1 token, chain --chain-k + 1, the
+    trees (tree, swiftspec) --tree-bs. The bench holds the persistent target to it."""
+    return {"ar": 1, "chain": settings.chain_k + 1}.get(system, settings.tree_bs)
+
+
 def positions_needed(prompt_tokens: int, max_new_tokens: int, settings: SpecSettings) -> int:
     """Cache positions one request may use: the prompt, the answer, one verification tree or chain
     beyond the last emitted token, and the token pending after it. The CLI checks prompts against

@@ -3,13 +3,13 @@ constant chain): the draft proposes k tokens one at a time, the target verifies 
 from __future__ import annotations
 
 from ..stopwatch import Stopwatch
-from .base import DecodeResult, SpecSettings, finish, serial_round, start
+from .base import DecodeResult, SpecSettings, finish, serial_round, start, verification_width
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
            settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
-                                   verify_width=settings.chain_k + 1, draft_width=1, replay=replay)
+                                   verify_width=verification_width("chain", settings), draft_width=1, replay=replay)
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
     while not out.done:
         # As transformers does: never draft past the token budget.

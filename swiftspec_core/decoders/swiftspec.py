@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from ..stopwatch import Stopwatch
 from .base import (WARMUP_PROMPT, WARMUP_TOKENS, DecodeResult, SpecSettings, finish,
-                   measure_draft_steps, record_draft, start)
+                   measure_draft_steps, record_draft, start, verification_width)
 
 
 def run_draft_steps(target, draft, settings: SpecSettings) -> int:
@@ -42,7 +42,8 @@ def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: se
            settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     bs, w = settings.tree_bs, settings.tree_w
     steps = run_draft_steps(target, draft, settings)  # before start(): a warm-up reuses the same sides
-    verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings, verify_width=bs,
+    verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
+                                   verify_width=verification_width("swiftspec", settings),
                                    draft_width=w, graft=True, early_steps=steps, replay=replay)
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s, draft_steps=steps)
     with Stopwatch(draft.device) as grow:

@@ -4,14 +4,15 @@ both sides keep what it accepted; the draft keeps the KV of the surviving subtre
 from __future__ import annotations
 
 from ..stopwatch import Stopwatch
-from .base import DecodeResult, SpecSettings, finish, record_draft, serial_round, start
+from .base import DecodeResult, SpecSettings, finish, record_draft, serial_round, start, verification_width
 
 
 def decode(target, draft, prompt: list[int], *, max_new_tokens: int, eos_ids: set[int],
            settings: SpecSettings = SpecSettings(), replay=None) -> DecodeResult:
     bs, w = settings.tree_bs, settings.tree_w
     verifier, drafter, out = start(target, draft, prompt, max_new_tokens, eos_ids, settings,
-                                   verify_width=bs, draft_width=w, graft=True, replay=replay)
+                                   verify_width=verification_width("tree", settings), draft_width=w, graft=True,
+                                   replay=replay)
     result = DecodeResult(tokens=out.tokens, prefill_s=verifier.prefill_s)
     while not out.done:
         with Stopwatch(draft.device) as d:
