@@ -1,0 +1,258 @@
+// A persistent chain of AWQ GEMMs (swiftspec_core/kernels/awq_chain.py; the probe of issue 11's
+// persistent route, NOTES v204): one launch, one block an SM, runs `count` GEMMs one after another
+// (phase p: out_p[M, N_p] = x_p @ W_p^T, M <= 8, group 128, AutoAWQ's tensors tiled as awq_gemm.cu
+// reads them), a grid barrier between phases. What a run of separate awq_gemm launches pays at each
+// GEMM's start and end (its first weight bytes, the last warps' tail, the launch), the chain pays
+// once: every warp's ring of weight chunks runs on across units and phases (weights are never
+// written, so the next phase's first chunks are in flight while the block waits at the barrier),
+// and only x waits for the barrier.
+//
+// Work and numerics are awq_gemm.cu's at the launch shape (S, C) = (CHAIN_WARPS, phase's parts):
+// a phase's unit u (of tiles x C) is tile u / C's part u % C (a cluster block's rank there); blocks
+// take units b, b + G, ..; warp w of part r is split s = r S + w and sums groups s, s + C S, .. in
+// that order, each group's chunks and mma's, fold and the warps' sums added in warp order as
+// awq_gemm_block's r8 path does. Where C > 1 a part's block sums go to global partials and the
+// tile's last block (a ticket) adds them in part order, as a cluster adds its blocks' sums: every
+// output is bitwise awq_gemm's at (S, C) (the GPU test holds it), so a row's bits do not depend on
+// M or on the other rows. The accumulators stay in registers (one block an SM: 128 registers a
+// lane at 16 warps), not in shared memory as in awq_gemm.cu's 80-register kernels.
+#include <cuda_fp16.h>
+#include "common.cuh"
+#include "mma.cuh"
+#include "awq_common.cuh"
+#include "awq_lanes.cuh"
+
+#ifndef CHAIN_WARPS
+#define CHAIN_WARPS 16  // S: warps a block, splitting a tile's groups
+#endif
+#ifndef CHAIN_STAGES
+#define CHAIN_STAGES 8  // 1 KB chunks in a warp's ring: CHAIN_STAGES - 1 in flight (a power of two)
+#endif
+#define CHAIN_CHUNKS 4  // 32-k chunks a group of 128
+#define CHAIN_META_BYTES 160  // a group's 64 fp16 scales and 8 int32 zeros
+#define CHAIN_RING_BYTES (CHAIN_STAGES * (1024 + CHAIN_META_BYTES))
+#define CHAIN_MAX_PHASES 64
+#define CHAIN_ELEMENTS 512  // a tile's accumulators at M <= 8: (4 j + r) 32 + lane
+
+// One GEMM of the chain (awq_chain.py packs them as 9 int64 words). partials [tiles][parts][512]
+// fp32 and tickets [tiles] (zero, and left zero) are used where parts > 1.
+struct ChainPhase {
+  const bf16* x;
+  const int* qweight;
+  const int* qzeros;
+  const __half* scales;
+  bf16* out;
+  float* partials;
+  unsigned* tickets;
+  int n, k, parts, unused;
+};
+
+// x through L2 only: x is written by this launch's earlier phases, which L1 does not see.
+__device__ __forceinline__ uint4 load16_l2(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// A warp's copies of its chunks in the order it sums them, over units and phases: chunk `chunk` of
+// the current group of unit u of phase p (p == count: done, its copies are empty groups).
+struct Copier {
+  const ChainPhase* phases;
+  int count, p, u, left, chunk;
+  unsigned ordinal;  // groups begun: the meta slot is ordinal % CHAIN_STAGES
+  const unsigned char* src;   // this lane's piece of the current group's first chunk
+  const unsigned char* meta;  // this lane's 16 bytes of the current group's meta (lanes 0..9)
+  size_t group_stride;
+  unsigned meta_stride;
+
+  // Onto unit u of phase p, or the first phase after it with a unit for this block.
+  __device__ void seek(int lane, unsigned copy_src) {
+    const int w = threadIdx.x >> 5;
+    for (; p < count; ++p, u = blockIdx.x) {
+      const ChainPhase& ph = phases[p];
+      if (u < (ph.n + 63) / 64 * ph.parts) break;
+    }
+    if (p == count) return;
+    const ChainPhase& ph = phases[p];
+    const int tile = u / ph.parts, split = (u % ph.parts) * CHAIN_WARPS + w, all = ph.parts * CHAIN_WARPS;
+    const int groups = ph.k / 128;
+    left = (groups - 1 - split) / all + 1;  // parts x S <= groups (awq_chain.py checks)
+    chunk = 0;
+    group_stride = (size_t)all * 4096;
+    src = reinterpret_cast<const unsigned char*>(ph.qweight) + (size_t)tile * ph.k * 32 + (size_t)split * 4096 + copy_src;
+    const unsigned meta_group = lane < 8 ? 128 : 32;
+    meta_stride = all * meta_group;
+    meta = (lane < 8 ? reinterpret_cast<const unsigned char*>(ph.scales) + 16 * lane
+                     : reinterpret_cast<const unsigned char*>(ph.qzeros) + 16 * (lane - 8)) +
+           ((size_t)tile * groups + split) * meta_group;
+  }
+
+  // The next chunk into `stage` (its group's meta with its first chunk), then on by one chunk.
+  __device__ void copy(unsigned stage, unsigned meta_s, const LaneConstants& c, int lane) {
+    if (p == count) return;
+    copy16(stage + c.copy_dst, src + 1024 * chunk);
+    copy16(stage + copy_dst16(c.copy_dst), src + 1024 * chunk + 512);
+    if (chunk == 0 && lane < 10) copy16(meta_s + (ordinal & (CHAIN_STAGES - 1)) * CHAIN_META_BYTES + 16 * lane, meta);
+    if (++chunk < CHAIN_CHUNKS) return;
+    chunk = 0, ++ordinal;
+    if (--left > 0) {
+      src += group_stride, meta += meta_stride;
+      return;
+    }
+    u += gridDim.x;
+    seek(lane, c.copy_src);
+  }
+};
+
+// Thread 0 counts its block in and waits for all G (barrier e: the (e + 1)-th); the block waits on it.
+__device__ __forceinline__ void chain_barrier(unsigned* arrived, unsigned e) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    atomicAdd(arrived, 1u);
+    unsigned seen;
+    do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
+    while (seen < (e + 1) * gridDim.x);
+  }
+  __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(CHAIN_WARPS * 32, 1)
+awq_chain(const ChainPhase* __restrict__ chain, int count, int M, unsigned* barrier) {
+  // [warps] rings ([STAGES][1 KB] stages, then [STAGES][160 B] meta slots), then [warps][16][32]
+  // fp32 accumulators for a unit's combine.
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ ChainPhase phases[CHAIN_MAX_PHASES];
+  __shared__ int last_part;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+  for (int p = threadIdx.x; p < count; p += blockDim.x) phases[p] = chain[p];
+  __syncthreads();
+  const unsigned ring_s = shared_address(smem + warp * CHAIN_RING_BYTES);
+  const unsigned meta_s = ring_s + CHAIN_STAGES * 1024;
+  auto stage_of = [&](unsigned n) { return ring_s + (n & (CHAIN_STAGES - 1)) * 1024; };
+  float* sums_s = reinterpret_cast<float*>(smem + CHAIN_WARPS * CHAIN_RING_BYTES);  // [warps][16][32]
+  const LaneConstants c = lane_constants(lane, M, 0);  // x_row per phase below (it holds K)
+  const int g = lane >> 2, t = lane & 3;
+
+  Copier copier{phases, count, 0, (int)blockIdx.x, 0, 0, 0u, nullptr, nullptr, 0, 0u};
+  copier.seek(lane, c.copy_src);
+  unsigned copied = 0, consumed = 0;  // chunks: the ring's stage of chunk n is n % STAGES
+  for (; copied < CHAIN_STAGES - 1; ++copied) {
+    copier.copy(stage_of(copied), meta_s, c, lane);
+    copies_commit();
+  }
+
+  unsigned ordinal = 0;  // groups summed: the meta slot's index
+  for (int p = 0; p < count; ++p) {
+    const ChainPhase& ph = phases[p];
+    const int tiles = (ph.n + 63) / 64, units = tiles * ph.parts, all = ph.parts * CHAIN_WARPS;
+    const int groups = ph.k / 128;
+    // x row g at k 8t of a group's chunk q: x_bytes + 256 group + 64 q (row 0 where g >= M).
+    const unsigned char* x_bytes = reinterpret_cast<const unsigned char*>(ph.x) + 2u * ((g < M ? g : 0) * (unsigned)ph.k + 8 * t);
+    uint4 x_next[CHAIN_CHUNKS];
+    bool have_next = false;
+    for (int u = blockIdx.x; u < units; u += G) {
+      const int tile = u / ph.parts, part = u % ph.parts, split = part * CHAIN_WARPS + warp;
+      const int mine = (groups - 1 - split) / all + 1;
+      float acc[4][4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+      for (int i = 0; i < mine; ++i) {
+        const int group = split + i * all;
+        uint4 xs[CHAIN_CHUNKS];
+#pragma unroll
+        for (int q = 0; q < CHAIN_CHUNKS; ++q) xs[q] = have_next ? x_next[q] : load16_l2(x_bytes + 256 * group + 64 * q);
+        // The next group's x (this unit's, or the next unit's first) now, a group ahead.
+        const int next = i + 1 < mine ? group + all : (u + G < units ? ((u + G) % ph.parts) * CHAIN_WARPS + warp : -1);
+        have_next = next >= 0;
+        if (have_next) {
+#pragma unroll
+          for (int q = 0; q < CHAIN_CHUNKS; ++q) x_next[q] = load16_l2(x_bytes + 256 * next + 64 * q);
+        }
+        float sums[4][4], x_sums[4];
+#pragma unroll
+        for (int q = 0; q < CHAIN_CHUNKS; ++q, ++consumed) {
+          copies_wait<CHAIN_STAGES - 2>();
+          __syncwarp();  // every lane's copies of this chunk visible; every lane done with the last one's stage
+          copier.copy(stage_of(copied++), meta_s, c, lane);
+          copies_commit();
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            unsigned w[4];
+            ldmatrix_trans(w, stage_of(consumed) + c.read + 512 * h);
+            const unsigned b0 = h ? xs[q].z : xs[q].x, b1 = h ? xs[q].w : xs[q].y;
+            const bool first = q == 0 && h == 0;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const unsigned a0 = nibbles_plus_128(w[0], j), a1 = nibbles_plus_128(w[1], j);
+              const unsigned a2 = nibbles_plus_128(w[2], j), a3 = nibbles_plus_128(w[3], j);
+              if (first) mma_16816_zero(sums[j], a0, a1, a2, a3, b0, b1);
+              else mma_16816(sums[j], a0, a1, a2, a3, b0, b1);
+            }
+            if (first) mma_16816_zero(x_sums, kOnes, kOnes, kOnes, kOnes, b0, b1);
+            else mma_16816(x_sums, kOnes, kOnes, kOnes, kOnes, b0, b1);
+          }
+        }
+        // The fold, as awq_gemm_block's at M <= 8: (sums - (128 + zero) x_sums) scale, added.
+        const unsigned slot = meta_s + (ordinal++ & (CHAIN_STAGES - 1)) * CHAIN_META_BYTES;
+        const unsigned scales = slot + 16 * (lane >> 3);
+        const uint4 sw = load_shared16_at(scales), sw8 = load_shared16_at(scales + 64);
+        const unsigned scale_words[4] = {sw.x, sw.y, sw.z, sw.w}, scale_words8[4] = {sw8.x, sw8.y, sw8.z, sw8.w};
+        const unsigned zeros_lo = load_shared4(slot + 128 + 4 * (lane >> 3));
+        const unsigned zeros_hi = load_shared4(slot + 144 + 4 * (lane >> 3));
+        const unsigned half_shift = 16u * ((lane >> 2) & 1);
+        const unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float s_g = scale_of(scale_words[j], half_shift), s_g8 = scale_of(scale_words8[j], half_shift);
+          const unsigned zero_pair = nibbles_plus_128(both, j);
+          const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
+          acc[j][0] = fmaf(s_g, fmaf(-z_g, x_sums[0], sums[j][0]), acc[j][0]);
+          acc[j][1] = fmaf(s_g, fmaf(-z_g, x_sums[1], sums[j][1]), acc[j][1]);
+          acc[j][2] = fmaf(s_g8, fmaf(-z_g8, x_sums[0], sums[j][2]), acc[j][2]);
+          acc[j][3] = fmaf(s_g8, fmaf(-z_g8, x_sums[1], sums[j][3]), acc[j][3]);
+        }
+      }
+      // The unit's combine: the warps' sums in warp order (element e = (4 j + r) 32 + lane).
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) sums_s[(warp * 16 + 4 * j + r) * 32 + lane] = acc[j][r];
+      __syncthreads();
+      const Epilogue plain{nullptr, nullptr, nullptr, nullptr, nullptr};
+      float* partials = ph.partials + (size_t)tile * ph.parts * CHAIN_ELEMENTS;  // [parts][512] of this tile
+      for (int e = threadIdx.x; e < CHAIN_ELEMENTS; e += blockDim.x) {
+        float v[1] = {sums_s[e]};
+        for (int s = 1; s < CHAIN_WARPS; ++s) v[0] += sums_s[s * CHAIN_ELEMENTS + e];
+        // awq_gemm.cu's element index: (8 j + 4 b + r) 32 + lane, b = 0.
+        const int at = ((e >> 7) * 8 + ((e >> 5) & 3)) * 32 + (e & 31);
+        if (ph.parts == 1) store_output<false>(v, at, tile, nullptr, ph.out, M, ph.n, plain);
+        else partials[part * CHAIN_ELEMENTS + e] = v[0];
+      }
+      if (ph.parts > 1) {  // the tile's last part to finish adds them all, in part order
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) last_part = atomicAdd(ph.tickets + tile, 1u) == (unsigned)ph.parts - 1;
+        __syncthreads();
+        if (last_part) {
+          __threadfence();
+          for (int e = threadIdx.x; e < CHAIN_ELEMENTS; e += blockDim.x) {
+            float v[1] = {__ldcg(partials + e)};
+            for (int q = 1; q < ph.parts; ++q) v[0] += __ldcg(partials + q * CHAIN_ELEMENTS + e);
+            store_output<false>(v, ((e >> 7) * 8 + ((e >> 5) & 3)) * 32 + (e & 31), tile, nullptr, ph.out, M, ph.n, plain);
+          }
+          if (threadIdx.x == 0) ph.tickets[tile] = 0u;  // for the next launch
+        }
+      }
+      __syncthreads();  // sums_s free for the next unit
+    }
+    chain_barrier(barrier, p);
+  }
+  copies_wait<0>();
+  // The last block through resets the barrier for the next launch.
+  if (threadIdx.x == 0 && atomicAdd(barrier + 1, 1u) == G - 1) {
+    barrier[0] = 0u;
+    barrier[1] = 0u;
+    __threadfence();
+  }
+}
