@@ -14,8 +14,10 @@
 // awq_gemm_block's r8 path does. Where C > 1 a part's block sums go to global partials and the
 // tile's last block (a ticket) adds them in part order, as a cluster adds its blocks' sums: every
 // output is bitwise awq_gemm's at (S, C) (the GPU test holds it), so a row's bits do not depend on
-// M or on the other rows. The accumulators stay in registers (one block an SM: 128 registers a
-// lane at 16 warps), not in shared memory as in awq_gemm.cu's 80-register kernels.
+// M or on the other rows. As there, the accumulators live in shared memory and x is loaded a chunk
+// ahead (through L2 here: the phase before wrote it), which leaves 20-24 warps room in the
+// registers (a first version with both in registers, 127 a lane, ran 16 warps and 1.2-1.4x
+// slower than awq_gemm at the same S: NOTES v204).
 #include <cuda_fp16.h>
 #include "common.cuh"
 #include "mma.cuh"
@@ -54,53 +56,88 @@ __device__ __forceinline__ uint4 load16_l2(const void* p) {
   return v;
 }
 
-// A warp's copies of its chunks in the order it sums them, over units and phases: chunk `chunk` of
-// the current group of unit u of phase p (p == count: done, its copies are empty groups).
-struct Copier {
-  const ChainPhase* phases;
-  int count, p, u, left, chunk;
-  unsigned ordinal;  // groups begun: the meta slot is ordinal % CHAIN_STAGES
-  const unsigned char* src;   // this lane's piece of the current group's first chunk
-  const unsigned char* meta;  // this lane's 16 bytes of the current group's meta (lanes 0..9)
-  size_t group_stride;
-  unsigned meta_stride;
+// Where a warp's copies of one unit stand: this lane's piece of the current group's first chunk and
+// its 16 bytes of the group's meta (lanes 0..9), the groups left (0: no unit) and the strides to
+// the next group.
+struct CopyUnit {
+  const unsigned char* src;
+  const unsigned char* meta;
+  int left;
+  unsigned group_stride, meta_stride;
+};
 
-  // Onto unit u of phase p, or the first phase after it with a unit for this block.
-  __device__ void seek(int lane, unsigned copy_src) {
-    const int w = threadIdx.x >> 5;
+// A warp's copies of its chunks in the order it sums them, over units and phases. They run
+// CHAIN_STAGES - 1 chunks ahead of the sums, 3 mod 4 with 4 chunks a group, so the chunk each copy
+// takes is known where the sums' chunk loop is unrolled (copy_at): the straight line holds no
+// unit search; `next` is found ahead (prepare(), once a group, outside the chunk loop) and taken
+// when `now` runs out.
+struct Copier {
+  int count, p, u;   // `next` is unit u of phase p (p == count: none)
+  bool pending;      // `next` was taken: prepare() finds the one after
+  unsigned ordinal;  // groups begun: the meta slot is ordinal % CHAIN_STAGES
+  CopyUnit now, next;
+
+  // Unit u of phase p, or the first unit of a later phase with one for this block (p, u moved to it).
+  __device__ CopyUnit find(const ChainPhase* phases) {
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (; p < count; ++p, u = blockIdx.x) {
       const ChainPhase& ph = phases[p];
       if (u < (ph.n + 63) / 64 * ph.parts) break;
     }
-    if (p == count) return;
+    CopyUnit c{nullptr, nullptr, 0, 0u, 0u};
+    if (p == count) return c;
     const ChainPhase& ph = phases[p];
     const int tile = u / ph.parts, split = (u % ph.parts) * CHAIN_WARPS + w, all = ph.parts * CHAIN_WARPS;
     const int groups = ph.k / 128;
-    left = (groups - 1 - split) / all + 1;  // parts x S <= groups (awq_chain.py checks)
-    chunk = 0;
-    group_stride = (size_t)all * 4096;
-    src = reinterpret_cast<const unsigned char*>(ph.qweight) + (size_t)tile * ph.k * 32 + (size_t)split * 4096 + copy_src;
     const unsigned meta_group = lane < 8 ? 128 : 32;
-    meta_stride = all * meta_group;
-    meta = (lane < 8 ? reinterpret_cast<const unsigned char*>(ph.scales) + 16 * lane
-                     : reinterpret_cast<const unsigned char*>(ph.qzeros) + 16 * (lane - 8)) +
-           ((size_t)tile * groups + split) * meta_group;
+    c.left = (groups - 1 - split) / all + 1;  // parts x S <= groups (awq_chain.py checks)
+    c.group_stride = all * 4096u;
+    c.meta_stride = all * meta_group;
+    c.src = reinterpret_cast<const unsigned char*>(ph.qweight) + (size_t)tile * ph.k * 32 + (size_t)split * 4096 + 16 * lane;
+    c.meta = (lane < 8 ? reinterpret_cast<const unsigned char*>(ph.scales) + 16 * lane
+                       : reinterpret_cast<const unsigned char*>(ph.qzeros) + 16 * (lane - 8)) +
+             ((size_t)tile * groups + split) * meta_group;
+    return c;
   }
 
-  // The next chunk into `stage` (its group's meta with its first chunk), then on by one chunk.
-  __device__ void copy(unsigned stage, unsigned meta_s, const LaneConstants& c, int lane) {
-    if (p == count) return;
-    copy16(stage + c.copy_dst, src + 1024 * chunk);
-    copy16(stage + copy_dst16(c.copy_dst), src + 1024 * chunk + 512);
-    if (chunk == 0 && lane < 10) copy16(meta_s + (ordinal & (CHAIN_STAGES - 1)) * CHAIN_META_BYTES + 16 * lane, meta);
-    if (++chunk < CHAIN_CHUNKS) return;
-    chunk = 0, ++ordinal;
-    if (--left > 0) {
-      src += group_stride, meta += meta_stride;
-      return;
-    }
+  __device__ __forceinline__ void start(const ChainPhase* phases) {
+    now = find(phases);
     u += gridDim.x;
-    seek(lane, c.copy_src);
+    next = find(phases);
+  }
+
+  __device__ __forceinline__ void prepare(const ChainPhase* phases) {
+    if (!pending) return;
+    pending = false;
+    u += gridDim.x;
+    next = find(phases);
+  }
+
+  // Chunk P of the current group into `stage` (with P = 0 the group's meta into its slot); past
+  // the group's last chunk, on to the next group, or the next unit.
+  template <int P>
+  __device__ __forceinline__ void copy(unsigned stage, unsigned meta_s, unsigned copy_dst, int lane) {
+    if (now.left == 0) return;
+    copy16(stage + copy_dst, now.src + 1024 * P);
+    copy16(stage + copy_dst16(copy_dst), now.src + 1024 * P + 512);
+    if (P == 0 && lane < 10) copy16(meta_s + (ordinal & (CHAIN_STAGES - 1)) * CHAIN_META_BYTES + 16 * lane, now.meta);
+    if (P < CHAIN_CHUNKS - 1) return;
+    ++ordinal;
+    if (--now.left > 0) {
+      now.src += now.group_stride, now.meta += now.meta_stride;
+    } else {
+      now = next;
+      pending = true;
+    }
+  }
+  // copy<chunk % 4>, for a chunk index the unrolled loops know (the switch folds away).
+  __device__ __forceinline__ void copy_at(int chunk, unsigned stage, unsigned meta_s, unsigned copy_dst, int lane) {
+    switch (chunk & (CHAIN_CHUNKS - 1)) {
+      case 0: copy<0>(stage, meta_s, copy_dst, lane); break;
+      case 1: copy<1>(stage, meta_s, copy_dst, lane); break;
+      case 2: copy<2>(stage, meta_s, copy_dst, lane); break;
+      default: copy<3>(stage, meta_s, copy_dst, lane);
+    }
   }
 };
 
@@ -119,8 +156,8 @@ __device__ __forceinline__ void chain_barrier(unsigned* arrived, unsigned e) {
 
 extern "C" __global__ void __launch_bounds__(CHAIN_WARPS * 32, 1)
 awq_chain(const ChainPhase* __restrict__ chain, int count, int M, unsigned* barrier) {
-  // [warps] rings ([STAGES][1 KB] stages, then [STAGES][160 B] meta slots), then [warps][16][32]
-  // fp32 accumulators for a unit's combine.
+  // [warps] rings ([STAGES][1 KB] stages, then [STAGES][160 B] meta slots), then each warp's
+  // accumulators ([32 lanes][4] float4), which a unit's combine adds.
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ ChainPhase phases[CHAIN_MAX_PHASES];
   __shared__ int last_part;
@@ -130,57 +167,60 @@ awq_chain(const ChainPhase* __restrict__ chain, int count, int M, unsigned* barr
   const unsigned ring_s = shared_address(smem + warp * CHAIN_RING_BYTES);
   const unsigned meta_s = ring_s + CHAIN_STAGES * 1024;
   auto stage_of = [&](unsigned n) { return ring_s + (n & (CHAIN_STAGES - 1)) * 1024; };
-  float* sums_s = reinterpret_cast<float*>(smem + CHAIN_WARPS * CHAIN_RING_BYTES);  // [warps][16][32]
+  float* sums_s = reinterpret_cast<float*>(smem + CHAIN_WARPS * CHAIN_RING_BYTES);  // [warps][32 lanes][4] float4
   const LaneConstants c = lane_constants(lane, M, 0);  // x_row per phase below (it holds K)
   const int g = lane >> 2, t = lane & 3;
 
-  Copier copier{phases, count, 0, (int)blockIdx.x, 0, 0, 0u, nullptr, nullptr, 0, 0u};
-  copier.seek(lane, c.copy_src);
-  unsigned copied = 0, consumed = 0;  // chunks: the ring's stage of chunk n is n % STAGES
-  for (; copied < CHAIN_STAGES - 1; ++copied) {
-    copier.copy(stage_of(copied), meta_s, c, lane);
+  static_assert(CHAIN_STAGES >= 4 && (CHAIN_STAGES & (CHAIN_STAGES - 1)) == 0, "a power of two, >= 4");
+  Copier copier{count, 0, (int)blockIdx.x, false, 0u, {}, {}};
+  copier.start(phases);
+#pragma unroll
+  for (int q = 0; q < CHAIN_STAGES - 1; ++q) {  // chunks 0 .. STAGES - 2
+    copier.copy_at(q, stage_of(q), meta_s, c.copy_dst, lane);
     copies_commit();
+    copier.prepare(phases);
   }
 
-  unsigned ordinal = 0;  // groups summed: the meta slot's index
+  // Groups summed: group i's chunk q is the warp's chunk 4 i + q (stage (4 i + q) % STAGES, its
+  // copy out STAGES - 1 chunks before), its meta in slot i % STAGES.
+  unsigned ordinal = 0;
   for (int p = 0; p < count; ++p) {
     const ChainPhase& ph = phases[p];
-    const int tiles = (ph.n + 63) / 64, units = tiles * ph.parts, all = ph.parts * CHAIN_WARPS;
+    const int parts = ph.parts, tiles = (ph.n + 63) / 64, units = tiles * parts, all = parts * CHAIN_WARPS;
     const int groups = ph.k / 128;
     // x row g at k 8t of a group's chunk q: x_bytes + 256 group + 64 q (row 0 where g >= M).
     const unsigned char* x_bytes = reinterpret_cast<const unsigned char*>(ph.x) + 2u * ((g < M ? g : 0) * (unsigned)ph.k + 8 * t);
-    uint4 x_next[CHAIN_CHUNKS];
-    bool have_next = false;
+    uint4 xs[2];  // x row g of the warp's chunks n (xs[n % 2]) and n + 1
+    bool x_ready = false;  // xs[0] holds the next group's first chunk (not at a phase's first)
     for (int u = blockIdx.x; u < units; u += G) {
-      const int tile = u / ph.parts, part = u % ph.parts, split = part * CHAIN_WARPS + warp;
+      const int tile = u / parts, part = u % parts, split = part * CHAIN_WARPS + warp;
       const int mine = (groups - 1 - split) / all + 1;
-      float acc[4][4];
+      const int next_first = u + G < units ? ((u + G) % parts) * CHAIN_WARPS + warp : -1;  // the next unit's first group
+      // The warp's accumulators, in its slot of the sums (awq_gemm.cu's r8 layout: tile j's float4
+      // at j ^ (lane / 2 % 4), so a quarter warp's 16-byte accesses hit 8 different bank groups).
+      float4* acc = reinterpret_cast<float4*>(sums_s) + (warp * 32 + lane) * 4;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+      for (int j = 0; j < 4; ++j) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
       for (int i = 0; i < mine; ++i) {
         const int group = split + i * all;
-        uint4 xs[CHAIN_CHUNKS];
-#pragma unroll
-        for (int q = 0; q < CHAIN_CHUNKS; ++q) xs[q] = have_next ? x_next[q] : load16_l2(x_bytes + 256 * group + 64 * q);
-        // The next group's x (this unit's, or the next unit's first) now, a group ahead.
-        const int next = i + 1 < mine ? group + all : (u + G < units ? ((u + G) % ph.parts) * CHAIN_WARPS + warp : -1);
-        have_next = next >= 0;
-        if (have_next) {
-#pragma unroll
-          for (int q = 0; q < CHAIN_CHUNKS; ++q) x_next[q] = load16_l2(x_bytes + 256 * next + 64 * q);
-        }
+        const int next = i + 1 < mine ? group + all : next_first;  // the group after, in this phase (-1: none)
+        if (!x_ready) xs[0] = load16_l2(x_bytes + 256 * group);
         float sums[4][4], x_sums[4];
 #pragma unroll
-        for (int q = 0; q < CHAIN_CHUNKS; ++q, ++consumed) {
+        for (int q = 0; q < CHAIN_CHUNKS; ++q) {
+          const unsigned chunk = 4 * ordinal + q;
+          const uint4 x_now = xs[q & 1];
+          if (q + 1 < CHAIN_CHUNKS) xs[(q + 1) & 1] = load16_l2(x_bytes + 256 * group + 64 * (q + 1));  // a chunk ahead
+          else if (next >= 0) xs[0] = load16_l2(x_bytes + 256 * next);
           copies_wait<CHAIN_STAGES - 2>();
           __syncwarp();  // every lane's copies of this chunk visible; every lane done with the last one's stage
-          copier.copy(stage_of(copied++), meta_s, c, lane);
+          copier.copy_at(q + CHAIN_STAGES - 1, stage_of(chunk + CHAIN_STAGES - 1), meta_s, c.copy_dst, lane);
           copies_commit();
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             unsigned w[4];
-            ldmatrix_trans(w, stage_of(consumed) + c.read + 512 * h);
-            const unsigned b0 = h ? xs[q].z : xs[q].x, b1 = h ? xs[q].w : xs[q].y;
+            ldmatrix_trans(w, stage_of(chunk) + c.read + 512 * h);
+            const unsigned b0 = h ? x_now.z : x_now.x, b1 = h ? x_now.w : x_now.y;
             const bool first = q == 0 && h == 0;
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
@@ -207,23 +247,26 @@ awq_chain(const ChainPhase* __restrict__ chain, int count, int M, unsigned* barr
           const float s_g = scale_of(scale_words[j], half_shift), s_g8 = scale_of(scale_words8[j], half_shift);
           const unsigned zero_pair = nibbles_plus_128(both, j);
           const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
-          acc[j][0] = fmaf(s_g, fmaf(-z_g, x_sums[0], sums[j][0]), acc[j][0]);
-          acc[j][1] = fmaf(s_g, fmaf(-z_g, x_sums[1], sums[j][1]), acc[j][1]);
-          acc[j][2] = fmaf(s_g8, fmaf(-z_g8, x_sums[0], sums[j][2]), acc[j][2]);
-          acc[j][3] = fmaf(s_g8, fmaf(-z_g8, x_sums[1], sums[j][3]), acc[j][3]);
+          float4& a = acc[j ^ ((lane >> 1) & 3)];
+          float4 v = a;
+          v.x = fmaf(s_g, fmaf(-z_g, x_sums[0], sums[j][0]), v.x);
+          v.y = fmaf(s_g, fmaf(-z_g, x_sums[1], sums[j][1]), v.y);
+          v.z = fmaf(s_g8, fmaf(-z_g8, x_sums[0], sums[j][2]), v.z);
+          v.w = fmaf(s_g8, fmaf(-z_g8, x_sums[1], sums[j][3]), v.w);
+          a = v;
         }
+        x_ready = next >= 0;
+        copier.prepare(phases);  // the copies' next unit, if they took the last one
       }
-      // The unit's combine: the warps' sums in warp order (element e = (4 j + r) 32 + lane).
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) sums_s[(warp * 16 + 4 * j + r) * 32 + lane] = acc[j][r];
+      // The unit's combine: the warps' sums in warp order, a thread an element e = (4 j + r) 32 + l
+      // (tile j, d fragment register r, lane l).
       __syncthreads();
       const Epilogue plain{nullptr, nullptr, nullptr, nullptr, nullptr};
       float* partials = ph.partials + (size_t)tile * ph.parts * CHAIN_ELEMENTS;  // [parts][512] of this tile
       for (int e = threadIdx.x; e < CHAIN_ELEMENTS; e += blockDim.x) {
-        float v[1] = {sums_s[e]};
-        for (int s = 1; s < CHAIN_WARPS; ++s) v[0] += sums_s[s * CHAIN_ELEMENTS + e];
+        const int l = e & 31, at_warp0 = (l * 4 + ((e >> 7) ^ ((l >> 1) & 3))) * 4 + ((e >> 5) & 3);
+        float v[1] = {sums_s[at_warp0]};
+        for (int s = 1; s < CHAIN_WARPS; ++s) v[0] += sums_s[s * CHAIN_ELEMENTS + at_warp0];
         // awq_gemm.cu's element index: (8 j + 4 b + r) 32 + lane, b = 0.
         const int at = ((e >> 7) * 8 + ((e >> 5) & 3)) * 32 + (e & 31);
         if (ph.parts == 1) store_output<false>(v, at, tile, nullptr, ph.out, M, ph.n, plain);

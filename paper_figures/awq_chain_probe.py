@@ -33,7 +33,8 @@ from swiftspec_core.runtime.floor import copy_bandwidth
 M = 8
 SHAPES = {"qkv": (10240, 8192), "o": (8192, 8192), "gate_up": (57344, 8192), "down": (8192, 28672)}  # 70B TP 1 [N, K]
 PARTS = {"qkv": (1, 2, 4), "o": (1, 2), "gate_up": (1,), "down": (1, 2)}  # C: a tile's parts over blocks
-VARIANTS = ((16, 8), (16, 4), (12, 8))  # (warps, stages) of the chain's kernel
+VARIANTS = ((16, 8), (16, 4), (20, 4), (24, 4))  # (warps, stages) of the chain's kernel
+LAYER_VARIANTS = ((16, 8, 4), (20, 4, 2))  # (warps, stages, qkv parts) of the layer mix's chains
 
 
 def floor_us(n: int, k: int, bandwidth: float) -> float:
@@ -85,25 +86,28 @@ def shape_rows(name: str, bandwidth: float) -> list[dict]:
 
 def layer_rows(layers: int, bandwidth: float) -> list[dict]:
     """LAYERS x (qkv, o, gate_up, down), each its own weights: planned launches against one chain
-    (parts: qkv 4, the others 1; the default kernel)."""
+    for each of LAYER_VARIANTS (qkv in its parts, the others in one)."""
     xs = {k: randn(M, k) for k in {k for _, k in SHAPES.values()}}
-    parts = {"qkv": 4, "o": 1, "gate_up": 1, "down": 1}
     phases = []
     for _ in range(layers):
         for name, (n, k) in SHAPES.items():
-            phases.append(Phase(xs[k], random_awq(n, k), torch.empty(M, n, dtype=torch.bfloat16, device="cuda"),
-                                parts[name]))
+            phases.append(Phase(xs[k], random_awq(n, k), torch.empty(M, n, dtype=torch.bfloat16, device="cuda")))
     floor = layers * sum(floor_us(n, k, bandwidth) for n, k in SHAPES.values())
-    planned = time_calls(lambda i: awq_gemm(phases[i].x, phases[i].w, out=phases[i].out), len(phases)) * len(phases)
-    chain, wrong = checked_chain(phases, 16, 8)
-    chained = time_calls(lambda i: chain(), 1)
     rows = []
-    for impl, us, mism in (("awq_gemm (plan)", planned, None), ("awq_chain", chained, wrong)):
-        rows.append(dict(op=f"layer x {layers}", impl=impl, shape="qkv C4" if impl == "awq_chain" else "plan",
-                         us=round(us / layers, 2), floor_us=round(floor / layers, 2),
-                         of_bandwidth=round(floor / us, 3), mismatches="" if mism is None else mism))
-        print(f"layer    {impl:18s} {us / layers:8.2f} us a layer  floor {floor / layers:7.2f}  {floor / us:5.1%}"
-              + ("" if mism is None else f"  mismatches {mism}"), flush=True)
+
+    def add(impl: str, shape: str, us: float, wrong: int | None = None) -> None:
+        rows.append(dict(op=f"layer x {layers}", impl=impl, shape=shape, us=round(us / layers, 2),
+                         floor_us=round(floor / layers, 2), of_bandwidth=round(floor / us, 3),
+                         mismatches="" if wrong is None else wrong))
+        print(f"layer    {impl:18s} {shape:12s} {us / layers:8.2f} us a layer  floor {floor / layers:7.2f}  "
+              f"{floor / us:5.1%}" + ("" if wrong is None else f"  mismatches {wrong}"), flush=True)
+
+    add("awq_gemm (plan)", "plan",
+        time_calls(lambda i: awq_gemm(phases[i].x, phases[i].w, out=phases[i].out), len(phases)) * len(phases))
+    for warps, stages, qkv_parts in LAYER_VARIANTS:
+        parted = [p._replace(parts=qkv_parts) if i % len(SHAPES) == 0 else p for i, p in enumerate(phases)]
+        chain, wrong = checked_chain(parted, warps, stages)
+        add("awq_chain", f"S{warps} D{stages} qkv C{qkv_parts}", time_calls(lambda i: chain(), 1), wrong)
     return rows
 
 

@@ -18,7 +18,7 @@ SHARED_PER_BLOCK = 227 * 1024  # H100 / H200: what one block may take
 
 
 def test_shared_memory_fits_one_block_an_sm():
-    for warps, stages in ((16, 8), (16, 4), (12, 8)):
+    for warps, stages in ((16, 8), (16, 4), (20, 4), (24, 4), (12, 8)):
         assert awq_chain.shared_bytes(warps, stages) + 5 * 1024 <= SHARED_PER_BLOCK  # + the static ~4.6 KB
     assert awq_chain.shared_bytes(20, 8) + 5 * 1024 > SHARED_PER_BLOCK
 
@@ -78,9 +78,12 @@ def test_chain_is_bitwise_awq_gemm_at_its_shape(m):
 
 
 @needs_gpu
-@pytest.mark.parametrize("warps,stages", [(16, 4), (12, 8)])
+@pytest.mark.parametrize("warps,stages", [(16, 4), (20, 4), (12, 8)])
 def test_other_builds_are_bitwise_too(warps, stages):
-    phases = chain_phases(8, MIXED)
+    # each phase in the most parts (at most its MIXED ones) that give every warp a group
+    fitted = {name: (n, k, max(c for c in (1, 2, 4) if c <= parts and c * warps <= k // 128))
+              for name, (n, k, parts) in MIXED.items()}
+    phases = chain_phases(8, fitted)
     AWQChain(phases, warps, stages)()
     for p, want in zip(phases, chain_reference(phases, warps)):
         assert_bitwise(p.out, want, f"S = {warps}, {stages} stages")
