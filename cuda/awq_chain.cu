@@ -49,10 +49,17 @@ struct ChainPhase {
   int n, k, parts, unused;
 };
 
-// x through L2 only: x is written by this launch's earlier phases, which L1 does not see.
+// x through L2 only: x is written by this launch's earlier phases, which L1 does not see. CHAIN_X_L1
+// (the probe's, where no phase writes another's x): through L1 as awq_gemm.cu reads it.
+#ifndef CHAIN_X_L1
+#define CHAIN_X_L1 0
+#endif
 __device__ __forceinline__ uint4 load16_l2(const void* p) {
   uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  if (CHAIN_X_L1)
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  else
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
 
@@ -141,21 +148,37 @@ struct Copier {
   }
 };
 
-// Thread 0 counts its block in and waits for all G (barrier e: the (e + 1)-th); the block waits on it.
-__device__ __forceinline__ void chain_barrier(unsigned* arrived, unsigned e) {
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+// The end of phase e (the block's work in it done): thread 0 counts its block in and, with
+// `barriers`, waits for all G (the (e + 1)-th barrier); the block waits on it. With stamps [phases]
+// [G][2], thread 0 writes the %globaltimer ns of its arrival and its departure.
+__device__ __forceinline__ void end_phase(unsigned* arrived, unsigned e, bool barriers, unsigned long long* stamps) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-    atomicAdd(arrived, 1u);
-    unsigned seen;
-    do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
-    while (seen < (e + 1) * gridDim.x);
+    unsigned long long* at = stamps == nullptr ? nullptr : stamps + 2 * ((size_t)e * gridDim.x + blockIdx.x);
+    if (at != nullptr) at[0] = global_ns();
+    if (barriers) {
+      asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+      atomicAdd(arrived, 1u);
+      unsigned seen;
+      do asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
+      while (seen < (e + 1) * gridDim.x);
+    }
+    if (at != nullptr) at[1] = global_ns();
   }
   __syncthreads();
 }
 
 extern "C" __global__ void __launch_bounds__(CHAIN_WARPS * 32, 1)
-awq_chain(const ChainPhase* __restrict__ chain, int count, int M, unsigned* barrier) {
+awq_chain(const ChainPhase* __restrict__ chain, int count, int M, unsigned* barrier, int barriers,
+          unsigned long long* stamps) {
+  // barriers = 0 only where no phase reads what an earlier one writes (the probe's measure of what
+  // the barriers cost); stamps: null, or each phase's arrivals and departures (end_phase).
   // [warps] rings ([STAGES][1 KB] stages, then [STAGES][160 B] meta slots), then each warp's
   // accumulators ([32 lanes][4] float4), which a unit's combine adds.
   extern __shared__ __align__(16) unsigned char smem[];
@@ -289,11 +312,11 @@ awq_chain(const ChainPhase* __restrict__ chain, int count, int M, unsigned* barr
       }
       __syncthreads();  // sums_s free for the next unit
     }
-    chain_barrier(barrier, p);
+    end_phase(barrier, p, barriers != 0, stamps);
   }
   copies_wait<0>();
   // The last block through resets the barrier for the next launch.
-  if (threadIdx.x == 0 && atomicAdd(barrier + 1, 1u) == G - 1) {
+  if (barriers && threadIdx.x == 0 && atomicAdd(barrier + 1, 1u) == G - 1) {
     barrier[0] = 0u;
     barrier[1] = 0u;
     __threadfence();

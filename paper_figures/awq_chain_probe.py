@@ -42,12 +42,12 @@ def floor_us(n: int, k: int, bandwidth: float) -> float:
     return (awq_bytes(n * k, 128) + 2 * M * (n + k)) / bandwidth * 1e6
 
 
-def checked_chain(phases: list[Phase], warps: int, stages: int) -> tuple[AWQChain, int]:
-    """The chain, run once with its outputs poisoned, and how many of its output elements differ
+def checked_chain(phases: list[Phase], warps: int, stages: int, **variant) -> tuple[AWQChain, int]:
+    """The chain (AWQChain's variant keywords), run once with its outputs poisoned, and how many of its output elements differ
     from awq_gemm's at (warps, parts) (0: bitwise)."""
     for p in phases:
         p.out.fill_(float("nan"))
-    chain = AWQChain(phases, warps, stages)
+    chain = AWQChain(phases, warps, stages, **variant)
     chain()
     expected = chain_reference(phases, warps)
     torch.cuda.synchronize()
@@ -67,7 +67,7 @@ def shape_rows(name: str, bandwidth: float) -> list[dict]:
     def add(impl: str, us: float, shape: str, wrong: int | None = None) -> None:
         rows.append(dict(op=name, impl=impl, shape=shape, us=round(us, 2), floor_us=round(floor, 2),
                          of_bandwidth=round(floor / us, 3), mismatches="" if wrong is None else wrong))
-        print(f"{name:8s} {impl:18s} {shape:12s} {us:8.2f} us  floor {floor:6.2f}  {floor / us:5.1%}"
+        print(f"{name:8s} {impl:28s} {shape:12s} {us:8.2f} us  floor {floor:6.2f}  {floor / us:5.1%}"
               + ("" if wrong is None else f"  mismatches {wrong}"), flush=True)
 
     add("awq_gemm (plan)", time_calls(lambda i: awq_gemm(x, ws[i % copies], out=outs[i]), calls), "plan")
@@ -81,7 +81,32 @@ def shape_rows(name: str, bandwidth: float) -> list[dict]:
                     lambda i: launch_shape(x, ws[i % copies], None, outs[i], warps, parts), calls), shape)
             chain, wrong = checked_chain([Phase(x, ws[i % copies], outs[i], parts) for i in range(calls)], warps, stages)
             add("awq_chain", time_calls(lambda i: chain(), 1) / calls, shape, wrong)
+    # What the barriers cost (the default build, C = 1): the same chain without them (these phases
+    # read nothing another writes), and one stamped launch's phases (barrier_spread).
+    phases = [Phase(x, ws[i % copies], outs[i], 1) for i in range(calls)]
+    for impl, kwargs in (("no barriers", dict(barriers=False)), ("x via L1", dict(x_l1=True)),
+                         ("no barriers, x via L1", dict(barriers=False, x_l1=True))):
+        variant, wrong = checked_chain(phases, 16, 8, **kwargs)
+        add(f"awq_chain, {impl}", time_calls(lambda i: variant(), 1) / calls, "S16 C1 D8", wrong)
+    stamped = AWQChain(phases, stamps=True)
+    stamped()
+    torch.cuda.synchronize()
+    rows[-1]["spread"] = barrier_spread(stamped.stamps.cpu())
+    print(f"{name:8s} stamped: {rows[-1]['spread']}", flush=True)
     return rows
+
+
+def barrier_spread(stamps: torch.Tensor) -> str:
+    """A stamped chain's phases after the first (stamps [phases, blocks, 2]: arrival, departure ns):
+    medians over phases of the median and the slowest block's work (arrival less its departure
+    from the barrier before), the phase's period (last departure to last departure) and the
+    release (median departure less the last arrival), us."""
+    arrive, depart = stamps[..., 0].double(), stamps[..., 1].double()
+    work = (arrive[1:] - depart[:-1]) / 1e3  # [phases - 1, blocks]
+    period = (depart[1:].max(1).values - depart[:-1].max(1).values) / 1e3
+    release = (depart[1:].median(1).values - arrive[1:].max(1).values) / 1e3
+    return (f"block median {work.median(1).values.median():.2f} / slowest {work.max(1).values.median():.2f} us, "
+            f"period {period.median():.2f}, release {release.median():.2f}")
 
 
 def layer_rows(layers: int, bandwidth: float) -> list[dict]:
@@ -99,7 +124,7 @@ def layer_rows(layers: int, bandwidth: float) -> list[dict]:
         rows.append(dict(op=f"layer x {layers}", impl=impl, shape=shape, us=round(us / layers, 2),
                          floor_us=round(floor / layers, 2), of_bandwidth=round(floor / us, 3),
                          mismatches="" if wrong is None else wrong))
-        print(f"layer    {impl:18s} {shape:12s} {us / layers:8.2f} us a layer  floor {floor / layers:7.2f}  "
+        print(f"layer    {impl:28s} {shape:12s} {us / layers:8.2f} us a layer  floor {floor / layers:7.2f}  "
               f"{floor / us:5.1%}" + ("" if wrong is None else f"  mismatches {wrong}"), flush=True)
 
     add("awq_gemm (plan)", "plan",
@@ -131,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.layers:
         rows += layer_rows(args.layers, bandwidth)
     with open(args.out / "awq_chain.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]) + ["spread"])
         writer.writeheader()
         writer.writerows(rows)
     lines = ["# AWQ chain probe (paper_figures/awq_chain_probe.py)\n",
@@ -139,8 +164,11 @@ def main(argv: list[str] | None = None) -> int:
              "Llama-3-70B TP 1 shapes, random AWQ weights (group 128). us: median a GEMM (a layer), "
              "graph replays; mismatches: chain output elements not bitwise awq_gemm's at (S, C).\n",
              "| op | impl | shape | us | floor us | of bandwidth | mismatches |", "|---|---|---|---|---|---|---|"]
+    spreads = [f"- {r['op']}: {r['spread']}" for r in rows if "spread" in r]
     lines += [f"| {r['op']} | {r['impl']} | {r['shape']} | {r['us']} | {r['floor_us']} | {r['of_bandwidth']:.1%} "
               f"| {r['mismatches']} |" for r in rows]
+    lines += ["", "One stamped launch of the default chain (S16 C1 D8, with barriers), medians over its phases "
+              "after the first:"] + spreads
     (args.out / "awq_chain.md").write_text("\n".join(lines) + "\n")
     return 0
 

@@ -80,9 +80,10 @@ def test_chain_is_bitwise_awq_gemm_at_its_shape(m):
 @needs_gpu
 @pytest.mark.parametrize("warps,stages", [(16, 4), (20, 4), (12, 8)])
 def test_other_builds_are_bitwise_too(warps, stages):
-    # each phase in the most parts (at most its MIXED ones) that give every warp a group
+    # each phase in the most parts (at most its MIXED ones) that give every warp a group; none
+    # where even one part has fewer groups than warps (K = 2048 at 20 warps)
     fitted = {name: (n, k, max(c for c in (1, 2, 4) if c <= parts and c * warps <= k // 128))
-              for name, (n, k, parts) in MIXED.items()}
+              for name, (n, k, parts) in MIXED.items() if warps <= k // 128}
     phases = chain_phases(8, fitted)
     AWQChain(phases, warps, stages)()
     for p, want in zip(phases, chain_reference(phases, warps)):
@@ -137,3 +138,20 @@ def test_probe_without_a_gpu_is_one_error(tmp_path, capsys, monkeypatch):
     assert awq_chain_probe.main(["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:"), err
+
+
+@needs_gpu
+def test_without_barriers_and_stamped():
+    """The probe's two variants: no barriers (phases independent here) and stamps, both bitwise."""
+    phases = chain_phases(8, MIXED, seed=3)
+    want = chain_reference(phases)
+    for chain in (AWQChain(phases, barriers=False), AWQChain(phases, stamps=True)):
+        for p in phases:
+            p.out.fill_(float("nan"))
+        chain()
+        torch.cuda.synchronize()
+        for name, p, w in zip(MIXED, phases, want):
+            assert_bitwise(p.out, w, f"phase {name}, barriers {chain.barriers}")
+    arrive, depart = chain.stamps[..., 0], chain.stamps[..., 1]
+    assert (arrive > 0).all() and (depart >= arrive).all() and (arrive[1:] >= depart[:-1]).all()
+    assert (arrive.max(1).values <= depart.min(1).values).all()  # no block leaves a barrier before all arrive

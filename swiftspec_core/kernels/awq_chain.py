@@ -56,10 +56,10 @@ def check_phase(phase: Phase, warps: int = WARPS) -> None:
 
 
 @functools.cache
-def _compiled(device: int, warps: int, stages: int):
+def _compiled(device: int, warps: int, stages: int, x_l1: bool):
     import cupy
 
-    defines = f"#define CHAIN_WARPS {warps}\n#define CHAIN_STAGES {stages}\n"
+    defines = f"#define CHAIN_WARPS {warps}\n#define CHAIN_STAGES {stages}\n#define CHAIN_X_L1 {int(x_l1)}\n"
     with cupy.cuda.Device(device):
         fn = build.compile_source(defines + build.source("awq_chain")).get_function("awq_chain")
     fn.max_dynamic_shared_size_bytes = shared_bytes(warps, stages)
@@ -70,7 +70,12 @@ class AWQChain:
     """The chain's launch over fixed phases (graph-safe: the phases' pointers are laid out once).
     __call__() runs it on the current stream; its outputs are the phases' out tensors."""
 
-    def __init__(self, phases: list[Phase], warps: int = WARPS, stages: int = STAGES):
+    def __init__(self, phases: list[Phase], warps: int = WARPS, stages: int = STAGES, barriers: bool = True,
+                 stamps: bool = False, x_l1: bool = False):
+        """barriers=False (no grid barrier between phases) and x_l1 (x through L1) only for phases
+        that read nothing an earlier one writes: the probe's measures of what the barriers and x's
+        reads through L2 cost; stamps: keep each phase's arrivals and departures, int64 ns
+        [phases, blocks, 2] in self.stamps."""
         if not 1 <= len(phases) <= MAX_PHASES:
             raise ValueError(f"awq_chain: {len(phases)} phases (1..{MAX_PHASES})")
         m = phases[0].x.shape[0]
@@ -92,10 +97,13 @@ class AWQChain:
         self.descriptors = torch.tensor(words, dtype=torch.int64, device=device)  # [phases * WORDS]
         self.barrier = torch.zeros(2, dtype=torch.int32, device=device)
         self.blocks = torch.cuda.get_device_properties(device).multi_processor_count
+        self.barriers, self.x_l1 = barriers, x_l1
+        self.stamps = torch.zeros(len(phases), self.blocks, 2, dtype=torch.int64, device=device) if stamps else None
 
     def __call__(self) -> None:
-        fn = _compiled(self.descriptors.device.index, self.warps, self.stages)
-        args = (build.ptr(self.descriptors), np.int32(len(self.phases)), np.int32(self.m), build.ptr(self.barrier))
+        fn = _compiled(self.descriptors.device.index, self.warps, self.stages, self.x_l1)
+        args = (build.ptr(self.descriptors), np.int32(len(self.phases)), np.int32(self.m), build.ptr(self.barrier),
+                np.int32(int(self.barriers)), np.uint64(0) if self.stamps is None else build.ptr(self.stamps))
         # No PDL: the grid barriers want every block resident from the start (a block an SM).
         build.launch_ex(fn.kernel.ptr, (self.blocks,), (32 * self.warps,), args, shared_bytes(self.warps, self.stages),
                         torch.cuda.current_stream(self.descriptors.device).cuda_stream, False)
