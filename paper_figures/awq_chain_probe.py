@@ -25,6 +25,7 @@ import torch
 
 from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_bench.kernel_ops import CALLS, input_copies, random_awq, randn
+from swiftspec_core.kernels import build
 from swiftspec_core.kernels.awq_chain import AWQChain, Phase, chain_reference
 from swiftspec_core.kernels.awq_gemm import awq_gemm, launch_shape
 from swiftspec_core.models.args import awq_bytes
@@ -88,6 +89,15 @@ def shape_rows(name: str, bandwidth: float) -> list[dict]:
                          ("no barriers, x via L1", dict(barriers=False, x_l1=True))):
         variant, wrong = checked_chain(phases, 16, 8, **kwargs)
         add(f"awq_chain, {impl}", time_calls(lambda i: variant(), 1) / calls, "S16 C1 D8", wrong)
+    # The kernels alone, both without PDL: awq_gemm at (16, 1) and the chain a launch a phase.
+    pdl, build.PDL = build.PDL, False
+    try:
+        add("awq_gemm (S, C), no PDL", time_calls(lambda i: launch_shape(x, ws[i % copies], None, outs[i], 16, 1), calls),
+            "S16 C1 D4")
+    finally:
+        build.PDL = pdl
+    singles = [AWQChain([p]) for p in phases]
+    add("awq_chain, a launch a phase", time_calls(lambda i: singles[i](), calls), "S16 C1 D8")
     stamped = AWQChain(phases, stamps=True)
     stamped()
     torch.cuda.synchronize()

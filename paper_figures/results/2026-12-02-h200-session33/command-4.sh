@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 33, call 4 (nvidia-h200, no carry): the persistent AWQ chain (cuda/awq_chain.cu, NOTES
+# Session 33, call 4 (nvidia-h200, no carry; ran at 03b1b83 as `SWIFTSPEC_COMMIT=03b1b83 bash command-4.sh`, 50 s, after one refused start): the persistent AWQ chain (cuda/awq_chain.cu, NOTES
 # v204): its GPU tests (every phase bitwise awq_gemm at (S, C), rows invariant, graph replays),
 # then paper_figures/awq_chain_probe.py (the 70B's four GEMMs at M = 8 as separate launches and as
 # a chain; a layer mix of 8 layers). Timeouts so that a hung grid barrier ends the call.
