@@ -5,7 +5,11 @@
 // GEMM's start and end (its first weight bytes, the last warps' tail, the launch), the chain pays
 // once: every warp's ring of weight chunks runs on across units and phases (weights are never
 // written, so the next phase's first chunks are in flight while the block waits at the barrier),
-// and only x waits for the barrier.
+// and only x waits for the barrier. Measured (NOTES v204-v208), it does not pay: its kernel streams
+// 1.2-1.5x slower per block than awq_gemm's at the same 16 warps, even as one launch a phase (ncu:
+// ~1.3x awq_gemm's L2 traffic for the same DRAM bytes, warps waiting at a unit's end), and each
+// barrier adds the slowest block's lag and a 0.77 us release. A probe, kept for its tests and for
+// what those measurements leave open; no forward uses it.
 //
 // Work and numerics are awq_gemm.cu's at the launch shape (S, C) = (CHAIN_WARPS, phase's parts):
 // a phase's unit u (of tiles x C) is tile u / C's part u % C (a cluster block's rank there); blocks
@@ -166,7 +170,7 @@ __device__ __forceinline__ void end_phase(unsigned* arrived, unsigned e, bool ba
       asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
       atomicAdd(arrived, 1u);
       // Polled with a pause between reads, so that up to 131 waiting threads do not read one L2
-      // line back to back while other blocks still stream (NOTES v207 measures the difference).
+      // line back to back while other blocks still stream (NOTES v207: no difference measured).
       unsigned seen;
       while (true) {
         asm volatile("ld.acquire.gpu.b32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");

@@ -2,8 +2,8 @@
 GEMMs (phases) one after another with a grid barrier between them, every warp's ring of weight
 chunks running on across phases, so that a GEMM does not pay its own start and end (NOTES v204: the
 70B's o and qkv run at ~62% and ~55% of the copy bandwidth as separate launches, held by those
-fixed costs). A probe of issue 11's persistent route (paper_figures/awq_chain_probe.py times it);
-no forward uses it yet.
+fixed costs). A probe of issue 11's persistent route (paper_figures/awq_chain_probe.py times it):
+measured slower than separate launches at every 70B shape (NOTES v204-v208), so no forward uses it.
 
 A phase is awq_gemm(x, w) at M <= 8 rows, group 128, computed as awq_gemm's launch_shape at (S, C)
 = (WARPS, its parts) computes it, bit for bit (chain_reference): the chain changes when a GEMM's

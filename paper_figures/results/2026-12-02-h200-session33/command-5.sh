@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 33, call 5 (nvidia-h200, no carry): the persistent AWQ chain (cuda/awq_chain.cu, NOTES
+# Session 33, call 5 (nvidia-h200, no carry; ran at 5ef408d as `SWIFTSPEC_COMMIT=5ef408d bash command-5.sh`, 55 s): the persistent AWQ chain (cuda/awq_chain.cu, NOTES
 # v204): its GPU tests (every phase bitwise awq_gemm at (S, C), rows invariant, graph replays),
 # then paper_figures/awq_chain_probe.py (the 70B's four GEMMs at M = 8 as separate launches and as
 # a chain; a layer mix of 8 layers). Timeouts so that a hung grid barrier ends the call.

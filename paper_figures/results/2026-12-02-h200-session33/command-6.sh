@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 33, call 6 (nvidia-h200, no carry): ncu of the 70B o at M = 8, awq_gemm at (S, C) =
+# Session 33, call 6 (nvidia-h200, no carry; ran at 2be9dde as `SWIFTSPEC_COMMIT=2be9dde bash command-6.sh`, 47 s): ncu of the 70B o at M = 8, awq_gemm at (S, C) =
 # (16, 1) against the chain's kernel as one phase (16 warps), both alone (NOTES v208): where do
 # the chain's warps stall that awq_gemm's do not?
 set -u
