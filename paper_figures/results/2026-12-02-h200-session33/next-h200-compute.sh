@@ -15,5 +15,5 @@ done
 python3 -m pip install -q --no-deps -e . > /dev/null 2>&1
 O=$OUT/compute; mkdir -p $O
 echo "commit $SWIFTSPEC_COMMIT + the two patches, $(date -u +%FT%TZ)" > $O/env.log
-PYTHONPATH=. timeout -k 5 400 python3 paper_figures/awq_chain_probe.py --out $O/probe --layers 0 > $O/probe.log 2>&1
+PYTHONPATH=. timeout -k 5 400 python3 paper_figures/awq_chain_probe.py --out $O/probe --layers 0 --ops ${OPS:-qkv,o,gate_up,down} > $O/probe.log 2>&1
 echo "probe: exit $?"; grep -E "plan|no PDL|no copies" $O/probe.log
