@@ -241,17 +241,27 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         const unsigned b0 = h ? x_now.z : x_now.x, b1 = h ? x_now.w : x_now.y;
         const unsigned b8 = h ? x_now8.z : x_now8.x, b9 = h ? x_now8.w : x_now8.y;
         const bool first = !kTwo && p == 0 && h == 0;  // the group's first mma's: zero accumulators (RZ)
+#if AWQ_FP16_OPERANDS
+        unsigned w8[4];  // w >> 8: tiles 2 and 3
+#pragma unroll
+        for (int r = 0; r < 4; ++r) w8[r] = permute(w[r], 0u, 0x4321u);
+#endif
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
+#if AWQ_FP16_OPERANDS
+          const unsigned a0 = nibbles_fp16(w[0], w8[0], j), a1 = nibbles_fp16(w[1], w8[1], j);
+          const unsigned a2 = nibbles_fp16(w[2], w8[2], j), a3 = nibbles_fp16(w[3], w8[3], j);
+#else
           const unsigned a0 = nibbles_plus_128(w[0], j), a1 = nibbles_plus_128(w[1], j);
           const unsigned a2 = nibbles_plus_128(w[2], j), a3 = nibbles_plus_128(w[3], j);
+#endif
           if (first) mma_16816_zero(sums[j][0], a0, a1, a2, a3, b0, b1);
-          else mma_16816(sums[j][0], a0, a1, a2, a3, b0, b1);
-          if (kTwo) mma_16816(sums[j][1], a0, a1, a2, a3, b8, b9);
+          else mma_awq(sums[j][0], a0, a1, a2, a3, b0, b1);
+          if (kTwo) mma_awq(sums[j][1], a0, a1, a2, a3, b8, b9);
         }
         if (first) mma_16816_zero(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
-        else mma_16816(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
-        if (kTwo) mma_16816(x_sums[1], kOnes, kOnes, kOnes, kOnes, b8, b9);
+        else mma_awq(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
+        if (kTwo) mma_awq(x_sums[1], kOnes, kOnes, kOnes, kOnes, b8, b9);
       }
     }
     if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
@@ -275,10 +285,19 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
     for (int j = 0; j < 4; ++j) {
       const unsigned word = kTwo ? load_shared4(scales + 4 * j) : scale_words[j];
       const unsigned word8 = kTwo ? load_shared4(scales + 64 + 4 * j) : scale_words8[j];
-      const float s_g = scale_of(word, half_shift), s_g8 = scale_of(word8, half_shift);
+      float s_g = scale_of(word, half_shift), s_g8 = scale_of(word8, half_shift);
       // 128 + zero of A row g (low half) and g + 8 (high half), bf16 integers, exactly as fp32.
       const unsigned zero_pair = nibbles_plus_128(both, j);
-      const float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
+      float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
+#if AWQ_FP16_OPERANDS
+      // The sums saw 1024 + c q (c = 16 at odd j): subtract (1024 + c zero) x's sum, divide by c (exact).
+      if (j & 1) {
+        z_g = fmaf(16.f, z_g, -1024.f), z_g8 = fmaf(16.f, z_g8, -1024.f);
+        s_g *= 0.0625f, s_g8 *= 0.0625f;
+      } else {
+        z_g += 896.f, z_g8 += 896.f;
+      }
+#endif
 #pragma unroll
       for (int b = 0; b < (kTwo ? 2 : 1); ++b) {
         float4& a = acc[Acc::piece(j, b, lane)];

@@ -119,12 +119,30 @@ __device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], 
   }
 }
 
-// bf16 (1, 1): the A operand of the mma's that sum x alone.
-constexpr unsigned kOnes = 0x3F803F80u;
+#ifndef AWQ_FP16_OPERANDS
+#define AWQ_FP16_OPERANDS 0  // 1: the codes and x as fp16 mma operands (x must be fp16), awq_fp16_probe.py
+#endif
+
+// (1, 1) in the operand type: the A operand of the mma's that sum x alone.
+constexpr unsigned kOnes = AWQ_FP16_OPERANDS ? 0x3C003C00u : 0x3F803F80u;
+
+// d += A B in the operand type (bf16, or fp16 under AWQ_FP16_OPERANDS).
+__device__ __forceinline__ void mma_awq(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                        unsigned b0, unsigned b1) {
+#if AWQ_FP16_OPERANDS
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  mma_16816(d, a0, a1, a2, a3, b0, b1);
+#endif
+}
 
 // d = A B (+ nothing): the first mma of a group's sums, its accumulators zero (RZ in the SASS).
 __device__ __forceinline__ void mma_16816_zero(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
                                                unsigned a3, unsigned b0, unsigned b1) {
   d[0] = d[1] = d[2] = d[3] = 0.f;
-  mma_16816(d, a0, a1, a2, a3, b0, b1);
+  mma_awq(d, a0, a1, a2, a3, b0, b1);
 }
