@@ -38,13 +38,13 @@ __device__ __forceinline__ unsigned nibbles_plus_128(unsigned pair, int j) {
   return v;
 }
 
-// The fp16 twin (AWQ_FP16_OPERANDS): fp16's 10 mantissa bits hold a nibble in place at bits 0..3
-// (1024 + q) and at bits 4..7 (1024 + 16 q), so a word's four tiles take one shift (pair >> 8 as a
-// byte permute, `pair8`) and four lop3's where bf16 takes three and four.
-__device__ __forceinline__ unsigned nibbles_fp16(unsigned pair, unsigned pair8, int j) {
+// The fp16-operand kernels' (awq_gemm.cu, kF16): fp16's 10 mantissa bits hold a nibble in place at
+// bits 0..3 (1024 + q, even j) and at bits 4..7 (1024 + 16 q, odd j), so a word's four tiles take
+// four lop3's and one byte permute (the caller's pair >> 8 before j = 2) where bf16 takes four and
+// three shifts.
+__device__ __forceinline__ unsigned nibbles_fp16(unsigned pair, int j) {
   unsigned v;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(v) : "r"(j < 2 ? pair : pair8), "r"(j & 1 ? 0x00F000F0u : 0x000F000Fu),
-      "r"(0x64006400u));
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(v) : "r"(pair), "r"(j & 1 ? 0x00F000F0u : 0x000F000Fu), "r"(0x64006400u));
   return v;
 }
 

@@ -99,8 +99,8 @@ struct Accumulators {
 // One block of a cluster of kCluster; kTwo: x rows 8..15 exist (M > 8); kChunks = G / 32 chunks a
 // group (1, 2 or 4: the group loop's chunks unrolled, so where each copy goes is known at compile
 // time); kSwiglu: two halves of warps, on a gate tile and its up tile (awq_swiglu_*, above).
-template <int kCluster, bool kTwo, int kChunks, bool kSwiglu>
-__device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const int* __restrict__ qweight,
+template <int kCluster, bool kTwo, int kChunks, bool kSwiglu, bool kF16>
+__device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const int* __restrict__ qweight,
                                                const int* __restrict__ qzeros, const __half* __restrict__ scales,
                                                const bf16* __restrict__ bias, bf16* out, int M, int N, int K,
                                                const Norms& norms) {
@@ -241,27 +241,22 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
         const unsigned b0 = h ? x_now.z : x_now.x, b1 = h ? x_now.w : x_now.y;
         const unsigned b8 = h ? x_now8.z : x_now8.x, b9 = h ? x_now8.w : x_now8.y;
         const bool first = !kTwo && p == 0 && h == 0;  // the group's first mma's: zero accumulators (RZ)
-#if AWQ_FP16_OPERANDS
-        unsigned w8[4];  // w >> 8: tiles 2 and 3
-#pragma unroll
-        for (int r = 0; r < 4; ++r) w8[r] = permute(w[r], 0u, 0x4321u);
-#endif
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-#if AWQ_FP16_OPERANDS
-          const unsigned a0 = nibbles_fp16(w[0], w8[0], j), a1 = nibbles_fp16(w[1], w8[1], j);
-          const unsigned a2 = nibbles_fp16(w[2], w8[2], j), a3 = nibbles_fp16(w[3], w8[3], j);
-#else
-          const unsigned a0 = nibbles_plus_128(w[0], j), a1 = nibbles_plus_128(w[1], j);
-          const unsigned a2 = nibbles_plus_128(w[2], j), a3 = nibbles_plus_128(w[3], j);
-#endif
-          if (first) mma_16816_zero(sums[j][0], a0, a1, a2, a3, b0, b1);
-          else mma_awq(sums[j][0], a0, a1, a2, a3, b0, b1);
-          if (kTwo) mma_awq(sums[j][1], a0, a1, a2, a3, b8, b9);
+          unsigned a[4];
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            if (kF16 && j == 2) w[r] = permute(w[r], 0u, 0x4321u);  // w >> 8: tiles 2, 3 at bits 0..7 (in place: no register more)
+            a[r] = kF16 ? nibbles_fp16(w[r], j) : nibbles_plus_128(w[r], j);
+          }
+          if (first) mma_awq_zero<kF16>(sums[j][0], a[0], a[1], a[2], a[3], b0, b1);
+          else mma_awq<kF16>(sums[j][0], a[0], a[1], a[2], a[3], b0, b1);
+          if (kTwo) mma_awq<kF16>(sums[j][1], a[0], a[1], a[2], a[3], b8, b9);
         }
-        if (first) mma_16816_zero(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
-        else mma_awq(x_sums[0], kOnes, kOnes, kOnes, kOnes, b0, b1);
-        if (kTwo) mma_awq(x_sums[1], kOnes, kOnes, kOnes, kOnes, b8, b9);
+        constexpr unsigned ones = kOnes<kF16>;
+        if (first) mma_awq_zero<kF16>(x_sums[0], ones, ones, ones, ones, b0, b1);
+        else mma_awq<kF16>(x_sums[0], ones, ones, ones, ones, b0, b1);
+        if (kTwo) mma_awq<kF16>(x_sums[1], ones, ones, ones, ones, b8, b9);
       }
     }
     if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
@@ -289,15 +284,14 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
       // 128 + zero of A row g (low half) and g + 8 (high half), bf16 integers, exactly as fp32.
       const unsigned zero_pair = nibbles_plus_128(both, j);
       float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
-#if AWQ_FP16_OPERANDS
-      // The sums saw 1024 + c q (c = 16 at odd j): subtract (1024 + c zero) x's sum, divide by c (exact).
-      if (j & 1) {
-        z_g = fmaf(16.f, z_g, -1024.f), z_g8 = fmaf(16.f, z_g8, -1024.f);
-        s_g *= 0.0625f, s_g8 *= 0.0625f;
-      } else {
-        z_g += 896.f, z_g8 += 896.f;
+      if (kF16) {  // the sums saw 1024 + c q (c = 16 at odd j): take (1024 + c zero) x's sum, divide by c (exact)
+        if (j & 1) {
+          z_g = fmaf(16.f, z_g, -1024.f), z_g8 = fmaf(16.f, z_g8, -1024.f);
+          s_g *= 0.0625f, s_g8 *= 0.0625f;
+        } else {
+          z_g += 896.f, z_g8 += 896.f;
+        }
       }
-#endif
 #pragma unroll
       for (int b = 0; b < (kTwo ? 2 : 1); ++b) {
         float4& a = acc[Acc::piece(j, b, lane)];
@@ -333,7 +327,7 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   // the rings, summed a row at a time in column order after the combine.
   float* squares = reinterpret_cast<float*>(smem);
   const Epilogue ep{norms.row_sums != nullptr ? row_scale : nullptr, kSwiglu ? nullptr : norms.residual,
-                    kCluster == 1 && !kSwiglu ? norms.next_norm : nullptr, norms.next_x, squares};
+                    kCluster == 1 && !kSwiglu ? norms.next_norm : nullptr, norms.next_x, squares, norms.half_out};
 
   // Warp w's accumulator (j, b, r) of lane l: float r of its piece (j, b) of [w][l].
   const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);
@@ -385,32 +379,35 @@ __device__ __forceinline__ void awq_gemm_block(const bf16* __restrict__ x, const
   }
 }
 
-// awq_{gemm,swiglu}_r{8,16}_g{G}_c{C}: M <= 8 or M > 8, group size G, clusters of C blocks (C > 1:
-// __cluster_dims__, so a plain launch of a grid of whole clusters). AWQ_THREADS bounds a block (S <=
-// 24 warps: awq_gemm.py's SPLITS; 2 S for swiglu) and so a lane's registers: 65536 / 768 -> 80, which
-// lets 24 warps share an SM (awq_gemm.py's WARPS_PER_SM). ptxas 13.0, sm_90a: r8 66-74 registers,
-// r16 80, no spills. (N: the weight's rows, 2F for swiglu.)
+// awq_{gemm,swiglu}[_f16]_r{8,16}_g{G}_c{C}: bf16 x, or fp16 x (_f16: the fp16-operand extraction);
+// M <= 8 or M > 8, group size G, clusters of C blocks (C > 1: __cluster_dims__, so a plain launch of
+// a grid of whole clusters). AWQ_THREADS bounds a block (S <= 24 warps: awq_gemm.py's SPLITS; 2 S for
+// swiglu) and so a lane's registers: 65536 / 768 -> 80, which lets 24 warps share an SM
+// (awq_gemm.py's WARPS_PER_SM). ptxas 13.0, sm_90a: r8 66-74 registers, r16 80, no spills. (N: the
+// weight's rows, 2F for swiglu; half_out: kHalfOut | kHalfNextX.)
 #define AWQ_THREADS 768
-#define AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, C, ATTRIBUTES)                                        \
+#define AWQ_GEMM_KERNEL(NAME, SWIGLU, F16, ROWS, TWO, G, C, ATTRIBUTES)                                    \
   extern "C" __global__ void __launch_bounds__(AWQ_THREADS) ATTRIBUTES NAME##_r##ROWS##_g##G##_c##C(       \
-      const bf16* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
+      const void* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
       const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* out, int M, int N, int K,  \
-      const float* row_sums, const bf16* residual, const bf16* next_norm, bf16* next_x, float* next_sums, \
-      float eps) {                                                                                       \
-    const Norms norms{row_sums, residual, next_norm, next_x, next_sums, eps};                            \
-    awq_gemm_block<C, TWO, G / 32, SWIGLU>(x, qweight, qzeros, scales, bias, out, M, N, K, norms);       \
+      const float* row_sums, const bf16* residual, const bf16* next_norm, void* next_x, float* next_sums, \
+      float eps, int half_out) {                                                                         \
+    const Norms norms{row_sums, residual, next_norm, next_x, next_sums, eps, half_out};                  \
+    awq_gemm_block<C, TWO, G / 32, SWIGLU, F16>(x, qweight, qzeros, scales, bias, out, M, N, K, norms);  \
   }
-#define AWQ_GEMM_CLUSTERS(NAME, SWIGLU, ROWS, TWO, G)                                 \
-  AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 1, )                                    \
-  AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 2, __cluster_dims__(2, 1, 1))           \
-  AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 4, __cluster_dims__(4, 1, 1))           \
-  AWQ_GEMM_KERNEL(NAME, SWIGLU, ROWS, TWO, G, 8, __cluster_dims__(8, 1, 1))
-#define AWQ_GEMM_ROWS(NAME, SWIGLU, G)              \
-  AWQ_GEMM_CLUSTERS(NAME, SWIGLU, 8, false, G)      \
-  AWQ_GEMM_CLUSTERS(NAME, SWIGLU, 16, true, G)
-AWQ_GEMM_ROWS(awq_gemm, false, 32)
-AWQ_GEMM_ROWS(awq_gemm, false, 64)
-AWQ_GEMM_ROWS(awq_gemm, false, 128)
-AWQ_GEMM_ROWS(awq_swiglu, true, 32)
-AWQ_GEMM_ROWS(awq_swiglu, true, 64)
-AWQ_GEMM_ROWS(awq_swiglu, true, 128)
+#define AWQ_GEMM_CLUSTERS(NAME, SWIGLU, F16, ROWS, TWO, G)                            \
+  AWQ_GEMM_KERNEL(NAME, SWIGLU, F16, ROWS, TWO, G, 1, )                               \
+  AWQ_GEMM_KERNEL(NAME, SWIGLU, F16, ROWS, TWO, G, 2, __cluster_dims__(2, 1, 1))      \
+  AWQ_GEMM_KERNEL(NAME, SWIGLU, F16, ROWS, TWO, G, 4, __cluster_dims__(4, 1, 1))      \
+  AWQ_GEMM_KERNEL(NAME, SWIGLU, F16, ROWS, TWO, G, 8, __cluster_dims__(8, 1, 1))
+#define AWQ_GEMM_ROWS(NAME, SWIGLU, F16, G)             \
+  AWQ_GEMM_CLUSTERS(NAME, SWIGLU, F16, 8, false, G)     \
+  AWQ_GEMM_CLUSTERS(NAME, SWIGLU, F16, 16, true, G)
+#define AWQ_GEMM_OPS(G)                          \
+  AWQ_GEMM_ROWS(awq_gemm, false, false, G)       \
+  AWQ_GEMM_ROWS(awq_gemm_f16, false, true, G)    \
+  AWQ_GEMM_ROWS(awq_swiglu, true, false, G)      \
+  AWQ_GEMM_ROWS(awq_swiglu_f16, true, true, G)
+AWQ_GEMM_OPS(32)
+AWQ_GEMM_OPS(64)
+AWQ_GEMM_OPS(128)

@@ -65,6 +65,10 @@ __device__ __forceinline__ unsigned thread_index() {
   return t;
 }
 
+// Which outputs are fp16 (the next GEMM's x in its fp16-operand kernel), not bf16: bit 0 awq_swiglu's
+// out, bit 1 next_x.
+constexpr int kHalfOut = 1, kHalfNextX = 2;
+
 // The RMSNorms folded into a GEMM's epilogue (awq_norms.py; all null: a plain GEMM): row_sums
 // [K / 64][16] with eps, the norm before (x is bf16(h * g)); residual [M, N] (out may be it);
 // next_norm [N] with next_x [M, N] and next_sums [N / 64][16], the norm after (kCluster = 1 only).
@@ -72,10 +76,23 @@ struct Norms {
   const float* row_sums;
   const bf16* residual;
   const bf16* next_norm;
-  bf16* next_x;
+  void* next_x;
   float* next_sums;
   float eps;
+  int half_out;  // kHalfOut | kHalfNextX: which outputs are fp16
 };
+
+// fp32 -> fp16, rounded to nearest even, saturating at fp16's largest finite value (65504) where bf16
+// would hold it (NaN stays NaN): awq_gemm.py's to_operand.
+__device__ __forceinline__ __half half_saturated(float v) {
+  return __float2half_rn(fabsf(v) > 65504.f ? copysignf(65504.f, v) : v);
+}
+
+// An output element in bf16, or in fp16 (saturating) where `half`.
+__device__ __forceinline__ void store_operand(void* out, size_t at, float v, bool half) {
+  if (half) reinterpret_cast<__half*>(out)[at] = half_saturated(v);
+  else reinterpret_cast<bf16*>(out)[at] = __float2bfloat16_rn(v);
+}
 
 // What a GEMM's epilogue does besides out = sum + bias (awq_norms.py: the RMSNorms of a one-GPU
 // forward folded into the GEMMs around them, NOTES v110). Null pointers: not that step.
@@ -83,15 +100,17 @@ struct Epilogue {
   const float* row_scale;  // shared [16]: r of each row, the RMSNorm before this GEMM (x = bf16(h * g))
   const bf16* residual;    // [M, N]: out = residual + bf16(r sum + bias), torch's bf16 add (out may be it)
   const bf16* next_norm;   // [N]: the next RMSNorm's weight g: next_x = bf16(out * g), and out^2 into
-  bf16* next_x;            //   [M, N]
+  void* next_x;            //   [M, N] (fp16 where half_out has kHalfNextX)
   float* squares;          //   shared [16][64], by row and column within the tile
+  int half_out;            // kHalfOut | kHalfNextX: which outputs are fp16
 };
 
 // Element e of a block's [32 accumulators][32 lanes] sums (see the combine), rounded once into out
 // where its row and column exist. e = (8 j + 4 b + r) 32 + lane: tile j, x rows 8b .. 8b + 7, d
 // fragment register r (A row g (r < 2) or g + 8, B column 2t + r % 2). v: the element's sum;
-// kSwiglu: its gate column's sum and its up column's, out [M, N / 2]. The sum times the row's
-// scale (ep.row_scale) plus the bias, rounded once; then ep's residual and next norm.
+// kSwiglu: its gate column's sum and its up column's, out [M, N / 2] (bf16, or fp16 under
+// kHalfOut). The sum times the row's scale (ep.row_scale) plus the bias, rounded once; then ep's
+// residual and next norm.
 template <bool kSwiglu>
 __device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], int e, int col_block,
                                              const bf16* __restrict__ bias, bf16* out, int M, int N,
@@ -104,7 +123,8 @@ __device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], 
   if (row >= M || col >= cols) return;
   const float scale = ep.row_scale != nullptr ? ep.row_scale[row] : 1.f;
   if (kSwiglu) {  // each factor rounded as awq_gemm writes it (round to nearest even, as torch)
-    out[(size_t)row * cols + col] = silu_times(__float2bfloat16(v[0] * scale), __float2bfloat16(v[1] * scale));
+    store_operand(out, (size_t)row * cols + col,
+                  silu_times_f32(__float2bfloat16(v[0] * scale), __float2bfloat16(v[1] * scale)), ep.half_out & kHalfOut);
     return;
   }
   const float sum = ep.row_scale != nullptr ? v[0] * scale : v[0];
@@ -114,35 +134,34 @@ __device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], 
   out[at] = y;
   if (ep.next_norm != nullptr) {
     const float f = __bfloat162float(y);
-    ep.next_x[at] = __float2bfloat16(f * __bfloat162float(ep.next_norm[col]));
+    store_operand(ep.next_x, at, f * __bfloat162float(ep.next_norm[col]), ep.half_out & kHalfNextX);
     ep.squares[row * 64 + (col - col_block * 64)] = f * f;
   }
 }
 
-#ifndef AWQ_FP16_OPERANDS
-#define AWQ_FP16_OPERANDS 0  // 1: the codes and x as fp16 mma operands (x must be fp16), awq_fp16_probe.py
-#endif
+// (1, 1) in the operand type (fp16 where kF16, else bf16): the A operand of the mma's that sum x alone.
+template <bool kF16>
+constexpr unsigned kOnes = kF16 ? 0x3C003C00u : 0x3F803F80u;
 
-// (1, 1) in the operand type: the A operand of the mma's that sum x alone.
-constexpr unsigned kOnes = AWQ_FP16_OPERANDS ? 0x3C003C00u : 0x3F803F80u;
-
-// d += A B in the operand type (bf16, or fp16 under AWQ_FP16_OPERANDS).
+// d += A B with fp16 (kF16) or bf16 operands, fp32 accumulators.
+template <bool kF16>
 __device__ __forceinline__ void mma_awq(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                         unsigned b0, unsigned b1) {
-#if AWQ_FP16_OPERANDS
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-  mma_16816(d, a0, a1, a2, a3, b0, b1);
-#endif
+  if constexpr (kF16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    mma_16816(d, a0, a1, a2, a3, b0, b1);
+  }
 }
 
 // d = A B (+ nothing): the first mma of a group's sums, its accumulators zero (RZ in the SASS).
-__device__ __forceinline__ void mma_16816_zero(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
-                                               unsigned a3, unsigned b0, unsigned b1) {
+template <bool kF16>
+__device__ __forceinline__ void mma_awq_zero(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                             unsigned b0, unsigned b1) {
   d[0] = d[1] = d[2] = d[3] = 0.f;
-  mma_awq(d, a0, a1, a2, a3, b0, b1);
+  mma_awq<kF16>(d, a0, a1, a2, a3, b0, b1);
 }

@@ -26,10 +26,11 @@ __device__ __forceinline__ void pdl_start() {
 // SwiGLU on one element, as norm.cu's swiglu kernel computes it: silu in fp32 (x / (1 + expf(-x)),
 // no fast math, as torch), times up, rounded once. The GEMM epilogues that fuse it (gemm_swiglu.cu,
 // awq_gemm.cu) call it on the bf16 values their GEMM alone would have written.
-__device__ __forceinline__ bf16 silu_times(bf16 gate, bf16 up) {
+__device__ __forceinline__ float silu_times_f32(bf16 gate, bf16 up) {  // before the rounding
   const float g = __bfloat162float(gate), u = __bfloat162float(up);
-  return __float2bfloat16_rn(g / (1.f + expf(-g)) * u);
+  return g / (1.f + expf(-g)) * u;
 }
+__device__ __forceinline__ bf16 silu_times(bf16 gate, bf16 up) { return __float2bfloat16_rn(silu_times_f32(gate, up)); }
 
 __device__ __forceinline__ float warp_sum(float v) {
   // Butterfly over the 32 lanes: a fixed order, so every lane gets the same bits every time.

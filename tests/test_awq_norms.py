@@ -94,11 +94,13 @@ def _weight(n: int, k: int, seed: int) -> awq.TiledAWQWeight:
 
 
 @needs_gpu
+@pytest.mark.parametrize("next_dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 @pytest.mark.parametrize("n,k", [(8192, 8192), (8192, 28672), (1024, 512)])
-def test_producer_and_consumer_match_references(n, k):
+def test_producer_and_consumer_match_references(n, k, next_dtype):
     """o / down (the residual, the next norm's x and sums) at 70B shapes and a small one, then a
     qkv-like consumer (row sums, a bias), every M: the kernels (outputs poisoned) close to the
-    references, and each row's bits those of the same row in the M = 16 call."""
+    references, and each row's bits those of the same row in the M = 16 call. next_dtype: the next
+    x's (fp16: written for, and read by, the fp16-operand kernel)."""
     from test_kernel_awq_gemm import check_bitwise
 
     gen = torch.Generator(device="cuda").manual_seed(n + k)
@@ -109,9 +111,9 @@ def test_producer_and_consumer_match_references(n, k):
     full = None
     for m in (16, 1, 8, 9):
         x, h = x16[:m].contiguous(), h16[:m].clone()
-        poisoned = awq_norms.NextNorm(g, torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda"),
+        poisoned = awq_norms.NextNorm(g, torch.full((m, n), float("nan"), dtype=next_dtype, device="cuda"),
                                       torch.full((n // 64, 16), float("nan"), device="cuda"))
-        ref = awq_norms.NextNorm(g, torch.empty(m, n, dtype=torch.bfloat16, device="cuda"),
+        ref = awq_norms.NextNorm(g, torch.empty(m, n, dtype=next_dtype, device="cuda"),
                                  torch.zeros(n // 64, 16, device="cuda"))
         ref_h = awq_norms.awq_gemm_norms_reference(x, w, residual=h, next_norm=ref)
         got_h = awq_norms.awq_gemm_norms(x, w, out=h, residual=h, next_norm=poisoned)
@@ -148,3 +150,9 @@ def test_swiglu_consumer_is_bitwise_swiglu_of_the_gemm():
     fused = awq_norms.awq_swiglu_norms(x, w, row_sums=sums, eps=1e-5)
     two = norm.swiglu(awq_norms.awq_gemm_norms(x, w, row_sums=sums, eps=1e-5))
     check_bitwise(fused, two, "swiglu consumer")
+    # fp16 x (the one-GPU forward's): out in x's dtype, as the reference
+    x16 = x.to(torch.float16)
+    fused = awq_norms.awq_swiglu_norms(x16, w, row_sums=sums, eps=1e-5)
+    want = awq_norms.awq_swiglu_norms_reference(x16, w, row_sums=sums, eps=1e-5)
+    assert fused.dtype == want.dtype == torch.float16
+    assert (fused.float() - want.float()).abs().max() <= 2e-2 * want.float().abs().max(), "fp16 swiglu consumer"

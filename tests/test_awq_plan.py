@@ -18,12 +18,14 @@ from test_kernel_awq_gemm import H200_SMS, LAYERS, MODEL_LAYERS, ODD
 
 def test_constants_match_the_kernel():
     source = (CUDA_DIR / "awq_gemm.cu").read_text()
-    built = re.findall(r"^AWQ_GEMM_ROWS\((\w+), (\w+), (\d+)\)$", source, re.MULTILINE)
-    assert sorted(built) == sorted((op, swiglu, str(g)) for op, swiglu in (("awq_gemm", "false"), ("awq_swiglu", "true"))
-                                   for g in GROUPS)
-    rows = re.findall(r"^  AWQ_GEMM_CLUSTERS\(NAME, SWIGLU, (\d+), (\w+), G\)", source, re.MULTILINE)
+    built = re.findall(r"^AWQ_GEMM_OPS\((\d+)\)$", source, re.MULTILINE)
+    assert sorted(int(g) for g in built) == sorted(GROUPS)
+    ops = re.findall(r"^  AWQ_GEMM_ROWS\((\w+), (\w+), (\w+), G\)", source, re.MULTILINE)
+    assert ops == [(kernel_name(8, 128, 1, op, f16).removesuffix("_r8_g128_c1"), swiglu, str(f16).lower())
+                   for op, swiglu in (("awq_gemm", "false"), ("awq_swiglu", "true")) for f16 in (False, True)]
+    rows = re.findall(r"^  AWQ_GEMM_CLUSTERS\(NAME, SWIGLU, F16, (\d+), (\w+), G\)", source, re.MULTILINE)
     assert rows == [("8", "false"), ("16", "true")]
-    clusters = re.findall(r"^  AWQ_GEMM_KERNEL\(NAME, SWIGLU, ROWS, TWO, G, (\d+), (.*)\)", source, re.MULTILINE)
+    clusters = re.findall(r"^  AWQ_GEMM_KERNEL\(NAME, SWIGLU, F16, ROWS, TWO, G, (\d+), (.*)\)", source, re.MULTILINE)
     assert [int(c) for c, _ in clusters] == list(CLUSTERS)
     for c, attributes in clusters:
         assert attributes.rstrip(" \\") == ("" if c == "1" else f"__cluster_dims__({c}, 1, 1)")
@@ -37,6 +39,7 @@ def test_constants_match_the_kernel():
     assert (65536 // (32 * max(SPLITS))) // 8 * 8 * 32 * WARPS_PER_SM <= 65536
     assert kernel_name(8, 128, 1) == "awq_gemm_r8_g128_c1" and kernel_name(9, 32, 8) == "awq_gemm_r16_g32_c8"
     assert kernel_name(16, 64, 2, "awq_swiglu") == "awq_swiglu_r16_g64_c2"
+    assert kernel_name(8, 128, 1, "awq_swiglu", f16=True) == "awq_swiglu_f16_r8_g128_c1"
 
 
 @pytest.mark.parametrize("splits", SPLITS)

@@ -47,9 +47,12 @@ def packed_layer(n: int, k: int, group: int, device: str, seed: int) -> awq.AWQW
     return awq.pack(codes, zeros, scales)
 
 
-def activations(m: int, k: int, device: str, seed: int) -> torch.Tensor:
+def activations(m: int, k: int, device: str, seed: int, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     g = torch.Generator(device=device).manual_seed(seed)
-    return torch.randn(m, k, generator=g, device=device).to(torch.bfloat16)
+    return torch.randn(m, k, generator=g, device=device).to(dtype)
+
+
+DTYPES = pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])  # x: the two kernels
 
 
 # --- CPU: the reference and the checks ---------------------------------------------------------
@@ -108,7 +111,7 @@ def test_tile_positions_by_hand():
     ("hub-layout", "tiled layout"), ("rows", "1..16"), ("k-mismatch", "do not match"), ("n", "do not match"),
     ("group", "groups of 32, 64, 128"), ("group-96", "groups of 32, 64, 128"), ("group-256", "groups of 32, 64, 128"),
     ("zeros", "do not fit"),
-    ("x-dtype", "bfloat16"), ("scales-dtype", "float16"), ("bias-shape", "bias must be"),
+    ("x-dtype", "bfloat16 or float16"), ("scales-dtype", "float16"), ("bias-shape", "bias must be"),
     ("out-shape", "out must be"), ("misaligned", "16-byte aligned"), ("cpu", "CUDA device"),
 ])
 def test_bad_operands_raise(case, pattern):
@@ -131,8 +134,8 @@ def test_bad_operands_raise(case, pattern):
         w, x = awq.tile(packed_layer(64, 256, 256, "cpu", seed=0)), torch.zeros(4, 256, dtype=torch.bfloat16)
     elif case == "zeros":
         w = w._replace(qzeros=w.qzeros[:, :, :4].contiguous())
-    elif case == "x-dtype":
-        x = x.half()
+    elif case == "x-dtype":  # bf16 or fp16 (the fp16-operand kernels)
+        x = x.float()
     elif case == "scales-dtype":
         w = w._replace(scales=w.scales.float())
     elif case == "bias-shape":
@@ -207,15 +210,16 @@ def run_poisoned(x: torch.Tensor, w: awq.TiledAWQWeight, b: torch.Tensor | None)
 
 
 @needs_gpu
+@DTYPES
 @pytest.mark.parametrize("name", list(LAYERS) + list(ODD))
-def test_awq_gemm_matches_reference(name):
+def test_awq_gemm_matches_reference(name, dtype):
     w, b = layer(name)
     n, k = w.shape
     splits, cluster = plan(n, k, w.group, torch.cuda.get_device_properties(0).multi_processor_count)
     for m in ((1, 8, 9, 16) if name in LAYERS else range(1, 17)):
-        x = activations(m, k, "cuda", seed=100 + m)
+        x = activations(m, k, "cuda", seed=100 + m, dtype=dtype)
         check_close(run_poisoned(x, w, b), x, w, b,
-                    f"{name} [{n}, {k}] G={w.group} M={m} S={splits} C={cluster}")
+                    f"{name} [{n}, {k}] G={w.group} M={m} S={splits} C={cluster} x {dtype}")
 
 
 @needs_gpu
@@ -238,8 +242,9 @@ def test_every_model_layer_is_close_and_row_invariant(name):
 
 
 @needs_gpu
+@DTYPES
 @pytest.mark.parametrize("name", ["odd-5", "odd-1", "odd-2", "odd-3"])  # a half-empty last tile; N % 32 != 0; G 32, 64
-def test_every_launch_shape_matches_reference(name):
+def test_every_launch_shape_matches_reference(name, dtype):
     """Every (S warps, C blocks a cluster) the kernel takes, whatever plan() picks today (warps
     without a group included: S C above K / G)."""
     w, b = layer(name)
@@ -247,19 +252,21 @@ def test_every_launch_shape_matches_reference(name):
     for splits in SPLITS:
         for cluster in CLUSTERS:
             for m in (1, 9):
-                x = activations(m, k, "cuda", seed=700 + m)
+                x = activations(m, k, "cuda", seed=700 + m, dtype=dtype)
                 out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
                 launch_shape(x, w, b, out, splits, cluster)
                 check_close(out, x, w, b, f"{name} [{n}, {k}] M={m} S={splits} C={cluster}")
 
 
 @needs_gpu
+@DTYPES
 @pytest.mark.parametrize("name", ["70b-o", "70b-tp2-down", "70b-tp2-qkv", "qwen1.5b-qkv", "odd-1", "odd-2", "odd-5"])
-def test_rows_are_bitwise_invariant(name):
+def test_rows_are_bitwise_invariant(name, dtype):
     w, b = layer(name)
     k = w.shape[1]
-    assert_rows_bitwise_invariant(name, activations(16, k, "cuda", seed=300), lambda rows: run_poisoned(rows, w, b),
-                                  lambda m, seed: activations(m, k, "cuda", seed=seed), check_bitwise)
+    assert_rows_bitwise_invariant(name, activations(16, k, "cuda", seed=300, dtype=dtype),
+                                  lambda rows: run_poisoned(rows, w, b),
+                                  lambda m, seed: activations(m, k, "cuda", seed=seed, dtype=dtype), check_bitwise)
 
 
 @needs_gpu
@@ -330,6 +337,25 @@ def test_awq_swiglu_every_launch_shape_is_bitwise_the_two_kernels():
                 one = torch.full((m, n // 2), float("nan"), dtype=torch.bfloat16, device="cuda")
                 launch_shape(x, w, None, one, splits, cluster, op="awq_swiglu")
                 check_bitwise(one, swiglu(two), f"swiglu small M={m} S={splits} C={cluster}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["70b", "small", "f72"])
+def test_awq_swiglu_with_fp16_operands(name):
+    """fp16 x: into bf16, bitwise swiglu(awq_gemm(x, w)); into fp16 (the next GEMM's x), SwiGLU of
+    the same bf16 GEMM outputs rounded once to fp16 (against torch's silu: within an fp16 ulp)."""
+    from swiftspec_core.kernels.awq_gemm import to_operand
+    from swiftspec_core.kernels.norm import swiglu, swiglu_reference
+
+    w = swiglu_layer(name)
+    n, k = w.shape
+    for m in (1, 8, 9, 16):
+        x = activations(m, k, "cuda", seed=820 + m, dtype=torch.float16)
+        gate_up = awq_gemm(x, w)
+        check_bitwise(swiglu_poisoned(x, w), swiglu(gate_up), f"swiglu {name} M={m} fp16 x, bf16 out")
+        out = torch.full((m, n // 2), float("nan"), dtype=torch.float16, device="cuda")
+        assert awq_swiglu(x, w, out=out) is out and not out.isnan().any()
+        torch.testing.assert_close(out, to_operand(swiglu_reference(gate_up.float()), torch.float16), rtol=1e-3, atol=1e-6)
 
 
 # --- GPU: an AWQ engine on the fused kernels ---------------------------------------------------

@@ -21,6 +21,16 @@ stay bitwise equal to the exact-weight fp32 sum but for rare last-bit difference
 >= 90% of them equal, a CPU proxy gives >= 99.9%). awq_gemm_reference rounds the weights (q - zero)
 * scale to x's dtype first, as the torch path computes; the two differ by that rounding (relative
 2^-9 per weight, averaging out over K) and by accumulation order.
+
+fp16 operands (x in fp16: the awq_*_f16 kernels, NOTES v211-v212): fp16's 10 mantissa bits hold a
+nibble in place at bits 0..3 and 4..7, so the codes become 1024 + q and 1024 + 16 q with five
+instructions a word of codes where bf16 takes seven (the 70B down and qkv ~10% faster at M = 8).
+The fold subtracts (1024 + c zero) times x's sum and divides by c (exact). Its sums see ~8x bf16's
+magnitudes on half the tiles, so ~99.2% of outputs equal the exact-weight sum where bf16's kernel
+gives ~99.9% (70B shapes, random weights); rows stay invariant. The output stays bf16
+(output_dtype); awq_swiglu's (the next GEMM's x) and a folded norm's next x may be fp16
+(to_operand: rounded once, saturating at +-65504 where bf16 would hold a larger value). The one-GPU
+AWQ forward feeds its GEMMs fp16 where the model runs bf16 (forward.py).
 """
 from __future__ import annotations
 
@@ -32,7 +42,7 @@ import torch
 from swiftspec_core.kernels.build import launch, ptr
 from swiftspec_core.kernels.gemm import _sm_count, check_common, gemm_reference
 from swiftspec_core.models.awq import TILE_COLUMNS, AWQWeight, TiledAWQWeight, dequantize
-from .norm import swiglu
+from .norm import swiglu, swiglu_reference
 
 MAX_ROWS = 16
 COLUMNS_PER_BLOCK = TILE_COLUMNS  # a tile: one warp's four mma tiles
@@ -65,6 +75,9 @@ CLUSTER_COST_GROUPS = 2
 # moves only the 70B and 72B TP 1 qkv (1.10 of the best); the next (the TP 8 qkv, the 8B and 1B
 # down, 1.20-1.22) keep their clusters.
 PDL_PREFERENCE = 1.15
+HALF_OUT, HALF_NEXT_X = 1, 2  # the kernels' half_out bits (awq_lanes.cuh: kHalfOut, kHalfNextX)
+OPERAND_DTYPES = (torch.bfloat16, torch.float16)  # x: the bf16-operand kernels, or the fp16 ones (_f16)
+FP16_MAX = 65504.0
 
 
 def warp_shared_bytes(m: int) -> int:
@@ -74,11 +87,22 @@ def warp_shared_bytes(m: int) -> int:
     return WARP_SHARED_BYTES - (ACCUMULATOR_BYTES - ACCUMULATOR_BYTES_R8 if m <= 8 else 0)
 
 
+def output_dtype(x_dtype: torch.dtype) -> torch.dtype:
+    """The GEMM's output dtype for x's: bf16 for fp16 operands (the model's dtype), else x's."""
+    return torch.bfloat16 if x_dtype == torch.float16 else x_dtype
+
+
+def to_operand(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """t (fp32 or wider) rounded once to a GEMM operand's dtype; into fp16 saturating at +-FP16_MAX
+    (NaN stays NaN), as the kernels' epilogues write it (awq_lanes.cuh: half_saturated)."""
+    return (t.clamp(-FP16_MAX, FP16_MAX) if dtype == torch.float16 else t).to(dtype)
+
+
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
                        bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x [M, K] @ dequantize(w, x.dtype).T (+ bias), fp32 accumulation, rounded once to x's dtype;
-    either layout, any device."""
-    return gemm_reference(x, dequantize(w, x.dtype), bias)
+    """x [M, K] @ dequantize(w, x.dtype).T (+ bias), fp32 accumulation, rounded once to
+    output_dtype(x's dtype); either layout, any device."""
+    return gemm_reference(x, dequantize(w, x.dtype), bias, dtype=output_dtype(x.dtype))
 
 
 def one_wave_shapes(n: int, k: int, group: int, sms: int) -> list[tuple[tuple[int, int], tuple]]:
@@ -124,16 +148,17 @@ def plan(n: int, k: int, group: int, sms: int, clusters: bool = True) -> tuple[i
     return best[0]
 
 
-def kernel_name(m: int, group: int, cluster: int, op: str = "awq_gemm") -> str:
-    """The kernel (op awq_gemm or awq_swiglu) for m rows (r8: M <= 8, r16 above), group size `group`,
-    clusters of `cluster` blocks."""
-    return f"{op}_r{8 if m <= 8 else 16}_g{group}_c{cluster}"
+def kernel_name(m: int, group: int, cluster: int, op: str = "awq_gemm", f16: bool = False) -> str:
+    """The kernel (op awq_gemm or awq_swiglu; f16: fp16 x) for m rows (r8: M <= 8, r16 above), group
+    size `group`, clusters of `cluster` blocks."""
+    return f"{op}{'_f16' if f16 else ''}_r{8 if m <= 8 else 16}_g{group}_c{cluster}"
 
 
 def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None,
                    out_cols: int | None = None) -> None:
     """ValueError unless the operands are what the kernel reads and writes (layout, shapes and dtypes
-    first, then alignment, then device); out is [M, N], or [M, out_cols]."""
+    first, then alignment, then device); out is [M, N] in bf16, or awq_swiglu's [M, out_cols] in bf16
+    or fp16."""
     if not isinstance(w, TiledAWQWeight):
         raise ValueError(f"awq_gemm: the kernel reads the tiled layout (models/awq.py: tile()), not {type(w).__name__}")
     if x.dim() != 2 or any(t.dim() != 3 for t in w[:3]):
@@ -154,19 +179,22 @@ def check_operands(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None
             or tuple(w.scales.shape) != (blocks, groups, COLUMNS_PER_BLOCK):
         raise ValueError(f"awq_gemm: qzeros {tuple(w.qzeros.shape)} and scales {tuple(w.scales.shape)} do not fit "
                          f"qweight {tuple(w.qweight.shape)}")
+    if x.dtype not in OPERAND_DTYPES:
+        raise ValueError(f"awq_gemm: x must be bfloat16 or float16 (the fp16-operand kernels), got {x.dtype}")
     tensors = {"x": x, "qweight": w.qweight, "qzeros": w.qzeros, "scales": w.scales}
-    dtypes = {"x": torch.bfloat16, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
+    dtypes = {"x": x.dtype, "qweight": torch.int32, "qzeros": torch.int32, "scales": torch.float16}
+    swiglu_out = out_cols is not None and out is not None and out.dtype in OPERAND_DTYPES
     check_common("awq_gemm", x, m, n, k, tensors, dtypes, bias, out, aligned=("x", "qweight", "qzeros", "scales"),
-                 margin=64, out_cols=out_cols)
+                 margin=64, out_cols=out_cols, out_dtype=out.dtype if swiglu_out else torch.bfloat16)
     if k > 2**26 or n > 2**27:  # the kernel's x offsets: 16 rows of x in 32 bits
         raise ValueError(f"awq_gemm: [{n}, {k}] does not fit the kernel's 32-bit offsets")
 
 
 def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = None,
              out: torch.Tensor | None = None) -> torch.Tensor:
-    """x: [M, K] bf16 contiguous, 1 <= M <= 16; w: an [N, K] weight's AWQ tensors tiled (awq.tile;
-    group 32, 64 or 128); bias: [N] bf16 or None; out: [M, N] bf16 (written) or None (allocated).
-    -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
+    """x: [M, K] bf16 or fp16 (the fp16-operand kernel) contiguous, 1 <= M <= 16; w: an [N, K]
+    weight's AWQ tensors tiled (awq.tile; group 32, 64 or 128); bias: [N] bf16 or None; out: [M, N]
+    bf16 (written) or None (allocated). -> out = x @ W.T + bias, fp32 accumulation, rounded once to bf16."""
     check_operands(x, w, bias, out)
     return run_planned(x, w, bias, out)
 
@@ -176,7 +204,7 @@ def run_planned(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, o
     """awq_gemm on checked operands (awq_norms.awq_gemm_norms: with its epilogue operands, and
     without clusters where it writes the next norm's sums)."""
     if out is None:
-        out = torch.empty(x.shape[0], w.n, dtype=x.dtype, device=x.device)
+        out = torch.empty(x.shape[0], w.n, dtype=torch.bfloat16, device=x.device)
     splits, cluster = plan(w.n, x.shape[1], w.group, _sm_count(x.device.index), clusters=clusters)
     launch_shape(x, w, bias, out, splits, cluster, norms=norms)
     return out
@@ -189,9 +217,11 @@ def fuses_swiglu(n: int, k: int, group: int, sms: int) -> bool:
 
 
 def awq_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = None) -> torch.Tensor:
-    """x: [M, K] bf16 as awq_gemm's; w: the MLP's gate_up [2F, K] (gate rows, then up) tiled; out: [M, F]
-    bf16 or None. -> silu(gate) * up, bitwise norm.swiglu(awq_gemm(x, w)): in one kernel where
-    fuses_swiglu (its S warps on a gate tile and S more on the up tile in one block), else those two."""
+    """x: [M, K] bf16 or fp16 as awq_gemm's; w: the MLP's gate_up [2F, K] (gate rows, then up) tiled;
+    out: [M, F] bf16 or fp16 (the next GEMM's x), or None (x's dtype). -> silu(gate) * up in fp32 of
+    awq_gemm's bf16 outputs, rounded once to out's dtype (bitwise norm.swiglu(awq_gemm(x, w)) for
+    bf16): in one kernel where fuses_swiglu (its S warps on a gate tile and S more on the up tile in
+    one block), else the GEMM, then SwiGLU."""
     check_operands(x, w, None, out, out_cols=w.n // 2)
     return run_swiglu(x, w, out)
 
@@ -199,10 +229,13 @@ def awq_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = No
 def run_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None, norms: tuple = ()) -> torch.Tensor:
     """awq_swiglu on checked operands (awq_norms.awq_swiglu_norms: with its epilogue operands)."""
     sms = _sm_count(x.device.index)
-    if not fuses_swiglu(w.n, x.shape[1], w.group, sms):
-        return swiglu(run_planned(x, w, None, None, norms=norms), out=out)
     if out is None:
         out = torch.empty(x.shape[0], w.n // 2, dtype=x.dtype, device=x.device)
+    if not fuses_swiglu(w.n, x.shape[1], w.group, sms):
+        gate_up = run_planned(x, w, None, None, norms=norms)
+        if out.dtype == torch.bfloat16:
+            return swiglu(gate_up, out=out)
+        return out.copy_(to_operand(swiglu_reference(gate_up.float()), out.dtype))  # silu in torch: not bitwise the fused
     splits, cluster = plan(w.n, x.shape[1], w.group, sms)
     launch_shape(x, w, None, out, splits, cluster, op="awq_swiglu", norms=norms)
     return out
@@ -216,13 +249,16 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
     operands (row_sums, residual, next_norm, next_x, next_sums: tensors or None; eps), () for none."""
     (m, k), n = x.shape, w.n
     *tensors, eps = norms or (None,) * 5 + (0.0,)
+    next_x = tensors[3]
+    half_out = (HALF_OUT if out.dtype == torch.float16 else 0) | \
+        (HALF_NEXT_X if next_x is not None and next_x.dtype == torch.float16 else 0)
     tiles_a_block = 2 if op == "awq_swiglu" else 1
+    name = kernel_name(m, w.group, cluster, op, f16=x.dtype == torch.float16)
     with torch.cuda.device(x.device):
-        launch("awq_gemm", kernel_name(m, w.group, cluster, op), (w.qweight.shape[0] // tiles_a_block * cluster,),
-               (32 * splits * tiles_a_block,),
+        launch("awq_gemm", name, (w.qweight.shape[0] // tiles_a_block * cluster,), (32 * splits * tiles_a_block,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k),
-                *(np.uint64(0) if t is None else ptr(t) for t in tensors), np.float32(eps)),
+                *(np.uint64(0) if t is None else ptr(t) for t in tensors), np.float32(eps), np.int32(half_out)),
                shared_mem=tiles_a_block * splits * warp_shared_bytes(m),
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the

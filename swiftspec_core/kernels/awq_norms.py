@@ -3,7 +3,8 @@
 In the 70B AWQ forward the two add + RMSNorm kernels a layer cost 7.5 us (forward_ablation.py): an
 AWQ GEMM's block takes most of an SM's shared memory, so a small kernel between two of them is one
 more hand-over. Here the GEMM before a norm (o_proj, down_proj) adds the residual in its epilogue
-(h += x @ W.T in place, torch's bf16 add), and writes the next GEMM's x as bf16(h * g) and, for
+(h += x @ W.T in place, torch's bf16 add), and writes the next GEMM's x as h * g (rounded once to its
+operand dtype, bf16 or fp16) and, for
 each 64-column tile of h, each row's sum of h^2 (sums [N / 64, 16] fp32); the GEMM after it (qkv;
 gate_up with SwiGLU) scales each row's sums by r = 1 / sqrt(mean(h^2) + eps), adding the tiles'
 sums in a fixed order, before the bias and the one rounding. That is gemm's norm= (r * (bf16(x * g)
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .awq_gemm import COLUMNS_PER_BLOCK, TiledAWQWeight, check_operands, dequantize, run_planned, run_swiglu
+from .awq_gemm import (COLUMNS_PER_BLOCK, OPERAND_DTYPES, TiledAWQWeight, check_operands, dequantize, output_dtype,
+                       run_planned, run_swiglu, to_operand)
 from .gemm import gemm_reference
 from .norm import swiglu_reference
 
@@ -26,8 +28,9 @@ SUM_ROWS = 16  # the rows a tile's sums hold (MAX_ROWS)
 
 @dataclass
 class NextNorm:
-    """The RMSNorm after a GEMM: its weight g [N], the next GEMM's x = bf16(out * g) [M, N] and the
-    sums of out^2 [N / 64, SUM_ROWS] (norm_sums) that GEMM scales by."""
+    """The RMSNorm after a GEMM: its weight g [N], the next GEMM's x = out * g [M, N] (bf16, or fp16
+    for the fp16-operand kernels: awq_gemm.to_operand) and the sums of out^2 [N / 64, SUM_ROWS]
+    (norm_sums) that GEMM scales by."""
     weight: torch.Tensor
     x: torch.Tensor
     sums: torch.Tensor
@@ -50,17 +53,23 @@ def awq_gemm_norms_reference(x, w, bias=None, out=None, row_sums=None, eps: floa
     residual (rounded once); then next_norm's x and sums."""
     m, k = x.shape
     r = None if row_sums is None else row_scale_reference(row_sums, m, k, eps)
-    y = gemm_reference(x, dequantize(w, x.dtype), bias, residual=residual, row_scale=r)
+    y = gemm_reference(x, dequantize(w, x.dtype), bias, residual=residual, row_scale=r, dtype=output_dtype(x.dtype))
     if next_norm is not None:
         n = y.shape[1]
-        next_norm.x.copy_((y.float() * next_norm.weight.float()).to(y.dtype))
+        wide = y if y.dtype == torch.float64 else y.float()
+        next_norm.x.copy_(to_operand(wide * next_norm.weight.to(wide.dtype), next_norm.x.dtype))
         tiles = y.float().square().view(m, n // COLUMNS_PER_BLOCK, COLUMNS_PER_BLOCK).sum(-1)  # [M, N / 64]
         next_norm.sums[: n // COLUMNS_PER_BLOCK, :m] = tiles.T
     return y if out is None else out.copy_(y)
 
 
 def awq_swiglu_norms_reference(x, w, out=None, row_sums=None, eps: float = 0.0) -> torch.Tensor:
-    return swiglu_reference(awq_gemm_norms_reference(x, w, row_sums=row_sums, eps=eps), out)
+    """As awq_swiglu_norms: SwiGLU of the GEMM's outputs in fp32 (or wider), rounded once to out's
+    dtype (x's where out is None)."""
+    gate_up = awq_gemm_norms_reference(x, w, row_sums=row_sums, eps=eps)
+    act = swiglu_reference(gate_up if gate_up.dtype == torch.float64 else gate_up.float())
+    act = to_operand(act, x.dtype if out is None else out.dtype)
+    return act if out is None else out.copy_(act)
 
 
 def _check(op: str, x: torch.Tensor, n: int, row_sums, residual, next_norm: NextNorm | None) -> None:
@@ -80,16 +89,17 @@ def _check(op: str, x: torch.Tensor, n: int, row_sums, residual, next_norm: Next
             raise ValueError(f"{op}: next norm: weight [{n}], x [{m}, {n}], sums [{n // COLUMNS_PER_BLOCK}, "
                              f"{SUM_ROWS}] (N a multiple of {COLUMNS_PER_BLOCK}), got {tuple(g.shape)}, "
                              f"{tuple(nx.shape)}, {tuple(sums.shape)}")
-        for name, t, dtype in (("weight", g, torch.bfloat16), ("x", nx, torch.bfloat16), ("sums", sums, torch.float32)):
-            if t.dtype != dtype or not t.is_contiguous() or t.device != x.device:
-                raise ValueError(f"{op}: next norm {name} must be contiguous {dtype} on x's device")
+        for name, t, dtypes in (("weight", g, (torch.bfloat16,)), ("x", nx, OPERAND_DTYPES),
+                                ("sums", sums, (torch.float32,))):
+            if t.dtype not in dtypes or not t.is_contiguous() or t.device != x.device:
+                raise ValueError(f"{op}: next norm {name} must be contiguous {' or '.join(map(str, dtypes))} on x's device")
 
 
 def awq_gemm_norms(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = None,
                    out: torch.Tensor | None = None, row_sums: torch.Tensor | None = None, eps: float = 0.0,
                    residual: torch.Tensor | None = None, next_norm: NextNorm | None = None) -> torch.Tensor:
     """awq_gemm (x, w, bias, out as there) with the norms folded in: row_sums (with eps), the sums a
-    GEMM before wrote for the RMSNorm of x's rows (x = bf16(h * g)); residual [M, N] added to the
+    GEMM before wrote for the RMSNorm of x's rows (x = h * g, rounded); residual [M, N] added to the
     output (out may be it); next_norm, the RMSNorm after. With next_norm the GEMM runs in blocks that
     each hold a whole tile (plan without clusters)."""
     check_operands(x, w, bias, out)
@@ -99,7 +109,7 @@ def awq_gemm_norms(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None
 
 def awq_swiglu_norms(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = None,
                      row_sums: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:
-    """awq_swiglu (x, w, out as there) of the RMSNorm whose sums row_sums holds (x = bf16(h * g))."""
+    """awq_swiglu (x, w, out as there) of the RMSNorm whose sums row_sums holds (x = h * g, rounded)."""
     check_operands(x, w, None, out, out_cols=w.n // 2)
     _check("awq_swiglu_norms", x, w.n, row_sums, None, None)
     return run_swiglu(x, w, out, norms=_operands(row_sums, None, None, eps))

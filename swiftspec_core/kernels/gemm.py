@@ -31,8 +31,9 @@ WARPS_PER_SM = 16  # the occupancy the split aims at (each lane keeps NT * UNROL
 
 def gemm_reference(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
                    out: torch.Tensor | None = None, norm: tuple[torch.Tensor, float] | None = None,
-                   residual: torch.Tensor | None = None, row_scale: torch.Tensor | None = None) -> torch.Tensor:
-    """x [M, K] @ w [N, K].T (+ bias [N]) accumulated in fp32 and rounded once to x's dtype; any
+                   residual: torch.Tensor | None = None, row_scale: torch.Tensor | None = None,
+                   dtype: torch.dtype | None = None) -> torch.Tensor:
+    """x [M, K] @ w [N, K].T (+ bias [N]) accumulated in fp32 and rounded once to `dtype` (x's by default); any
     device (fp32 matmul: no TF32, whatever torch's global setting). norm = (g [K], eps): x is
     first rmsnorm(x; g, eps) as the kernel computes it, r * (bf16(x * g) @ w.T) with r = 1 /
     sqrt(mean(x^2) + eps) in fp32 before the bias; row_scale [M] fp32: that r given (x is already
@@ -47,7 +48,7 @@ def gemm_reference(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None =
         y = (a @ w.float().T) * r
     if bias is not None:
         y = y + bias.float()
-    y = y.to(x.dtype)
+    y = y.to(dtype or x.dtype)
     y = y if residual is None else residual + y
     return y if out is None else out.copy_(y)
 
@@ -120,10 +121,10 @@ def check_operands(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
 
 def check_common(op: str, x: torch.Tensor, m: int, n: int, k: int, tensors: dict, dtypes: dict,
                  bias: torch.Tensor | None, out: torch.Tensor | None, aligned: tuple[str, ...], margin: int,
-                 out_cols: int | None = None) -> None:
-    """The checks every GEMM entry shares once its own shapes are checked: bias [N] and out [M, N]
-    (or [M, out_cols]) in bf16, each tensor's dtype and contiguity, 16-byte alignment of `aligned`, x's CUDA device
-    for all, and sizes that leave `margin` below the kernel's int32 indices."""
+                 out_cols: int | None = None, out_dtype: torch.dtype = torch.bfloat16) -> None:
+    """The checks every GEMM entry shares once its own shapes are checked: bias [N] in bf16 and out
+    [M, N] (or [M, out_cols]) in out_dtype, each tensor's dtype and contiguity, 16-byte alignment of
+    `aligned`, x's CUDA device for all, and sizes that leave `margin` below the kernel's int32 indices."""
     if bias is not None:
         if tuple(bias.shape) != (n,):
             raise ValueError(f"{op}: bias must be [{n}], got {tuple(bias.shape)}")
@@ -132,7 +133,7 @@ def check_common(op: str, x: torch.Tensor, m: int, n: int, k: int, tensors: dict
         cols = n if out_cols is None else out_cols
         if tuple(out.shape) != (m, cols):
             raise ValueError(f"{op}: out must be [{m}, {cols}], got {tuple(out.shape)}")
-        tensors["out"], dtypes["out"] = out, torch.bfloat16
+        tensors["out"], dtypes["out"] = out, out_dtype
     for name, t in tensors.items():
         if t.dtype != dtypes[name]:
             raise ValueError(f"{op}: {name} must be {str(dtypes[name]).removeprefix('torch.')}, got {t.dtype}")
