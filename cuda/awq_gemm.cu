@@ -275,22 +275,24 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
     const unsigned zeros_lo = load_shared4(slot + 128 + 4 * (lane >> 3));
     const unsigned zeros_hi = load_shared4(slot + 144 + 4 * (lane >> 3));
     const unsigned half_shift = 16u * ((lane >> 2) & 1);  // half g % 2 of a word
-    const unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);  // halves g % 2
+    unsigned both = permute(zeros_lo, zeros_hi, (lane >> 2) & 1 ? 0x7632u : 0x5410u);  // halves g % 2
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const unsigned word = kTwo ? load_shared4(scales + 4 * j) : scale_words[j];
       const unsigned word8 = kTwo ? load_shared4(scales + 64 + 4 * j) : scale_words8[j];
-      float s_g = scale_of(word, half_shift), s_g8 = scale_of(word8, half_shift);
-      // 128 + zero of A row g (low half) and g + 8 (high half), bf16 integers, exactly as fp32.
-      const unsigned zero_pair = nibbles_plus_128(both, j);
-      float z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
-      if (kF16) {  // the sums saw 1024 + c q (c = 16 at odd j): take (1024 + c zero) x's sum, divide by c (exact)
-        if (j & 1) {
-          z_g = fmaf(16.f, z_g, -1024.f), z_g8 = fmaf(16.f, z_g8, -1024.f);
-          s_g *= 0.0625f, s_g8 *= 0.0625f;
-        } else {
-          z_g += 896.f, z_g8 += 896.f;
-        }
+      const float s_g = scale_of(word, half_shift), s_g8 = scale_of(word8, half_shift);
+      // The zero as the codes' offset (exact in fp32), A row g (low half) and g + 8 (high half): bf16
+      // 128 + zero; kF16: fp16 1024 + c zero as the sums saw 1024 + c q (c = 16 at odd j). Odd
+      // tiles' accumulators then hold 16 times their value, divided once in store_output (exact).
+      float z_g, z_g8;
+      if (kF16) {
+        if (j == 2) both = permute(both, 0u, 0x4321u);  // both >> 8: tiles 2, 3 (in place, as the codes)
+        const unsigned zero_pair = nibbles_fp16(both, j);
+        z_g = __half2float(__ushort_as_half((unsigned short)zero_pair));
+        z_g8 = __half2float(__ushort_as_half((unsigned short)(zero_pair >> 16)));
+      } else {
+        const unsigned zero_pair = nibbles_plus_128(both, j);
+        z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
       }
 #pragma unroll
       for (int b = 0; b < (kTwo ? 2 : 1); ++b) {
@@ -351,7 +353,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
       for (int s = 1; s < splits; ++s) v[h] += accumulator(h * splits + s, e);
       if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
     }
-    if (kCluster == 1) store_output<kSwiglu>(v, e, col_block, bias, out, M, N, ep);
+    if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
   }
   if (ep.next_norm != nullptr) {
     __syncthreads();
@@ -373,7 +375,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
         v[h] = cluster_load(sum_s + 4 * (h * 1024 + e), 0);
         for (int q = 1; q < kCluster; ++q) v[h] += cluster_load(sum_s + 4 * (h * 1024 + e), q);
       }
-      store_output<kSwiglu>(v, e, col_block, bias, out, M, N, ep);
+      store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
     }
     cluster_barrier();  // no block leaves (its shared memory) while another still reads it
   }

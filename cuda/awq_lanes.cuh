@@ -109,13 +109,17 @@ struct Epilogue {
 // where its row and column exist. e = (8 j + 4 b + r) 32 + lane: tile j, x rows 8b .. 8b + 7, d
 // fragment register r (A row g (r < 2) or g + 8, B column 2t + r % 2). v: the element's sum;
 // kSwiglu: its gate column's sum and its up column's, out [M, N / 2] (bf16, or fp16 under
-// kHalfOut). The sum times the row's scale (ep.row_scale) plus the bias, rounded once; then ep's
-// residual and next norm.
-template <bool kSwiglu>
-__device__ __forceinline__ void store_output(const float (&v)[kSwiglu ? 2 : 1], int e, int col_block,
+// kHalfOut). kF16: odd tiles' sums are 16 times their value (awq_gemm.cu's fold). The sum times the
+// row's scale (ep.row_scale) plus the bias, rounded once; then ep's residual and next norm.
+template <bool kSwiglu, bool kF16>
+__device__ __forceinline__ void store_output(const float (&sums)[kSwiglu ? 2 : 1], int e, int col_block,
                                              const bf16* __restrict__ bias, bf16* out, int M, int N,
                                              const Epilogue& ep) {
   const int l = e & 31, j = e >> 8, b = (e >> 7) & 1, r = (e >> 5) & 3;
+  const float unit = kF16 && (j & 1) ? 0.0625f : 1.f;  // exact
+  float v[kSwiglu ? 2 : 1];
+#pragma unroll
+  for (int h = 0; h < (kSwiglu ? 2 : 1); ++h) v[h] = sums[h] * unit;
   const int g = l >> 2;
   const int col = col_block * 64 + 32 * (r >> 1) + 8 * (g >> 1) + 2 * j + (g & 1);
   const int row = b * 8 + (l & 3) * 2 + (r & 1);
