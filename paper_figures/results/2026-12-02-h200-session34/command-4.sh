@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 34, call 4 (NOTES v214), nvidia-h200, no carry: paper_figures/awq_fold_ab.py, the two
+# Session 34, call 4 (NOTES v214), nvidia-h200, no carry, ran at 73da00c (since moved beside this
+# script: awq_fold_ab.py): paper_figures/awq_fold_ab.py, the two
 # folds of the fp16-operand kernels (c2's and this tree's) and a mix, fp16 x, M = 8, 3 rounds.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1

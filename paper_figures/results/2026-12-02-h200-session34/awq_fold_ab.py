@@ -1,4 +1,6 @@
-"""Two forms of the fp16-operand kernels' fold, timed against this tree's (NOTES v214), one H200:
+"""Two forms of the fp16-operand kernels' fold, timed against the tree's at 73da00c (NOTES v214), one
+H200; a record of call 4, which ran it from paper_figures/ at that commit (its text replacements
+match that commit's cuda/awq_gemm.cu only):
 
     PYTHONPATH=. python3 paper_figures/awq_fold_ab.py [--ops o,qkv,down,gate_up] [--rounds 3]
 
