@@ -3,7 +3,8 @@
 // swiftspec_core/models/awq.py (tile(): B = ceil(N / 64) tiles of 64 output columns, each tile's rows
 // contiguous, zero-padded past N): qweight int32 [B][K][8], qzeros int32 [B][K/G][8], scales fp16
 // [B][K/G][64], nibble i of an int32 holding column 8c + ORDER[i], ORDER = (0, 2, 4, 6, 1, 3, 5, 7).
-// bf16 x and out, 1 <= M <= 16, fp32 accumulation, rounded once (swiftspec_core/kernels/awq_gemm.py).
+// bf16 or fp16 x (kF16: the awq_*_f16 kernels), bf16 out, 1 <= M <= 16, fp32 accumulation, rounded
+// once (swiftspec_core/kernels/awq_gemm.py).
 //
 // Numerics (the contract awq_gemm.py states): the nibbles become bf16 128 + q (0x4300 | q, exact), and
 // the mma's sum x (128 + q) over one whole group (G k, G / 32 chunks of 32) in fp32, beside x alone
@@ -18,6 +19,12 @@
 // (plan() in awq_gemm.py), never by M. Rows 0..7 run the same instructions in both kernels
 // (awq_gemm_r8_*, M <= 8, and awq_gemm_r16_*, which adds the mma's of x rows 8..15 on the same
 // weight fragments).
+// fp16 operands (kF16, NOTES v211-v215): fp16's 10 mantissa bits hold a nibble in place at bits
+// 0..3 and 4..7, so the codes become fp16 1024 + q (even tiles) and 1024 + 16 q (odd tiles), five
+// instructions a word where bf16 takes seven; the fold takes (1024 + c zero) times x's sum, and odd
+// tiles' sums, 16 times their value, are divided once at the store (exact). Larger intermediate
+// values again (~8x on even tiles): ~99.2% of 70B-shape outputs equal the exact-weight sum (bf16:
+// ~99.9%), rows as invariant.
 //
 // Design choices and what they were measured against (NOTES v30-v38 and v86-v93 hold the runs):
 //   - the zero folded in once a group (above), not subtracted from every weight pair.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 34, call 1 (NOTES v211), nvidia-h200, no carry: awq_gemm with fp16 mma operands against
+# Session 34, call 1, ran at 7682442 as `SWIFTSPEC_COMMIT=7682442 bash command-1.sh` (its probe then built the fp16 kernels from a macro, AWQ_FP16_OPERANDS, since replaced by the template) (NOTES v211), nvidia-h200, no carry: awq_gemm with fp16 mma operands against
 # its bf16 kernel on the 70B's four GEMMs (branch awq-fp16; the device runs the working tree).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 34, call 2 (NOTES v212), nvidia-h200, no carry: fp16 x for the AWQ GEMMs (branch
+# Session 34, call 2, ran at 7cf64c5 as `SWIFTSPEC_COMMIT=7cf64c5 bash command-2.sh` (NOTES v212), nvidia-h200, no carry: fp16 x for the AWQ GEMMs (branch
 # awq-fp16). 1. awq_fp16_probe.py (the four 70B GEMMs and awq_swiglu, bf16 x against fp16 x).
 # 2. The 70B AWQ forward (profile_forward.py, M = 8, context 1000): this tree (fp16 operands) and
 # base (the same tree, forward.py's operand dtype set back to the model's bf16), new / base / new.

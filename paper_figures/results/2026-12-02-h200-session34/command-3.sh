@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 34, call 3 (NOTES v213), nvidia-h200, no carry: the 70B AWQ forward (profile_forward.py,
+# Session 34, call 3, ran at e9592f7 as `SWIFTSPEC_COMMIT=e9592f7 bash command-3.sh` (NOTES v213), nvidia-h200, no carry: the 70B AWQ forward (profile_forward.py,
 # M = 8, context 1000) on three trees: new (this commit: fp16 x for qkv, gate_up and down), mixed
 # (mixed.patch: gate_up's x back in bf16) and base (the operand dtype set back to bf16 in
 # forward.py); PDL on: new, mixed, base, mixed, new; PDL off (each kernel's own time): new, base.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 34, call 5 (NOTES v215), nvidia-h200, no carry: the landing candidate of fp16 x for the
+# Session 34, call 5, ran at a3e561b as `SWIFTSPEC_COMMIT=a3e561b bash command-5.sh` (NOTES v215), nvidia-h200, no carry: the landing candidate of fp16 x for the
 # AWQ GEMMs. 1. AWQ GPU tests and the fused forward's. 2. awq_fp16_probe.py (the four 70B GEMMs
 # and awq_swiglu, bf16 x against fp16 x). 3. The 70B AWQ forward, new / base / new / base (base:
 # forward.py's operand dtype set back to bf16), PDL on.
