@@ -17,7 +17,7 @@ from swiftspec_core.models.args import awq_bytes
 from swiftspec_core.models.awq import GROUP as AWQ_GROUP
 from swiftspec_core.staged import POSITION, VISIBLE
 
-from .kernel_shapes import BF16, Case, gemm_shape, kv_bytes, shard_args
+from .kernel_shapes import BF16, Case, gemm_shape, kv_bytes, shard_args, x_dtype
 
 CALLS = 20  # calls captured in one graph at least
 MAX_COPIES = 128
@@ -78,7 +78,8 @@ def awq_gemm_call(case: Case):
     copies = input_copies(awq_bytes(n * k, AWQ_GROUP))
     ws = [random_awq(n, k) for _ in range(copies)]
     bias = randn(n, scale=0.02) if has_bias else None
-    x, out = randn(case.m, k), torch.empty(case.m, n, device="cuda", dtype=torch.bfloat16)
+    x = randn(case.m, k).to(getattr(torch, x_dtype(case)))  # fp16 where the one-GPU engine feeds it
+    out = torch.empty(case.m, n, device="cuda", dtype=torch.bfloat16)
     return (lambda i: awq_gemm(x, ws[i % copies], bias, out=out)), max(CALLS, copies)
 
 

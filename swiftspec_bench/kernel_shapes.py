@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swiftspec_core.errors import UserError
+from swiftspec_core.kernels.forward import AWQ_FP16_X
 from swiftspec_core.models.args import ModelArgs, awq_bytes
 from swiftspec_core.models.awq import GROUP as AWQ_GROUP
 from swiftspec_core.models.presets import PRESETS
@@ -76,6 +77,13 @@ class Case:
     def processes(self) -> int:
         """Processes (GPUs) it runs on: a whole shard's forward and communication need the group."""
         return self.tp if self.group in NEEDS_GROUP + ("forward", "draft_step") else 1
+
+
+def x_dtype(case: Case) -> str:
+    """The dtype of x in a row's calls (the rows' dtype column): fp16 for the AWQ projections the
+    one-GPU AWQ forward feeds fp16 (kernels/forward.py: AWQ_FP16_X), else bf16."""
+    fp16 = case.group == "awq_gemm" and case.tp == 1 and case.projection in AWQ_FP16_X
+    return "float16" if fp16 else "bfloat16"
 
 
 @dataclass(frozen=True)

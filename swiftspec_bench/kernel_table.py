@@ -11,7 +11,7 @@ from pathlib import Path
 
 from swiftspec_core.errors import UserError
 
-from .kernel_shapes import IMPLS, OPS, Case, floor_bytes, moved_bytes, op_group
+from .kernel_shapes import IMPLS, OPS, Case, floor_bytes, moved_bytes, op_group, x_dtype
 from .results import _atomic_write
 
 CSV_NAME, MD_NAME = "kernels.csv", "kernels.md"
@@ -27,7 +27,7 @@ def make_row(case: Case, us: float, bandwidth: float, device: str, commit: str) 
     return dict(op=case.op, model=case.model, tp=case.tp, m=case.m, context=case.context, impl=case.impl,
                 median_us=round(us, 2), gbps=round(moved_bytes(case) / us / 1e3, 1),
                 floor_us=None if floor is None else float(f"{floor / bandwidth * 1e6:.4g}"),  # tiny ops: 0.004 us, not 0.0
-                device=device, commit=commit, dtype="bfloat16")
+                device=device, commit=commit, dtype=x_dtype(case))
 
 
 def row_key(row: dict) -> tuple:

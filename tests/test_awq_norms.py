@@ -10,6 +10,7 @@ import torch
 
 from engine_fixtures import VOCAB
 from test_fused_forward import fused_equals_exact
+from swiftspec_core.graphs import PaddedForward
 from swiftspec_core.kernels import attention, awq_gemm, awq_norms, forward, gemm, norm
 from swiftspec_core.models import awq
 from swiftspec_core.models.args import ModelArgs
@@ -47,7 +48,7 @@ def test_references_compute_rmsnorm_then_the_projection():
     torch.testing.assert_close(got, normed @ awq.dequantize(w_next, torch.float64).T, **close)
 
 
-def awq_model(qkv_bias: bool):
+def awq_model(qkv_bias: bool, dtype: torch.dtype = torch.float32):
     args = ModelArgs(dim=128, n_layers=3, n_heads=4, n_kv_heads=2, head_dim=32, ffn_dim=192, vocab_size=VOCAB,
                      norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None, qkv_bias=qkv_bias,
                      tie_embeddings=False, max_position=512)
@@ -57,7 +58,7 @@ def awq_model(qkv_bias: bool):
              for k, v in random_state(args, torch.float32, seed=4).items()}
     group = awq.group_for(args)
     return build_engine(args.with_(quant="awq", quant_group=group), awq.quantize_state(plain, group),
-                        dtype=torch.float32, max_seq_len=256)
+                        dtype=dtype, max_seq_len=256)
 
 
 @pytest.fixture
@@ -75,6 +76,35 @@ def test_awq_body_with_references_equals_the_model(references, qkv_bias):
     model.kernels = "fused"  # use_kernels refuses the CPU: the references stand in for the kernels
     assert forward.awq_norms_in_epilogues(model)
     fused_equals_exact(model, seed=1)
+
+
+def test_fp16_x_is_what_the_forward_feeds(monkeypatch):
+    """forward.AWQ_FP16_X (the kernel rows' fp16 x) names the projections whose x the one-GPU AWQ
+    forward of a bf16 model writes in fp16, every layer after the first (its qkv reads the first
+    norm kernel's bf16); the references stand in for the kernels, on the CPU."""
+    model = awq_model(False, dtype=torch.bfloat16)
+    projection = {forward.weight_of(getattr(layer, name)).qweight.data_ptr(): p for layer in model.layers[1:]
+                  for name, p in (("wqkv", "qkv"), ("wo", "o"), ("w_gate_up", "gate_up"), ("w_down", "down"))}
+    seen: dict[str, set] = {}
+
+    def recorded(reference):
+        def call(x, w, *args, **kwargs):
+            if w.qweight.data_ptr() in projection:
+                seen.setdefault(projection[w.qweight.data_ptr()], set()).add(x.dtype)
+            return reference(x, w, *args, **kwargs)
+        return call
+
+    for name, ref in (("gemm", gemm.gemm_reference), ("tree_attention", attention.tree_attention_reference),
+                      ("rmsnorm", norm.rmsnorm_reference), ("awq_gemm", recorded(awq_gemm.awq_gemm_reference)),
+                      ("awq_gemm_norms", recorded(awq_norms.awq_gemm_norms_reference)),
+                      ("awq_swiglu_norms", recorded(awq_norms.awq_swiglu_norms_reference))):
+        monkeypatch.setattr(forward, name, ref)
+    model.kernels = "fused"
+    assert forward.awq_norms_in_epilogues(model)
+    cache = model.new_cache(64)
+    model.prefill(torch.arange(1, 9), cache)
+    PaddedForward(model, cache, 8, 8, graph=False)([5, 6], [8, 9], [8, 9], 8, [[8], [8, 9]])
+    assert seen == {p: {torch.float16 if p in forward.AWQ_FP16_X else torch.bfloat16} for p in ("qkv", "o", "gate_up", "down")}
 
 
 @pytest.mark.parametrize("quant,tp,dim,want", [("awq", 1, 8192, True), ("awq", 2, 8192, False),

@@ -323,3 +323,13 @@ def test_the_draft_step_is_staged_as_wide_as_the_drafters_block(tmp_path):
         _opts(tmp_path, tree_bs=0)
     with pytest.raises(UserError, match="--graft-len 8"):
         _opts(tmp_path, graft_len=8)
+
+
+def test_awq_rows_run_x_in_the_dtype_the_engine_feeds():
+    """The dtype column: fp16 for the AWQ projections the one-GPU AWQ forward feeds fp16
+    (forward.AWQ_FP16_X, checked against that forward in test_awq_norms.py), bf16 elsewhere."""
+    case = lambda op, tp=1: Case(op, "llama-3-70b", tp, 8, None, "ours")  # noqa: E731
+    assert [kernel_shapes.x_dtype(case(f"awq_gemm_{p}")) for p in ("qkv", "o", "gate_up", "down")] == \
+        ["float16", "bfloat16", "float16", "float16"]
+    assert kernel_shapes.x_dtype(case("awq_gemm_down", tp=2)) == "bfloat16"  # TP: the norms stay kernels, bf16
+    assert kernel_shapes.x_dtype(case("gemm_down")) == "bfloat16"

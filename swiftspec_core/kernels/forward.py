@@ -39,6 +39,12 @@ def norms_in_gemms(model) -> bool:
     return a.quant != "awq" and model.group.size == 1 and a.dim <= NORMS_IN_GEMMS_MAX_DIM
 
 
+# The projections whose x the one-GPU AWQ forward (_awq_norms_in_epilogues_forward) writes in fp16
+# where the model runs bf16 (o_proj reads the attention's bf16 output; layer 0's qkv the first
+# norm kernel's): kernel rows time those calls on fp16 x (swiftspec_bench/kernel_shapes.py).
+AWQ_FP16_X = ("qkv", "gate_up", "down")
+
+
 def awq_norms_in_epilogues(model) -> bool:
     """Whether the fused forward runs AWQ layers with their norms in the GEMMs' epilogues (awq_norms.py:
     one GPU, a width of whole 64-column tiles)."""
