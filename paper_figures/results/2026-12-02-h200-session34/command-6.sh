@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 34, call 6 (NOTES v216), nvidia-h200, no carry: the kernels table's 70B AWQ rows (TP 1,
+# Session 34, call 6, ran at 942ed9c as `SWIFTSPEC_COMMIT=942ed9c bash command-6.sh` (NOTES v216), nvidia-h200, no carry: the kernels table's 70B AWQ rows (TP 1,
 # M = 1, 8, 16) on the x dtype the one-GPU engine feeds each projection.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
