@@ -321,7 +321,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   copies_wait<0>();  // only empty groups are left; the rings become the cluster's block sums
   __syncthreads();
 
-  // The RMSNorm before this GEMM (x is bf16(h * g)): row m's r = 1 / sqrt(mean(h^2) + eps) from the
+  // The RMSNorm before this GEMM (x is h * g, rounded): row m's r = 1 / sqrt(mean(h^2) + eps) from the
   // K / 64 tiles' sums of h^2 the GEMM before wrote, added in a fixed order (lane l: tiles l, l + 32,
   // .., then the butterfly), so a row's r depends on its own h alone.
   __shared__ float row_scale[16];

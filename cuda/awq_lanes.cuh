@@ -70,7 +70,7 @@ __device__ __forceinline__ unsigned thread_index() {
 constexpr int kHalfOut = 1, kHalfNextX = 2;
 
 // The RMSNorms folded into a GEMM's epilogue (awq_norms.py; all null: a plain GEMM): row_sums
-// [K / 64][16] with eps, the norm before (x is bf16(h * g)); residual [M, N] (out may be it);
+// [K / 64][16] with eps, the norm before (x is h * g, rounded to x's dtype); residual [M, N] (out may be it);
 // next_norm [N] with next_x [M, N] and next_sums [N / 64][16], the norm after (kCluster = 1 only).
 struct Norms {
   const float* row_sums;
@@ -97,9 +97,9 @@ __device__ __forceinline__ void store_operand(void* out, size_t at, float v, boo
 // What a GEMM's epilogue does besides out = sum + bias (awq_norms.py: the RMSNorms of a one-GPU
 // forward folded into the GEMMs around them, NOTES v110). Null pointers: not that step.
 struct Epilogue {
-  const float* row_scale;  // shared [16]: r of each row, the RMSNorm before this GEMM (x = bf16(h * g))
+  const float* row_scale;  // shared [16]: r of each row, the RMSNorm before this GEMM (x = h * g, rounded)
   const bf16* residual;    // [M, N]: out = residual + bf16(r sum + bias), torch's bf16 add (out may be it)
-  const bf16* next_norm;   // [N]: the next RMSNorm's weight g: next_x = bf16(out * g), and out^2 into
+  const bf16* next_norm;   // [N]: the next RMSNorm's weight g: next_x = out * g (rounded), and out^2 into
   void* next_x;            //   [M, N] (fp16 where half_out has kHalfNextX)
   float* squares;          //   shared [16][64], by row and column within the tile
   int half_out;            // kHalfOut | kHalfNextX: which outputs are fp16

@@ -22,7 +22,7 @@ stay bitwise equal to the exact-weight fp32 sum but for rare last-bit difference
 * scale to x's dtype first, as the torch path computes; the two differ by that rounding (relative
 2^-9 per weight, averaging out over K) and by accumulation order.
 
-fp16 operands (x in fp16: the awq_*_f16 kernels, NOTES v211-v212): fp16's 10 mantissa bits hold a
+fp16 operands (x in fp16: the awq_*_f16 kernels, NOTES v211-v216): fp16's 10 mantissa bits hold a
 nibble in place at bits 0..3 and 4..7, so the codes become 1024 + q and 1024 + 16 q with five
 instructions a word of codes where bf16 takes seven (the 70B down and qkv ~10% faster at M = 8).
 The fold subtracts (1024 + c zero) times x's sum and divides by c (exact). Its sums see ~8x bf16's
