@@ -54,6 +54,27 @@ __device__ __forceinline__ unsigned permute(unsigned a, unsigned b, unsigned sel
   return v;
 }
 
+// Tile j's zero of A row g (z_g, the low half of `both`) and g + 8 (z_g8, the high half) as the
+// codes' offset, exact in fp32: bf16 128 + zero; kF16: 1024 + c zero, as the sums saw 1024 + c q (c =
+// 16 at odd j; awq_gemm.cu divides odd tiles' sums by 16 at the store). kInPlace (the r16 kernels, at
+// their 80 registers, where the fp32 steps of the other form spilled in the g32 clusters): the fp16
+// zero out of its nibbles as the codes come (both >> 8 in place at j = 2, so j runs 0..3 in order);
+// else bf16 128 + zero adjusted in fp32 (at M <= 8 that form ran the 70B down 8% faster, NOTES v214).
+template <bool kF16, bool kInPlace>
+__device__ __forceinline__ void zero_offsets(unsigned& both, int j, float& z_g, float& z_g8) {
+  if (kF16 && kInPlace) {
+    if (j == 2) both = permute(both, 0u, 0x4321u);
+    const unsigned zero_pair = nibbles_fp16(both, j);
+    z_g = __half2float(__ushort_as_half((unsigned short)zero_pair));
+    z_g8 = __half2float(__ushort_as_half((unsigned short)(zero_pair >> 16)));
+    return;
+  }
+  const unsigned zero_pair = nibbles_plus_128(both, j);
+  z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
+  if (kF16 && (j & 1)) z_g = fmaf(16.f, z_g, -1024.f), z_g8 = fmaf(16.f, z_g8, -1024.f);
+  if (kF16 && !(j & 1)) z_g += 896.f, z_g8 += 896.f;
+}
+
 // Every thread of the cluster arrives (with release semantics, the default), then waits for all
 // (acquire, the default).
 __device__ __forceinline__ void cluster_barrier() {

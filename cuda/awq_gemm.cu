@@ -288,24 +288,8 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
       const unsigned word = kTwo ? load_shared4(scales + 4 * j) : scale_words[j];
       const unsigned word8 = kTwo ? load_shared4(scales + 64 + 4 * j) : scale_words8[j];
       const float s_g = scale_of(word, half_shift), s_g8 = scale_of(word8, half_shift);
-      // The zero as the codes' offset (exact in fp32), A row g (low half) and g + 8 (high half): bf16
-      // 128 + zero; kF16: 1024 + c zero as the sums saw 1024 + c q (c = 16 at odd j). Odd tiles'
-      // accumulators then hold 16 times their value, divided once in store_output (exact). At M > 8
-      // the fp16 zero comes out of its nibbles as the codes do (both >> 8 in place at j = 2): the
-      // r16 kernels sit at their 80 registers, and the fp32 steps below spilled there (g32
-      // clusters); at M <= 8 those steps ran down 8% faster (NOTES v214).
-      float z_g, z_g8;
-      if (kF16 && kTwo) {
-        if (j == 2) both = permute(both, 0u, 0x4321u);
-        const unsigned zero_pair = nibbles_fp16(both, j);
-        z_g = __half2float(__ushort_as_half((unsigned short)zero_pair));
-        z_g8 = __half2float(__ushort_as_half((unsigned short)(zero_pair >> 16)));
-      } else {
-        const unsigned zero_pair = nibbles_plus_128(both, j);
-        z_g = __uint_as_float(zero_pair << 16), z_g8 = __uint_as_float(zero_pair & 0xFFFF0000u);
-        if (kF16 && (j & 1)) z_g = fmaf(16.f, z_g, -1024.f), z_g8 = fmaf(16.f, z_g8, -1024.f);
-        if (kF16 && !(j & 1)) z_g += 896.f, z_g8 += 896.f;
-      }
+      float z_g, z_g8;  // A row g's and g + 8's zero as the sums saw the codes (zero_offsets)
+      zero_offsets<kF16, kTwo>(both, j, z_g, z_g8);
 #pragma unroll
       for (int b = 0; b < (kTwo ? 2 : 1); ++b) {
         float4& a = acc[Acc::piece(j, b, lane)];
