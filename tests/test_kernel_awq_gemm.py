@@ -344,8 +344,8 @@ def test_awq_swiglu_every_launch_shape_is_bitwise_the_two_kernels():
 def test_awq_swiglu_with_fp16_operands(name):
     """fp16 x: into bf16, bitwise swiglu(awq_gemm(x, w)); into fp16 (the next GEMM's x), SwiGLU of
     the same bf16 GEMM outputs rounded once to fp16 (against torch's silu: within an fp16 ulp)."""
-    from swiftspec_core.kernels.awq_gemm import to_operand
-    from swiftspec_core.kernels.norm import swiglu, swiglu_reference
+    from swiftspec_core.kernels.awq_gemm import swiglu_operand
+    from swiftspec_core.kernels.norm import swiglu
 
     w = swiglu_layer(name)
     n, k = w.shape
@@ -355,7 +355,7 @@ def test_awq_swiglu_with_fp16_operands(name):
         check_bitwise(swiglu_poisoned(x, w), swiglu(gate_up), f"swiglu {name} M={m} fp16 x, bf16 out")
         out = torch.full((m, n // 2), float("nan"), dtype=torch.float16, device="cuda")
         assert awq_swiglu(x, w, out=out) is out and not out.isnan().any()
-        torch.testing.assert_close(out, to_operand(swiglu_reference(gate_up.float()), torch.float16), rtol=1e-3, atol=1e-6)
+        torch.testing.assert_close(out, swiglu_operand(gate_up, torch.float16), rtol=1e-3, atol=1e-6)
 
 
 # --- GPU: an AWQ engine on the fused kernels ---------------------------------------------------

@@ -98,6 +98,12 @@ def to_operand(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return (t.clamp(-FP16_MAX, FP16_MAX) if dtype == torch.float16 else t).to(dtype)
 
 
+def swiglu_operand(gate_up: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """silu(gate) * up of a GEMM's [M, 2F] outputs in fp32 (fp64 stays fp64), rounded once to the
+    next GEMM's x dtype (to_operand): awq_swiglu's output in torch."""
+    return to_operand(swiglu_reference(gate_up.to(torch.promote_types(gate_up.dtype, torch.float32))), dtype)
+
+
 def awq_gemm_reference(x: torch.Tensor, w: AWQWeight | TiledAWQWeight,
                        bias: torch.Tensor | None = None) -> torch.Tensor:
     """x [M, K] @ dequantize(w, x.dtype).T (+ bias), fp32 accumulation, rounded once to
@@ -235,7 +241,7 @@ def run_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None, nor
         gate_up = run_planned(x, w, None, None, norms=norms)
         if out.dtype == torch.bfloat16:
             return swiglu(gate_up, out=out)
-        return out.copy_(to_operand(swiglu_reference(gate_up.float()), out.dtype))  # silu in torch: not bitwise the fused
+        return out.copy_(swiglu_operand(gate_up, out.dtype))  # silu in torch: not bitwise the fused
     splits, cluster = plan(w.n, x.shape[1], w.group, sms)
     launch_shape(x, w, None, out, splits, cluster, op="awq_swiglu", norms=norms)
     return out
@@ -249,7 +255,7 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
     operands (row_sums, residual, next_norm, next_x, next_sums: tensors or None; eps), () for none."""
     (m, k), n = x.shape, w.n
     *tensors, eps = norms or (None,) * 5 + (0.0,)
-    next_x = tensors[3]
+    next_x = tensors[3]  # tensors: row_sums, residual, next_norm, next_x, next_sums
     half_out = (HALF_OUT if out.dtype == torch.float16 else 0) | \
         (HALF_NEXT_X if next_x is not None and next_x.dtype == torch.float16 else 0)
     tiles_a_block = 2 if op == "awq_swiglu" else 1

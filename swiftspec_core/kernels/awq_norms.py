@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import torch
 
 from .awq_gemm import (COLUMNS_PER_BLOCK, OPERAND_DTYPES, TiledAWQWeight, check_operands, dequantize, output_dtype,
-                       run_planned, run_swiglu, to_operand)
+                       run_planned, run_swiglu, swiglu_operand, to_operand)
 from .gemm import gemm_reference
-from .norm import swiglu_reference
 
 SUM_ROWS = 16  # the rows a tile's sums hold (MAX_ROWS)
 
@@ -56,7 +55,7 @@ def awq_gemm_norms_reference(x, w, bias=None, out=None, row_sums=None, eps: floa
     y = gemm_reference(x, dequantize(w, x.dtype), bias, residual=residual, row_scale=r, dtype=output_dtype(x.dtype))
     if next_norm is not None:
         n = y.shape[1]
-        wide = y if y.dtype == torch.float64 else y.float()
+        wide = y.to(torch.promote_types(y.dtype, torch.float32))  # fp32, fp64 stays fp64
         next_norm.x.copy_(to_operand(wide * next_norm.weight.to(wide.dtype), next_norm.x.dtype))
         tiles = y.float().square().view(m, n // COLUMNS_PER_BLOCK, COLUMNS_PER_BLOCK).sum(-1)  # [M, N / 64]
         next_norm.sums[: n // COLUMNS_PER_BLOCK, :m] = tiles.T
@@ -67,8 +66,7 @@ def awq_swiglu_norms_reference(x, w, out=None, row_sums=None, eps: float = 0.0) 
     """As awq_swiglu_norms: SwiGLU of the GEMM's outputs in fp32 (or wider), rounded once to out's
     dtype (x's where out is None)."""
     gate_up = awq_gemm_norms_reference(x, w, row_sums=row_sums, eps=eps)
-    act = swiglu_reference(gate_up if gate_up.dtype == torch.float64 else gate_up.float())
-    act = to_operand(act, x.dtype if out is None else out.dtype)
+    act = swiglu_operand(gate_up, x.dtype if out is None else out.dtype)
     return act if out is None else out.copy_(act)
 
 
@@ -92,7 +90,8 @@ def _check(op: str, x: torch.Tensor, n: int, row_sums, residual, next_norm: Next
         for name, t, dtypes in (("weight", g, (torch.bfloat16,)), ("x", nx, OPERAND_DTYPES),
                                 ("sums", sums, (torch.float32,))):
             if t.dtype not in dtypes or not t.is_contiguous() or t.device != x.device:
-                raise ValueError(f"{op}: next norm {name} must be contiguous {' or '.join(map(str, dtypes))} on x's device")
+                raise ValueError(f"{op}: next norm {name} must be contiguous {' or '.join(map(str, dtypes))} "
+                                 "on x's device")
 
 
 def awq_gemm_norms(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = None,
