@@ -66,3 +66,79 @@ template <> struct LineSum<float> {
   __device__ __forceinline__ void add(uint2 w) { v[0] += __uint_as_float(w.x); v[1] += __uint_as_float(w.y); }
   __device__ __forceinline__ uint2 get() const { return make_uint2(__float_as_uint(v[0]), __float_as_uint(v[1])); }
 };
+
+// The inboxes through which a fused GEMM + all-reduce block exchanges its output tile (the Python
+// classes GemmAllReduce, gemm_epilogue.py, and AWQGemmAllReduce, awq_allreduce.py): in every rank's
+// memory [2 halves by epoch parity][world senders][slot lines], peers[r] rank r's as this process
+// maps it; epochs[b]: block b's last epoch. Output element (row, col) travels in line
+// row * (N / 4) + col / 4 whatever M is.
+struct LLTile {
+  const unsigned long long* peers;
+  unsigned int* epochs;
+  int rank, world;
+  long long slot;  // lines per (half, sender): 16 * N / 4
+  unsigned long long timeout_ns;
+};
+
+// The all-reduce of a GEMM block's output tile, columns n0 .. n0 + cols - 1 (cols % 4 == 0) of rows
+// 0 .. M - 1 into out [M, N] (N % 4 == 0, 8-byte aligned): tile_line(row, col) is this rank's line of
+// 4 bf16 (row, col .. col + 3 of the tile) as its GEMM writes them. The block sends each of its
+// lines into slot [epoch parity][this rank] of every peer's inbox, polls its own inbox for the
+// peers' lines of the same tile and sums each element in fp32 in rank order starting from rank 0's
+// value, rounded once, as allreduce.cu does: bitwise LLAllReduce of the GEMM's output.
+// Epoch safety as allreduce.cu argues it: a line's owner is the block of its column tile,
+// blockIdx.x, fixed by the instance's launch plan (one inbox per plan), and the block keeps its own
+// epoch in epochs[blockIdx.x], so a line of half h is only ever written with its owner's epochs of
+// parity h, all distinct; a call that sends only M < 16 rows leaves the other rows' lines with
+// older epochs that it never reads. Progress: block b of a rank waits only for block b of its
+// peers; blocks start in index order on every GPU, so the lowest waiting block's partners are
+// running or done, whatever fits on the GPU at once. Called by every thread of the block once its
+// tile is final (after a barrier where tile_line reads shared memory).
+template <class TileLine>
+__device__ __forceinline__ void allreduce_tile(const TileLine& tile_line, bf16* __restrict__ out, int M, int N,
+                                               int n0, int cols, const LLTile& ll) {
+  // This call's epoch of the block's lines, read by every thread; thread 0 writes it back at the
+  // end, after a barrier that every thread reaches only once it has read it.
+  const unsigned int next = ll.epochs[blockIdx.x] + 1u;
+  const unsigned int epoch = next == 0u ? 2u : next;  // 0 marks a never-written line; 2 keeps the parity turning
+
+  const long long half = epoch & 1u;
+  const long long row_lines = N >> 2;  // 4 bf16 a line
+  const int tile_lines = cols >> 2;    // lines of one row of the tile
+  const int lines = M * tile_lines;
+
+  // Send: the tile's lines into slot [half][rank] of every peer's inbox.
+  for (int i = threadIdx.x; i < lines; i += blockDim.x) {
+    const int row = i / tile_lines, col = (i % tile_lines) * 4;
+    if (n0 + col >= N) continue;
+    const uint2 v = tile_line(row, col);
+    const long long line = row * row_lines + ((n0 + col) >> 2);
+    for (int r = 0; r < ll.world; ++r) {
+      if (r == ll.rank) continue;
+      Line* inbox = reinterpret_cast<Line*>(ll.peers[r]);
+      store_line(inbox + (half * ll.world + ll.rank) * ll.slot + line, v.x, v.y, epoch);
+    }
+  }
+
+  // Receive and sum in rank order (this rank's own value from tile_line), one rounding.
+  const Line* mine = reinterpret_cast<const Line*>(ll.peers[ll.rank]);
+  for (int i = threadIdx.x; i < lines; i += blockDim.x) {
+    const int row = i / tile_lines, col = (i % tile_lines) * 4;
+    if (n0 + col >= N) continue;
+    const long long line = row * row_lines + ((n0 + col) >> 2);
+    LineSum<bf16> sum;
+    for (int r = 0; r < ll.world; ++r) {
+      uint2 v;
+      if (r == ll.rank) {
+        v = tile_line(row, col);
+      } else {
+        const Line l = wait_line(mine + (half * ll.world + r) * ll.slot + line, epoch, ll.timeout_ns);
+        v = make_uint2(l.d0, l.d1);
+      }
+      if (r == 0) sum.set(v); else sum.add(v);
+    }
+    *reinterpret_cast<uint2*>(out + (size_t)row * N + n0 + col) = sum.get();  // 8-byte aligned: N % 4 == 0
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) ll.epochs[blockIdx.x] = epoch;  // read by this block's next call only
+}

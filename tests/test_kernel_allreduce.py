@@ -26,6 +26,13 @@ TIMED_BYTES = [4096, 16384, 65536, 262144, 524288]
 
 needs_2_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2 or importlib.util.find_spec("cupy") is None,
                                   reason="needs 2 CUDA GPUs and cupy")
+# SWIFTSPEC_TEST_SHARED_GPU=1: the own-process tests (no NCCL) put both ranks on one GPU, a process
+# each. Their kernels then run by turns (the GPU time-slices between the two processes' contexts),
+# so a rank's poll waits for its peer's next slice: checks only, every call slow, no timings.
+SHARED_GPU = os.environ.get("SWIFTSPEC_TEST_SHARED_GPU") == "1"
+needs_2_ranks = pytest.mark.skipif(torch.cuda.device_count() < (1 if SHARED_GPU else 2)
+                                   or importlib.util.find_spec("cupy") is None,
+                                   reason="needs 2 CUDA GPUs (or 1 with SWIFTSPEC_TEST_SHARED_GPU=1) and cupy")
 
 
 # ----------------------------------------------------------------------------- CPU: the reference
@@ -225,28 +232,36 @@ def _gemm_cases(rank, ar, failures, log):
         log.append(f"rank {rank}: gemm_allreduce {name} M=8 TP2: {both:6.2f} us/call, gemm alone {alone:6.2f}")
 
 
-def _worker(rank: int, init_file: str, results) -> None:
+def _ll_cases(rank: int, ar, failures: list, log: list) -> None:
+    log.append(f"rank {rank}: inbox of {ar.blocks} blocks x {ar.chunk} lines, capacity {ar.capacity}")
+    _eager_cases(rank, ar, failures, log)
+    _graph_cases(rank, ar, failures, log)
+    for nbytes in TIMED_BYTES if torch.cuda.device_count() >= WORLD else ():  # time-sliced: no timings
+        buf = torch.zeros(nbytes // 2, dtype=torch.bfloat16, device="cuda")
+        us = _graph_us(lambda: ar(buf))
+        log.append(f"rank {rank}: ll all-reduce bf16 {nbytes:>6} B: {us:6.2f} us/call (graph of 100)")
+    ar.close()  # the caller's close() after this one checks it is idempotent
+
+
+def rank_main(rank: int, init_file: str, results, cases) -> None:
+    """One rank's process (spawn_ranks): its GPU, a gloo world, an LLAllReduce over it, then
+    cases(rank, ar, failures, log) (a module-level function); the report on results."""
     os.environ.update(SAFE_ENV)  # before CUDA, NCCL or CuPy start
     import torch.distributed as dist
 
     failures: list = []
     log: list[str] = []
     try:
-        torch.cuda.set_device(rank)
+        torch.cuda.set_device(rank % torch.cuda.device_count())  # one GPU: both ranks on it (SHARED_GPU)
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD,
                                 timeout=datetime.timedelta(seconds=180))
         from swiftspec_core.kernels.allreduce import exchange_over
 
         ar = LLAllReduce(rank, WORLD, exchange_over(dist.group.WORLD, [0, 1]), timeout_s=30.0)
-        log.append(f"rank {rank}: inbox of {ar.blocks} blocks x {ar.chunk} lines, capacity {ar.capacity}")
-        _eager_cases(rank, ar, failures, log)
-        _graph_cases(rank, ar, failures, log)
-        for nbytes in TIMED_BYTES:
-            buf = torch.zeros(nbytes // 2, dtype=torch.bfloat16, device="cuda")
-            us = _graph_us(lambda: ar(buf))
-            log.append(f"rank {rank}: ll all-reduce bf16 {nbytes:>6} B: {us:6.2f} us/call (graph of 100)")
-        ar.close()
-        ar.close()  # idempotent
+        try:
+            cases(rank, ar, failures, log)
+        finally:
+            ar.close()
         torch.cuda.synchronize()
         dist.barrier()
         results.put((rank, [f for f in failures if f], log, None))
@@ -258,14 +273,17 @@ def _worker(rank: int, init_file: str, results) -> None:
     # is known to hang: the launcher skips it): a hang here is what the parent times out on.
 
 
-@needs_2_gpus
-def test_ll_allreduce_two_gpus(monkeypatch):
+def spawn_ranks(cases, monkeypatch) -> None:
+    """Run rank_main(rank, .., cases) in WORLD spawned processes (CUDA device rank, or both on
+    device 0 under SHARED_GPU). Prints every rank's log and failures; fails on a raise, a
+    mismatch, a missing report or an unclean exit."""
     for k, v in SAFE_ENV.items():
         monkeypatch.setenv(k, v)
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
-        procs = [ctx.Process(target=_worker, args=(r, os.path.join(tmp, "store"), results)) for r in range(WORLD)]
+        procs = [ctx.Process(target=rank_main, args=(r, os.path.join(tmp, "store"), results, cases))
+                 for r in range(WORLD)]
         for p in procs:
             p.start()
         reports = {}
@@ -299,6 +317,11 @@ def test_ll_allreduce_two_gpus(monkeypatch):
     assert all(not reports[r][2] for r in reports), "a rank raised (traceback above)"
     assert all(not reports[r][0] for r in reports), f"{sum(len(reports[r][0]) for r in reports)} mismatches"
     assert exits == [0] * WORLD, f"exit codes {exits} (None: hung at exit after close())"
+
+
+@needs_2_ranks
+def test_ll_allreduce_two_gpus(monkeypatch):
+    spawn_ranks(_ll_cases, monkeypatch)
 
 
 @needs_2_gpus

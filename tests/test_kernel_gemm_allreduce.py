@@ -1,11 +1,12 @@
 """fused_gemm_allreduce (cuda/gemm_allreduce.cu, swiftspec_core/kernels/gemm_epilogue.py): the
 row-parallel GEMM with the LL all-reduce in its epilogue. CPU: its reference against float64, the
 per-rank rounding it shares with the unfused pair, the checks made before any CUDA, the kernel
-table, the companion inboxes' bookkeeping. 2 GPUs (two spawned processes): bitwise equal to the
-unfused pair (gemm, then LLAllReduce) and to the reference sum of the ranks' gemm outputs, on the
-Llama-3-8B and 3.2-1B o / down shapes at TP2 for M = 1, 8, 16, eager and in a CUDA graph replayed
-with fresh inputs; rows bitwise invariant; a TP2 fused forward bitwise equal with the unfused pair
-in it. Timings are printed (run with -s), never asserted."""
+table, the companion inboxes' bookkeeping. Two ranks (two GPUs, or one under
+SWIFTSPEC_TEST_SHARED_GPU=1: own processes, gloo): bitwise equal to the unfused pair (gemm, then
+LLAllReduce) and to the reference sum of the ranks' gemm outputs, on the Llama-3-8B and 3.2-1B o /
+down shapes at TP2 for M = 1, 8, 16, eager and in a CUDA graph replayed with fresh inputs; rows
+bitwise invariant. 2 GPUs (the launcher, NCCL): a TP2 fused forward bitwise equal with the unfused
+pair in it. Timings are printed (run with -s), never asserted."""
 from __future__ import annotations
 
 import importlib.util
@@ -18,6 +19,7 @@ from swiftspec_core.kernels.allreduce import LLAllReduce, all_reduce_reference
 from swiftspec_core.kernels.build import CUDA_DIR
 from swiftspec_core.kernels.gemm import UNROLL, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import GemmAllReduce, fused_gemm_allreduce, gemm_allreduce_reference
+from test_kernel_allreduce import needs_2_ranks, spawn_ranks
 
 WORLD = 2
 # [N, K_shard] of o_proj and down_proj at TP2: Llama-3-8B (hidden 4096, ffn 14336) and Llama-3.2-1B
@@ -259,6 +261,17 @@ def _forward_case(rank: int, ctx, failures: list, log: list) -> None:
                f"{sorted(k[1:] for k in ctx.group.low_latency._companions)})")
 
 
+def _own_process_cases(rank: int, ar, failures: list, log: list) -> None:
+    _eager_cases(rank, ar, failures, log)
+    _graph_cases(rank, ar, failures, log)
+
+
+@needs_2_ranks
+def test_fused_gemm_allreduce_two_ranks(monkeypatch):
+    """The kernel's cases in own processes (gloo, no NCCL): two GPUs, or one shared."""
+    spawn_ranks(_own_process_cases, monkeypatch)
+
+
 def _worker(rank: int, world_size: int, ctx):
     from test_kernel_allreduce import _all_gather
 
@@ -269,10 +282,7 @@ def _worker(rank: int, world_size: int, ctx):
     group = ctx.group
     group.use_low_latency(LLAllReduce(rank, world_size, exchange_over(ctx.world.pg, [0, 1]), timeout_s=60.0))
     try:
-        ar = group.low_latency
-        _eager_cases(rank, ar, failures, log)
-        _graph_cases(rank, ar, failures, log)
-        _timings(rank, ar, log)
+        _timings(rank, group.low_latency, log)
         _forward_case(rank, ctx, failures, log)
     finally:
         group.close()  # the companions' inboxes with the LL one, before the launcher's teardown
@@ -282,6 +292,7 @@ def _worker(rank: int, world_size: int, ctx):
 
 @needs_2_gpus
 def test_fused_gemm_allreduce_two_gpus():
+    """Under the launcher (an NCCL group: one rank a GPU): the timings and a TP2 fused forward."""
     from swiftspec_core.runtime.launch import run_workers
 
     failures, logs = zip(*run_workers(_worker, WORLD, device="cuda", timeout=600))  # per rank

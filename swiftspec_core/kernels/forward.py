@@ -16,6 +16,7 @@ import torch
 from ..cache import KVCache
 from ..models.transformer import weight_of
 from .attention import tree_attention
+from .awq_allreduce import awq_gemm_allreduce
 from .awq_gemm import awq_gemm, awq_swiglu
 from .awq_norms import NextNorm, awq_gemm_norms, awq_swiglu_norms, norm_sums
 from .gemm import gemm
@@ -147,10 +148,13 @@ def head_logits(model, h: torch.Tensor) -> torch.Tensor:
 
 def _row_parallel(group, project, quant: str):
     """x, w -> the all-reduced projection: with the group's LL all-reduce (TP with --kernels
-    fused) and bf16 weights, the GEMM and the all-reduce in one kernel (the same bits as the pair);
-    else the projection, then the group's all-reduce (a no-op on one GPU)."""
+    fused), the GEMM and the all-reduce in one kernel (bf16 weights: the same bits as gemm then
+    the all-reduce; AWQ: as awq_gemm at its one-block-a-tile plan, then the all-reduce); else the
+    projection, then the group's all-reduce (a no-op on one GPU)."""
     ll = getattr(group, "low_latency", None)
-    if ll is not None and quant != "awq":
+    if ll is not None and quant == "awq":
+        return lambda x, w: awq_gemm_allreduce(x, weight_of(w), ll)
+    if ll is not None:
         return lambda x, w: fused_gemm_allreduce(x, w, ll)
     return lambda x, w: group.all_reduce(project(x, w))
 
