@@ -220,8 +220,9 @@ def kernels(
     tp: str = typer.Option("1,2", help="Tensor-parallel sizes: each op at one rank's shard of that size."),
     m: str = typer.Option("1,8,16", help="Rows (tokens) per call, 1..16; the forward's widths."),
     context: str = typer.Option("500,1000", help="Cached tokens the attention reads (the forward: the largest)."),
-    ops: str = typer.Option("all", help="Comma list of gemm, awq_gemm, allreduce, gemm_allreduce, attention, "
-                                        "rmsnorm, swiglu, forward, draft_step, or all."),
+    ops: str = typer.Option("all", help="Comma list of gemm, awq_gemm, allreduce, gemm_allreduce, "
+                                        "awq_gemm_allreduce, attention, rmsnorm, swiglu, forward, draft_step, "
+                                        "or all."),
     impl: str = typer.Option("ours,cublas+nccl,sdpa,torch", help="Comma list of implementations."),
     tree_w: int = typer.Option(DEFAULT_TREE_W, help="draft_step times the draft forward at width tree_w + 1 "
                                                       "(+ --graft-len)."),

@@ -71,12 +71,18 @@ def random_awq(n: int, k: int):
     return tile(AWQWeight(codes(k), codes(k // GROUP), scales))
 
 
+def awq_weights(n: int, k: int) -> tuple[list, int]:
+    """(weights, copies): enough copies of an [n, k] projection's random 4-bit weights that a
+    graph's calls read more than twice the L2 cache."""
+    copies = input_copies(awq_bytes(n * k, AWQ_GROUP))
+    return [random_awq(n, k) for _ in range(copies)], copies
+
+
 def awq_gemm_call(case: Case):
     """Our dequantizing GEMM on a layer projection's 4-bit weights (args.awq_bytes)."""
     n, k, has_bias = gemm_shape(shard_args(case.model, case.tp), case.projection)
     awq_gemm = ours("awq_gemm", "awq_gemm")
-    copies = input_copies(awq_bytes(n * k, AWQ_GROUP))
-    ws = [random_awq(n, k) for _ in range(copies)]
+    ws, copies = awq_weights(n, k)
     bias = randn(n, scale=0.02) if has_bias else None
     x = randn(case.m, k).to(getattr(torch, x_dtype(case)))  # fp16 where the one-GPU engine feeds it
     out = torch.empty(case.m, n, device="cuda", dtype=torch.bfloat16)
@@ -169,6 +175,10 @@ def group_call(case: Case, group, low_latency):
         reduce = low_latency() if case.impl == "ours" else group.all_reduce
         return (lambda i: reduce(x)), CALLS
     n, k, _ = gemm_shape(a, case.projection)
+    if case.group == "awq_gemm_allreduce":  # bf16 x, as the TP forward feeds it
+        awq_gemm_allreduce, ar = ours("awq_allreduce", "awq_gemm_allreduce"), low_latency()
+        (ws, copies), x = awq_weights(n, k), randn(case.m, k)
+        return (lambda i: awq_gemm_allreduce(x, ws[i % copies], ar)), max(CALLS, copies)
     copies = input_copies(BF16 * n * k)
     ws, x = [randn(n, k, scale=0.02) for _ in range(copies)], randn(case.m, k)
     if case.impl == "ours":

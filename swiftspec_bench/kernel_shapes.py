@@ -27,7 +27,8 @@ PROJECTIONS = ("qkv", "o", "gate_up", "down", "lm_head")
 AWQ_PROJECTIONS = PROJECTIONS[:4]  # the layer projections AWQ quantizes (models/awq.py); lm_head stays bf16
 ROW_PARALLEL = ("o", "down")  # the projections an all-reduce follows under TP
 # Op groups as --ops names them; the rows name gemm and gemm_allreduce per projection.
-OPS = ("gemm", "awq_gemm", "allreduce", "gemm_allreduce", "attention", "rmsnorm", "swiglu", "forward", "draft_step")
+OPS = ("gemm", "awq_gemm", "allreduce", "gemm_allreduce", "awq_gemm_allreduce", "attention", "rmsnorm", "swiglu",
+       "forward", "draft_step")
 # ours: our kernels (the fused kernel set); cublas+nccl: F.linear (cuBLAS) and comm/nccl.py's
 # all-reduce; sdpa: F.scaled_dot_product_attention under the tree mask; torch: the engine's own
 # torch path (transformer.py: grouped_attention, rms_norm, silu * up; the forward's torch set);
@@ -36,17 +37,17 @@ OPS = ("gemm", "awq_gemm", "allreduce", "gemm_allreduce", "attention", "rmsnorm"
 IMPLS = ("ours", "cublas+nccl", "sdpa", "torch", "persistent")
 IMPLS_OF = {
     "gemm": ("ours", "cublas+nccl"), "awq_gemm": ("ours",), "allreduce": ("ours", "cublas+nccl"),
-    "gemm_allreduce": ("ours", "cublas+nccl"), "attention": ("ours", "sdpa", "torch"),
+    "gemm_allreduce": ("ours", "cublas+nccl"), "awq_gemm_allreduce": ("ours",), "attention": ("ours", "sdpa", "torch"),
     "rmsnorm": ("ours", "torch"), "swiglu": ("ours", "torch"), "forward": ("ours", "torch", "persistent"),
     "draft_step": ("ours", "torch", "persistent"),
 }
-NEEDS_GROUP = ("allreduce", "gemm_allreduce")  # ops that exist only across tp >= 2 processes
+NEEDS_GROUP = ("allreduce", "gemm_allreduce", "awq_gemm_allreduce")  # ops that exist only across tp >= 2 processes
 WITH_CONTEXT = ("attention", "forward", "draft_step")  # ops that read a KV cache
 
 
 def op_group(op: str) -> str:
     """A row's op under its --ops name: gemm_qkv -> gemm, gemm_allreduce_o -> gemm_allreduce."""
-    for name in ("gemm_allreduce", "awq_gemm", "gemm"):
+    for name in ("awq_gemm_allreduce", "gemm_allreduce", "awq_gemm", "gemm"):  # a longer name before its prefix
         if op.startswith(name + "_"):
             return name
     return op
@@ -131,9 +132,9 @@ def floor_bytes(case: Case) -> int | None:
     if case.group in ("gemm", "gemm_allreduce"):
         n, k, bias = gemm_shape(a, case.projection)
         return BF16 * (n * k + m * k + m * n + (n if bias else 0))  # the all-reduce not counted
-    if case.group == "awq_gemm":
+    if case.group in ("awq_gemm", "awq_gemm_allreduce"):
         n, k, bias = gemm_shape(a, case.projection)
-        return awq_bytes(n * k, AWQ_GROUP) + BF16 * (m * k + m * n + (n if bias else 0))
+        return awq_bytes(n * k, AWQ_GROUP) + BF16 * (m * k + m * n + (n if bias else 0))  # the all-reduce not counted
     if case.op == "allreduce":
         return None
     if case.op == "attention":  # q in, out written, and the keys/values of its positions
@@ -148,7 +149,7 @@ def floor_bytes(case: Case) -> int | None:
 
 
 def message_bytes(case: Case) -> int:
-    """The all-reduced tensor [m, dim] of allreduce and gemm_allreduce."""
+    """The all-reduced tensor [m, dim] of allreduce and the GEMM + all-reduce ops."""
     return BF16 * case.m * shard_args(case.model, case.tp).dim
 
 
@@ -242,8 +243,8 @@ def _shapes(group: str, opts: Options, deepest: int) -> list[tuple[str, int, int
     """(op, m, context) of one op group."""
     if group == "gemm":
         return [(f"gemm_{p}", m, None) for p in PROJECTIONS for m in opts.ms]
-    if group == "gemm_allreduce":
-        return [(f"gemm_allreduce_{p}", m, None) for p in ROW_PARALLEL for m in opts.ms]
+    if group in ("gemm_allreduce", "awq_gemm_allreduce"):
+        return [(f"{group}_{p}", m, None) for p in ROW_PARALLEL for m in opts.ms]
     if group == "awq_gemm":
         return [(f"awq_gemm_{p}", m, None) for p in AWQ_PROJECTIONS for m in opts.ms]
     if group == "attention":

@@ -108,6 +108,8 @@ def test_floor_bytes_per_op():
     # 4-bit codes, and a 4-bit zero and an fp16 scale per 128 inputs of an output column
     assert floor_bytes(Case("awq_gemm_down", "llama-3-70b", 2, m, None, "ours")) == \
         8192 * 14336 // 2 + 112 * 8192 // 2 + 112 * 8192 * 2 + 2 * (m * 14336 + m * 8192)
+    assert floor_bytes(Case("awq_gemm_allreduce_down", "llama-3-70b", 2, m, None, "ours")) == \
+        floor_bytes(Case("awq_gemm_down", "llama-3-70b", 2, m, None, "ours"))  # the all-reduce not counted
     # 32 q heads in, out; 8 kv heads x 128 of keys and values at 1008 positions
     assert floor_bytes(Case("attention", "llama-3-8b", 1, m, 1000, "ours")) == 2 * (2 * m * 32 * 128) + 2 * 2 * 1008 * 8 * 128
     assert floor_bytes(Case("rmsnorm", "llama-3.2-1b", 1, m, None, "ours")) == 2 * (4 * m * 2048 + 2048)
@@ -149,8 +151,11 @@ def test_plan_matrix(tmp_path):
     keys = {c.key for c in cases}
     assert len(keys) == len(cases)
     by = lambda g: [c for c in cases if c.group == g]  # noqa: E731
-    assert {c.tp for c in by("allreduce") + by("gemm_allreduce")} == {2}  # no all-reduce alone
-    assert {c.projection for c in by("gemm_allreduce")} == {"o", "down"}
+    assert {c.tp for c in by("allreduce") + by("gemm_allreduce") + by("awq_gemm_allreduce")} == {2}  # no all-reduce alone
+    assert {c.projection for c in by("gemm_allreduce") + by("awq_gemm_allreduce")} == {"o", "down"}
+    assert {(c.op, c.impl) for c in by("awq_gemm_allreduce")} == {("awq_gemm_allreduce_o", "ours"),
+                                                                  ("awq_gemm_allreduce_down", "ours")}
+    assert {c.processes for c in by("awq_gemm_allreduce")} == {2}
     assert len(by("gemm")) == 2 * 2 * 5 * 2 * 2  # models, tp, projections, m, impls
     assert len(by("awq_gemm")) == 2 * 2 * 4 * 2 and {c.impl for c in by("awq_gemm")} == {"ours"}  # no lm_head
     assert len(by("attention")) == 2 * 2 * 2 * 2 * 3  # models, tp, m, contexts, impls
