@@ -21,6 +21,9 @@
 # ("off"; "off ngram": tree and swiftspec also with grafting, in the same folders), AT_ONCE (all: how
 # many configurations share the GPUs at a time; under KERNELS=persistent an engine holds its weights
 # twice, the kernel's page images beside them, so two Llama-3-8B pairs at once take ~130 GB: 1).
+# SHARED=1 on one GPU: the across-process part runs swiftspec --split 1+1 alone, its two processes
+# taking turns on the GPU (SWIFTSPEC_SHARED_GPU, runtime/gpus.py): its outputs checked, no --tp 2
+# (NCCL needs a GPU a rank).
 # The CPU check of the script's logic: DEVICE=cpu MODELS=tiny-llama MAX_NEW=16 LIMIT=1.
 set -uo pipefail
 OUT=${1:?usage: lossless_gpu.sh OUT_ROOT}
@@ -35,8 +38,10 @@ mkdir -p "$OUT"
 if [ "$DEVICE" = cuda ]; then
   GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
   TWO=$(( GPUS >= 2 ))
+  SHARED_ONLY=$(( GPUS == 1 && ${SHARED:-0} == 1 ))
+  (( SHARED_ONLY )) && export SWIFTSPEC_SHARED_GPU=1
 else
-  GPUS=0 TWO=1  # gloo ranks stand in for GPUs
+  GPUS=0 TWO=1 SHARED_ONLY=0  # gloo ranks stand in for GPUs
 fi
 
 run() {  # run FOLDER GPU ARGS...: one swiftspec-bench run into FOLDER under what is left of the budget
@@ -78,7 +83,17 @@ for c in "${configs[@]}"; do
 done
 wait
 
-# Across two processes: two configurations at a time share the two GPUs.
+# Across two processes: two configurations at a time share the two GPUs (SHARED_ONLY: one at a
+# time shares the one GPU, swiftspec alone).
+if (( SHARED_ONLY )); then
+  for c in "${configs[@]}"; do
+    set -- $c
+    run "$OUT/$1-$2" 0 --systems swiftspec --split 1+1 --graft off $(draft_args "$2")
+    for g in ${GRAFTS:-off}; do
+      [ "$g" = off ] || run "$OUT/$1-$2" 0 --systems swiftspec --split 1+1 --graft "$g" $(draft_args "$2")
+    done
+  done
+fi
 if (( TWO )); then
   i=0
   for c in "${configs[@]}"; do

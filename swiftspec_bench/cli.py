@@ -188,9 +188,9 @@ def compare(
         frame = read_frame(run_dir)
         summary = cmp.summarize(frame, baseline)
     typer.echo(cmp.render(summary, format))
-    note = cmp.lockstep_note(frame)
-    if note:
-        typer.echo(note)
+    for note in (cmp.lockstep_note(frame), cmp.shared_gpu_note(frame)):
+        if note:
+            typer.echo(note)
     if lossless.report(frame, lambda table: cmp.render(table, format), typer.echo) is False:
         raise typer.Exit(1)
 

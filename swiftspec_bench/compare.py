@@ -10,6 +10,8 @@ import pandas as pd
 
 from swiftspec_core.errors import UserError
 
+from .placement import label_split
+
 FORMATS = ("table", "csv", "markdown")
 OVERALL = "overall"
 QUERY = ["target", "dataset", "question_id", "turn"]
@@ -95,6 +97,19 @@ def lockstep_note(frame: pd.DataFrame) -> str | None:
     if lockstep and on_cpu:
         return (f"note: {', '.join(lockstep)} on cpu ran in lockstep (draft and target one after the other in one "
                 "process): a correctness run, not a speed result")
+    return None
+
+
+def shared_gpu_note(frame: pd.DataFrame) -> str | None:
+    """One line where split rows ran their processes on fewer GPUs (SWIFTSPEC_SHARED_GPU,
+    runtime/gpus.py): their kernels took turns on a GPU, so their outputs count and their times do not."""
+    if "gpus" not in frame:
+        return None
+    processes = frame["system"].map(lambda s: sum(label_split(s) or (0,)))
+    shared = list(dict.fromkeys(frame.loc[frame["gpus"] < processes, "system"]))
+    if shared:
+        return (f"note: {', '.join(shared)} ran its processes on fewer GPUs, taking turns on a shared GPU "
+                "(SWIFTSPEC_SHARED_GPU): a correctness run, its times mean nothing")
     return None
 
 

@@ -16,15 +16,15 @@ def label_split(system: str) -> tuple[int, int] | None:
 
 
 def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
-    """Too few GPUs for --tp or --split: a clear error before anything starts."""
+    """Too few GPUs for --tp or --split: a clear error before anything starts (runtime/gpus.py:
+    a GPU a process, or shared by processes that need no NCCL where SWIFTSPEC_SHARED_GPU=1)."""
     if device != "cuda":
         return
-    import torch
+    from swiftspec_core.runtime.gpus import check_gpus
 
-    have = torch.cuda.device_count()
-    for flag, need in (("--tp", tp), ("--split", sum(split) if split else 0)):
-        if need > have:
-            raise UserError(f"{flag} needs {need} GPUs, {have} visible")
+    check_gpus(tp, tp, "--tp")
+    if split:
+        check_gpus(sum(split), max(split), "--split")
 
 
 def draft_gpus(systems: list[str], tp: int, split: tuple[int, int] | None) -> int:
@@ -67,12 +67,19 @@ def where(pair, system: str) -> dict:
     sys = SYSTEMS[system]
     processes = (sum(pair.split) if system == "swiftspec" else pair.tp) if pair.spans_processes(sys) else 1
     cuda = pair.device == "cuda"
+    gpus = min(processes, _visible_gpus()) if cuda else 0  # fewer than processes: shared (runtime/gpus.py)
     if sys.on_engine and pair.kernels != "torch":
         target = target_kernels(system, pair.kernels, pair.tp, pair.split, pair.persistent_target)
-        return dict(gpus=processes, kernels=row_kernels(system, pair.kernels, target), target_kernels=target)
+        return dict(gpus=gpus, kernels=row_kernels(system, pair.kernels, target), target_kernels=target)
     compiled = cuda and sys.on_engine  # on GPU our engines fuse their layers' ops with torch.compile
     kernels = "torch-compile" if compiled else "torch"
-    return dict(gpus=processes if cuda else 0, kernels=kernels, target_kernels=kernels)
+    return dict(gpus=gpus, kernels=kernels, target_kernels=kernels)
+
+
+def _visible_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count()
 
 
 def best_split(frame) -> tuple[int, int]:

@@ -17,6 +17,7 @@ import torch.multiprocessing as mp
 
 from swiftspec_core.comm.nccl import SAFE_ENV
 from swiftspec_core.kernels.allreduce import LLAllReduce, all_reduce_reference
+from swiftspec_core.runtime.gpus import gpu_of, shared_gpu
 
 WORLD = 2
 BF16_BYTES = [2, 4, 6, 8, 10, 14, 16, 18, 30, 1022, 2048, 4096, 4098, 16384, 16386, 65536, 65542, 262144,
@@ -26,13 +27,12 @@ TIMED_BYTES = [4096, 16384, 65536, 262144, 524288]
 
 needs_2_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2 or importlib.util.find_spec("cupy") is None,
                                   reason="needs 2 CUDA GPUs and cupy")
-# SWIFTSPEC_TEST_SHARED_GPU=1: the own-process tests (no NCCL) put both ranks on one GPU, a process
-# each. Their kernels then run by turns (the GPU time-slices between the two processes' contexts),
-# so a rank's poll waits for its peer's next slice: checks only, every call slow, no timings.
-SHARED_GPU = os.environ.get("SWIFTSPEC_TEST_SHARED_GPU") == "1"
-needs_2_ranks = pytest.mark.skipif(torch.cuda.device_count() < (1 if SHARED_GPU else 2)
+# SWIFTSPEC_SHARED_GPU=1 (runtime/gpus.py): the own-process tests (no NCCL) put both ranks on one
+# GPU, a process each. Their kernels then take turns (the GPU time-slices between the processes'
+# contexts), so a rank's poll waits for its peer's next slice: checks only, every call slow, no timings.
+needs_2_ranks = pytest.mark.skipif(torch.cuda.device_count() < (1 if shared_gpu() else 2)
                                    or importlib.util.find_spec("cupy") is None,
-                                   reason="needs 2 CUDA GPUs (or 1 with SWIFTSPEC_TEST_SHARED_GPU=1) and cupy")
+                                   reason="needs 2 CUDA GPUs (or 1 with SWIFTSPEC_SHARED_GPU=1) and cupy")
 
 
 # ----------------------------------------------------------------------------- CPU: the reference
@@ -252,7 +252,7 @@ def rank_main(rank: int, init_file: str, results, cases) -> None:
     failures: list = []
     log: list[str] = []
     try:
-        torch.cuda.set_device(rank % torch.cuda.device_count())  # one GPU: both ranks on it (SHARED_GPU)
+        torch.cuda.set_device(gpu_of(rank))
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD,
                                 timeout=datetime.timedelta(seconds=180))
         from swiftspec_core.kernels.allreduce import exchange_over
@@ -275,7 +275,7 @@ def rank_main(rank: int, init_file: str, results, cases) -> None:
 
 def spawn_ranks(cases, monkeypatch) -> None:
     """Run rank_main(rank, .., cases) in WORLD spawned processes (CUDA device rank, or both on
-    device 0 under SHARED_GPU). Prints every rank's log and failures; fails on a raise, a
+    device 0 under SWIFTSPEC_SHARED_GPU). Prints every rank's log and failures; fails on a raise, a
     mismatch, a missing report or an unclean exit."""
     for k, v in SAFE_ENV.items():
         monkeypatch.setenv(k, v)

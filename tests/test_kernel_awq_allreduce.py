@@ -1,7 +1,7 @@
 """awq_gemm_allreduce (cuda/awq_gemm_allreduce.cu, swiftspec_core/kernels/awq_allreduce.py): the
 row-parallel AWQ GEMM with the LL all-reduce in its epilogue. CPU: its reference against float64,
 the checks made before any CUDA, the TP forward's choice of it. Two ranks (two GPUs, or one under
-SWIFTSPEC_TEST_SHARED_GPU=1: test_kernel_allreduce.py's own processes, gloo, no NCCL): bitwise equal
+SWIFTSPEC_SHARED_GPU=1: test_kernel_allreduce.py's own processes, gloo, no NCCL): bitwise equal
 to the unfused pair (awq_gemm at its one-block-a-tile plan, then LLAllReduce) and to the rank-order
 sum of the ranks' awq_gemm outputs, close to the reference, every rank the same bits; bf16 and fp16
 x; the Llama-3-70B o / down shards at TP2 and a zero-padded tile, M = 1, 8, 16, output poisoned

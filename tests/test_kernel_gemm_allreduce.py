@@ -2,7 +2,7 @@
 row-parallel GEMM with the LL all-reduce in its epilogue. CPU: its reference against float64, the
 per-rank rounding it shares with the unfused pair, the checks made before any CUDA, the kernel
 table, the companion inboxes' bookkeeping. Two ranks (two GPUs, or one under
-SWIFTSPEC_TEST_SHARED_GPU=1: own processes, gloo): bitwise equal to the unfused pair (gemm, then
+SWIFTSPEC_SHARED_GPU=1: own processes, gloo): bitwise equal to the unfused pair (gemm, then
 LLAllReduce) and to the reference sum of the ranks' gemm outputs, on the Llama-3-8B and 3.2-1B o /
 down shapes at TP2 for M = 1, 8, 16, eager and in a CUDA graph replayed with fresh inputs; rows
 bitwise invariant. 2 GPUs (the launcher, NCCL): a TP2 fused forward bitwise equal with the unfused

@@ -12,7 +12,7 @@ the run, and that is how a peer stuck in a collective gets released.
 
 Placement: `split=(x, y)` puts the target on world ranks [0, x) (TP x) and the draft on [x, x + y)
 (TP y), joined by a PipeLink (comm/pipe.py); without a split all ranks form one TP group (the
-serial systems). On GPU world rank r drives cuda:r.
+serial systems). On GPU world rank r drives cuda:r (gpus.py: or shares a GPU where allowed).
 
 Failure: the first worker that raises, dies or stalls ends the run. The parent polls every 50 ms,
 waits a short grace to learn whether the first error it saw was only a consequence (a peer of a
@@ -49,6 +49,7 @@ from ..comm.gloo import TorchGroup
 from ..comm.group import Group, SingleGroup
 from ..comm.pipe import PipeLink, spin_for
 from ..errors import Fault, UserError
+from .gpus import check_gpus, gpu_of
 from .heartbeat import DEFAULT_TIMEOUT_S, Watch, start_beating
 
 POLL_S = 0.05
@@ -124,7 +125,7 @@ class WorkerContext:
 
     rank: int
     role: str  # "target" or "draft" (every rank of a serial run is "target")
-    device: torch.device  # cpu, or cuda:rank
+    device: torch.device  # cpu, or cuda:gpu_of(rank)
     group: Group  # this rank's TP group: NCCL on GPU, gloo on CPU, SingleGroup when alone
     world: TorchGroup  # gloo over all ranks, CPU tensors: host-side agreement and barriers
     placement: Placement
@@ -168,7 +169,7 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
            pg_timeout: float) -> WorkerContext:
     world_size = placement.world_size
     if device == "cuda":
-        torch.cuda.set_device(rank)
+        torch.cuda.set_device(gpu_of(rank))
     else:
         # The ranks share the machine's cores; more threads than that only contend.
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
@@ -200,7 +201,7 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
         for make in (link.create, link.open_inbound, link.open_outbound):
             make()
             world.barrier()  # each step after every rank's previous one (pipe.py)
-    where = torch.device("cuda", rank) if device == "cuda" else torch.device("cpu")
+    where = torch.device("cuda", gpu_of(rank)) if device == "cuda" else torch.device("cpu")
     return WorkerContext(rank, placement.role(rank), where, group, world, placement, link, args,
                          [c for c in comms if c is not None])
 
@@ -331,10 +332,8 @@ def run_workers(fn: Callable[[int, int, WorkerContext], Any], world_size: int, a
         raise UserError(f"device {device!r}: expected 'cpu' or 'cuda'")
     placement = Placement.of(world_size, split)
     if device == "cuda":
-        visible = torch.cuda.device_count()
-        if visible < world_size:
-            what = f"--split {split[0]}+{split[1]}" if split else f"a run of {world_size} ranks"
-            raise UserError(f"{what} needs {world_size} GPUs, {visible} visible")
+        what = f"--split {split[0]}+{split[1]}" if split else f"a run of {world_size} ranks"
+        check_gpus(world_size, max(len(placement.target_ranks), len(placement.draft_ranks)), what)
         from ..comm.nccl import force_safe_env
 
         force_safe_env()  # in the parent too, so every worker inherits it from the start
