@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-
 SPLIT_LABEL = re.compile(r"@(\d+)\+(\d+)")  # swiftspec@TARGET+DRAFT in a row's system label (systems.label)
 
 
