@@ -21,9 +21,9 @@
 # ("off"; "off ngram": tree and swiftspec also with grafting, in the same folders), AT_ONCE (all: how
 # many configurations share the GPUs at a time; under KERNELS=persistent an engine holds its weights
 # twice, the kernel's page images beside them, so two Llama-3-8B pairs at once take ~130 GB: 1).
-# SHARED=1 on one GPU: the across-process part runs swiftspec --split 1+1 alone, its two processes
-# taking turns on the GPU (SWIFTSPEC_SHARED_GPU, runtime/gpus.py): its outputs checked, no --tp 2
-# (NCCL needs a GPU a rank).
+# SHARED=1 on one GPU: the across-process part runs too, its processes taking turns on the GPU and
+# their TP groups over peer memory instead of NCCL (SWIFTSPEC_SHARED_GPU, runtime/gpus.py): outputs
+# checked, times void.
 # The CPU check of the script's logic: DEVICE=cpu MODELS=tiny-llama MAX_NEW=16 LIMIT=1.
 set -uo pipefail
 OUT=${1:?usage: lossless_gpu.sh OUT_ROOT}
@@ -37,11 +37,11 @@ mkdir -p "$OUT"
 
 if [ "$DEVICE" = cuda ]; then
   GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
-  TWO=$(( GPUS >= 2 ))
-  SHARED_ONLY=$(( GPUS == 1 && ${SHARED:-0} == 1 ))
-  (( SHARED_ONLY )) && export SWIFTSPEC_SHARED_GPU=1
+  TWO=$(( GPUS >= 2 || (GPUS == 1 && ${SHARED:-0} == 1) ))
+  PAIR_GPUS=0,1
+  if (( GPUS == 1 )); then export SWIFTSPEC_SHARED_GPU=1; PAIR_GPUS=0; fi  # used only under SHARED=1
 else
-  GPUS=0 TWO=1 SHARED_ONLY=0  # gloo ranks stand in for GPUs
+  GPUS=0 TWO=1  # gloo ranks stand in for GPUs
 fi
 
 run() {  # run FOLDER GPU ARGS...: one swiftspec-bench run into FOLDER under what is left of the budget
@@ -83,23 +83,13 @@ for c in "${configs[@]}"; do
 done
 wait
 
-# Across two processes: two configurations at a time share the two GPUs (SHARED_ONLY: one at a
-# time shares the one GPU, swiftspec alone).
-if (( SHARED_ONLY )); then
-  for c in "${configs[@]}"; do
-    set -- $c
-    run "$OUT/$1-$2" 0 --systems swiftspec --split 1+1 --graft off $(draft_args "$2")
-    for g in ${GRAFTS:-off}; do
-      [ "$g" = off ] || run "$OUT/$1-$2" 0 --systems swiftspec --split 1+1 --graft "$g" $(draft_args "$2")
-    done
-  done
-fi
+# Across two processes: two configurations at a time share the two GPUs (or the one, SHARED=1).
 if (( TWO )); then
   i=0
   for c in "${configs[@]}"; do
     set -- $c
     two_processes() {
-      local gpus=$([ "$DEVICE" = cuda ] && echo 0,1)
+      local gpus=$([ "$DEVICE" = cuda ] && echo "$PAIR_GPUS")
       run "$OUT/$1-$2" "$gpus" --systems ar,chain,tree,swiftspec --tp 2 --split 1+1 --graft off $(draft_args "$2")
       for g in ${GRAFTS:-off}; do
         [ "$g" = off ] || run "$OUT/$1-$2" "$gpus" --systems tree,swiftspec --tp 2 --split 1+1 --graft "$g" $(draft_args "$2")

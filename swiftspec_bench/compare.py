@@ -10,7 +10,7 @@ import pandas as pd
 
 from swiftspec_core.errors import UserError
 
-from .placement import label_split
+from .placement import label_processes
 
 FORMATS = ("table", "csv", "markdown")
 OVERALL = "overall"
@@ -101,12 +101,12 @@ def lockstep_note(frame: pd.DataFrame) -> str | None:
 
 
 def shared_gpu_note(frame: pd.DataFrame) -> str | None:
-    """One line where split rows ran their processes on fewer GPUs (SWIFTSPEC_SHARED_GPU,
+    """One line where rows of --tp or --split ran their processes on fewer GPUs (SWIFTSPEC_SHARED_GPU,
     runtime/gpus.py): their kernels took turns on a GPU, so their outputs count and their times do not."""
     if "gpus" not in frame:
         return None
-    processes = frame["system"].map(lambda s: sum(label_split(s) or (0,)))
-    shared = list(dict.fromkeys(frame.loc[frame["gpus"] < processes, "system"]))
+    processes = frame["system"].map(label_processes)
+    shared = list(dict.fromkeys(frame.loc[(frame["gpus"] > 0) & (frame["gpus"] < processes), "system"]))
     if shared:
         return (f"note: {', '.join(shared)} ran its processes on fewer GPUs, taking turns on a shared GPU "
                 "(SWIFTSPEC_SHARED_GPU): a correctness run, its times mean nothing")

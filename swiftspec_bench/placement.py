@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 SPLIT_LABEL = re.compile(r"@(\d+)\+(\d+)")  # swiftspec@TARGET+DRAFT in a row's system label (systems.label)
+TP_LABEL = re.compile(r"@tp(\d+)")  # ar@tpN, chain@tpN, tree@tpN
 
 
 def label_split(system: str) -> tuple[int, int] | None:
@@ -13,16 +14,22 @@ def label_split(system: str) -> tuple[int, int] | None:
     return (int(found[1]), int(found[2])) if found else None
 
 
+def label_processes(system: str) -> int:
+    """Processes a row's system label ran on: swiftspec@1+1 -> 2, ar@tp2 -> 2, tree -> 1."""
+    split, tp = label_split(system), TP_LABEL.search(system)
+    return sum(split) if split else int(tp[1]) if tp else 1
+
+
 def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
     """Too few GPUs for --tp or --split: a clear error before anything starts (runtime/gpus.py:
-    a GPU a process, or shared by processes that need no NCCL where SWIFTSPEC_SHARED_GPU=1)."""
+    a GPU a process, or shared where SWIFTSPEC_SHARED_GPU=1)."""
     if device != "cuda":
         return
     from swiftspec_core.runtime.gpus import check_gpus
 
-    check_gpus(tp, tp, "--tp")
+    check_gpus(tp, "--tp")
     if split:
-        check_gpus(sum(split), max(split), "--split")
+        check_gpus(sum(split), "--split")
 
 
 def draft_gpus(systems: list[str], tp: int, split: tuple[int, int] | None) -> int:

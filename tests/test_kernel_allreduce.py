@@ -243,6 +243,39 @@ def _ll_cases(rank: int, ar, failures: list, log: list) -> None:
     ar.close()  # the caller's close() after this one checks it is idempotent
 
 
+def _peer_group_cases(rank: int, ar, failures: list, log: list) -> None:
+    """runtime/peer_group.py's PeerGroup (the TP group of ranks that share a GPU): an all-reduce larger than
+    its inbox (in pieces, an odd tail), both dtypes, and all_gather, eager and in a replayed graph."""
+    import torch.distributed as dist
+
+    from swiftspec_core.runtime.peer_group import PIECE_BYTES, PeerGroup
+
+    group = PeerGroup(dist.group.WORLD, rank, WORLD)
+    try:
+        for dtype, nbytes in ((torch.bfloat16, 2 * PIECE_BYTES + 4098), (torch.float32, PIECE_BYTES + 12)):
+            x = _inputs(rank, 5, nbytes, dtype)
+            want = all_reduce_reference(_gather(x))
+            failures.append(_compare(f"PeerGroup.all_reduce {dtype} {nbytes} B", group.all_reduce(x.cuda()), want))
+        parts = [torch.randn(3, 1000, generator=torch.Generator().manual_seed(r)).to(torch.bfloat16) for r in range(WORLD)]
+        want = torch.cat(parts, dim=-1)
+        failures.append(_compare("PeerGroup.all_gather", group.all_gather(parts[rank].cuda()), want))
+        x = torch.zeros(4, 1000, dtype=torch.float32, device="cuda")
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            gathered = group.all_gather(x)
+            group.all_reduce(x)
+        for replay in range(2):
+            fresh = [torch.randn(4, 1000, generator=torch.Generator().manual_seed(10 * replay + r)) for r in range(WORLD)]
+            x.copy_(fresh[rank])
+            graph.replay()
+            torch.cuda.synchronize()
+            failures.append(_compare(f"PeerGroup graph replay {replay}: all_gather", gathered, torch.cat(fresh, dim=-1)))
+            failures.append(_compare(f"PeerGroup graph replay {replay}: all_reduce", x, all_reduce_reference(fresh)))
+    finally:
+        group.close()
+    log.append(f"rank {rank}: PeerGroup cases done")
+
+
 def rank_main(rank: int, init_file: str, results, cases) -> None:
     """One rank's process (spawn_ranks): its GPU, a gloo world, an LLAllReduce over it, then
     cases(rank, ar, failures, log) (a module-level function); the report on results."""
@@ -322,6 +355,11 @@ def spawn_ranks(cases, monkeypatch) -> None:
 @needs_2_ranks
 def test_ll_allreduce_two_gpus(monkeypatch):
     spawn_ranks(_ll_cases, monkeypatch)
+
+
+@needs_2_ranks
+def test_peer_group(monkeypatch):
+    spawn_ranks(_peer_group_cases, monkeypatch)
 
 
 @needs_2_gpus

@@ -49,7 +49,7 @@ from ..comm.gloo import TorchGroup
 from ..comm.group import Group, SingleGroup
 from ..comm.pipe import PipeLink, spin_for
 from ..errors import Fault, UserError
-from .gpus import check_gpus, gpu_of
+from .gpus import check_gpus, gpu_of, shares_gpus
 from .heartbeat import DEFAULT_TIMEOUT_S, Watch, start_beating
 
 POLL_S = 0.05
@@ -182,14 +182,15 @@ def _setup(rank: int, placement: Placement, device: str, init_file: str, args: A
     comms = []
     if device == "cuda":
         from ..comm.nccl import NcclGroup, create_comms
+        from .peer_group import PeerGroup
 
-        lists = [g for g in groups if len(g) > 1]
+        lists = [g for g in groups if len(g) > 1] if not shares_gpus(world_size) else []  # NCCL: a GPU a rank
         comms = create_comms(lists, rank, world.pg) if lists else []  # one GPU alone needs no CuPy
         mine = [c for c, g in zip(comms, lists) if g == tp]
-        # Each TP group's gloo twin (new_group is collective: every rank creates each, in order),
-        # over which the LL all-reduce of --kernels fused exchanges its IPC handles.
+        # Each TP group's gloo twin (collective: every rank makes each, in order): LL's IPC handles go over it.
         hosts = [dist.new_group(g) if len(g) > 1 else None for g in groups]
-        group = NcclGroup(mine[0], host_pg=hosts[groups.index(tp)]) if mine else SingleGroup()
+        group = (NcclGroup(mine[0], host_pg=hosts[groups.index(tp)]) if mine else SingleGroup() if len(tp) == 1
+                 else PeerGroup(hosts[groups.index(tp)], tp.index(rank), len(tp)))  # ranks sharing GPUs
     else:
         # new_group is collective over the world: every rank creates every group, in order.
         pgs = [dist.new_group(g) if len(g) > 1 else None for g in groups]
@@ -333,7 +334,7 @@ def run_workers(fn: Callable[[int, int, WorkerContext], Any], world_size: int, a
     placement = Placement.of(world_size, split)
     if device == "cuda":
         what = f"--split {split[0]}+{split[1]}" if split else f"a run of {world_size} ranks"
-        check_gpus(world_size, max(len(placement.target_ranks), len(placement.draft_ranks)), what)
+        check_gpus(world_size, what)
         from ..comm.nccl import force_safe_env
 
         force_safe_env()  # in the parent too, so every worker inherits it from the start
