@@ -26,3 +26,25 @@ def replay_on(graph, x, out, fresh):
     graph.replay()
     torch.cuda.synchronize()
     return out
+
+
+def replays_with_fresh_inputs(run, xs, outs, fresh, check, replays: int = 3) -> None:
+    """run() (calls writing outs from xs) once eagerly (what is made at a first call exists before
+    the capture), then captured in one graph and replayed `replays` times: before each, xs[i] set
+    to fresh(replay, i) and every out poisoned; after it, check(replay, i, out) for each."""
+    import torch
+
+    run()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    for replay in range(replays):
+        for i, x in enumerate(xs):
+            x.copy_(fresh(replay, i))
+        for out in outs:
+            out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        for i, out in enumerate(outs):
+            check(replay, i, out)

@@ -17,6 +17,7 @@ from swiftspec_core.kernels.awq_allreduce import (AWQGemmAllReduce, awq_gemm_all
                                                   awq_gemm_then_allreduce)
 from swiftspec_core.kernels.awq_gemm import awq_gemm_reference
 from swiftspec_core.models import awq
+from kernel_checks import replays_with_fresh_inputs
 from test_kernel_allreduce import WORLD, needs_2_ranks, spawn_ranks
 from test_kernel_awq_gemm import activations, packed_layer
 
@@ -158,20 +159,13 @@ def _graph_cases(rank: int, ar, failures: list, log: list) -> None:
     xs = [_x(name, m, rank, seed=0, dtype=dtype) for name, m, dtype in calls]
     outs = [_poisoned(m, ROW_PARALLEL[name][0][0]) for name, m, _ in calls]
     run = lambda: [awq_gemm_allreduce(x, ws[name], ar, out=out) for (name, _, _), x, out in zip(calls, xs, outs)]  # noqa: E731
-    run()  # eager first: the inboxes exist before the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        run()
-    for replay in range(3):
-        for i, ((name, m, dtype), x) in enumerate(zip(calls, xs)):
-            x.copy_(_x(name, m, rank, seed=100 * (replay + 1) + i, dtype=dtype))
-        for out in outs:
-            out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        for i, ((name, m, dtype), x, out) in enumerate(zip(calls, xs, outs)):
-            _check(f"graph replay {replay} call {i} {name} {dtype} M={m}", out.clone(), x, ws[name], ar, failures)
+    fresh = lambda replay, i: _x(calls[i][0], calls[i][1], rank, seed=100 * (replay + 1) + i, dtype=calls[i][2])  # noqa: E731
+
+    def check(replay: int, i: int, out: torch.Tensor) -> None:
+        name, m, dtype = calls[i]
+        _check(f"graph replay {replay} call {i} {name} {dtype} M={m}", out.clone(), xs[i], ws[name], ar, failures)
+
+    replays_with_fresh_inputs(run, xs, outs, fresh, check)
     log.append(f"rank {rank}: awq_gemm_allreduce graph of {len(calls)} calls replayed 3 times")
 
 

@@ -19,6 +19,7 @@ from swiftspec_core.kernels.allreduce import LLAllReduce, all_reduce_reference
 from swiftspec_core.kernels.build import CUDA_DIR
 from swiftspec_core.kernels.gemm import UNROLL, gemm_reference
 from swiftspec_core.kernels.gemm_epilogue import GemmAllReduce, fused_gemm_allreduce, gemm_allreduce_reference
+from kernel_checks import replays_with_fresh_inputs
 from test_kernel_allreduce import needs_2_ranks, spawn_ranks
 
 WORLD = 2
@@ -189,20 +190,13 @@ def _graph_cases(rank: int, ar, failures: list, log: list) -> None:
     xs = [torch.zeros(m, ROW_PARALLEL[name][1], dtype=torch.bfloat16, device="cuda") for name, m in calls]
     outs = [_poisoned(m, ROW_PARALLEL[name][0]) for name, m in calls]
     run = lambda: [fused_gemm_allreduce(x, ws[name], ar, out=out) for (name, _), x, out in zip(calls, xs, outs)]  # noqa: E731
-    run()  # eager first: the inboxes exist before the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        run()
-    for replay in range(3):
-        for i, ((name, m), x) in enumerate(zip(calls, xs)):
-            x.copy_(_rank_operands(name, m, rank, seed=100 * (replay + 1) + i))
-        for out in outs:
-            out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        for i, ((name, m), x, out) in enumerate(zip(calls, xs, outs)):
-            _check(f"graph replay {replay} call {i} {name} M={m}", out.clone(), x, ws[name], ar, failures)
+    fresh = lambda replay, i: _rank_operands(calls[i][0], calls[i][1], rank, seed=100 * (replay + 1) + i)  # noqa: E731
+
+    def check(replay: int, i: int, out: torch.Tensor) -> None:
+        name, m = calls[i]
+        _check(f"graph replay {replay} call {i} {name} M={m}", out.clone(), xs[i], ws[name], ar, failures)
+
+    replays_with_fresh_inputs(run, xs, outs, fresh, check)
     log.append(f"rank {rank}: graph of {len(calls)} calls replayed 3 times")
 
 
