@@ -12,12 +12,13 @@ import pytest
 from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, ACCUMULATOR_BYTES_R8, BLOCKS_PER_SM, CLUSTERS,
                                              GROUPS, META_BYTES, SHARED_PER_SM, SPLITS, STAGE_BYTES, STAGES,
                                              WARPS_PER_SM, WARP_SHARED_BYTES, fuses_swiglu, kernel_name, plan)
+from swiftspec_core.kernels import build
 from swiftspec_core.kernels.build import CUDA_DIR
 from test_kernel_awq_gemm import H200_SMS, LAYERS, MODEL_LAYERS, ODD
 
 
 def test_constants_match_the_kernel():
-    source = (CUDA_DIR / "awq_gemm.cu").read_text()
+    source = build.source("awq_gemm")  # its headers inlined (the block and its defines: awq_gemm_block.cuh)
     built = re.findall(r"^AWQ_GEMM_OPS\((\d+)\)$", source, re.MULTILINE)
     assert sorted(int(g) for g in built) == sorted(GROUPS)
     ops = re.findall(r"^  AWQ_GEMM_ROWS\((\w+), (\w+), (\w+), G\)", source, re.MULTILINE)
@@ -51,7 +52,8 @@ def test_shared_memory_fits(splits):
     assert WARP_SHARED_BYTES == STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES
     assert ACCUMULATOR_BYTES == 32 * 32 * 4 and splits * STAGES * STAGE_BYTES >= 32 * 32 * 4
     assert ACCUMULATOR_BYTES_R8 == 32 * 4 * 4 * 4
-    assert "static constexpr int kPieces = kTwo ? 8 : 4;" in (CUDA_DIR / "awq_gemm.cu").read_text()
+    assert "static constexpr int kPieces = kTwo ? 8 : 4;" in (CUDA_DIR / "awq_gemm_block.cuh").read_text()
+    assert splits * STAGES * STAGE_BYTES >= 16 * 64 * 2  # awq_gemm_allreduce's bf16 tile [16][64] in the rings
     assert splits * WARP_SHARED_BYTES <= 227 * 1024
 
 
