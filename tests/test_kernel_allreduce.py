@@ -1,7 +1,9 @@
-"""The LL all-reduce (cuda/allreduce.cu): its reference on CPU; on 2 GPUs the kernel bitwise against
-the reference, eager and in a replayed CUDA graph, and a clean exit after close() (own processes,
-no NCCL); then under the launcher the NcclGroup hook and gemm_allreduce. Timings are printed (run
-with -s to see them), never asserted."""
+"""The LL all-reduce (cuda/allreduce.cu): its reference on CPU; on two ranks (own processes, gloo,
+no NCCL: two GPUs, or one under SWIFTSPEC_SHARED_GPU=1) the kernel bitwise against the reference,
+eager and in a replayed CUDA graph, a clean exit after close(), and runtime/peer_group.py's
+PeerGroup built on it (spawn_ranks and rank_main serve the other two-rank kernel tests too); on 2
+GPUs under the launcher the NcclGroup hook and gemm_allreduce. Timings are printed (run with -s to
+see them, on two GPUs), never asserted."""
 from __future__ import annotations
 
 import datetime
