@@ -78,6 +78,16 @@ def _raising_worker(rank, world_size, ctx):
     return "unreachable"
 
 
+def test_ranks_along_last_dim_is_the_all_gathers_concat():
+    """NcclGroup's and PeerGroup's all_gather turn [size, ..., n] rank-major parts into what
+    TorchGroup's cat gives."""
+    from swiftspec_core.comm.group import ranks_along_last_dim
+
+    parts = [torch.randn(3, 2, 5, generator=torch.Generator().manual_seed(r)) for r in range(4)]
+    assert torch.equal(ranks_along_last_dim(torch.stack(parts)), torch.cat(parts, dim=-1))
+    assert ranks_along_last_dim(torch.zeros(2, 7)).shape == (14,)
+
+
 def test_worker_exception_ends_run():
     with pytest.raises(WorkerError) as info:
         run_workers(_raising_worker, 2, timeout=120)

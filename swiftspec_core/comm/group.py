@@ -26,3 +26,26 @@ class SingleGroup:
 
     def all_gather(self, x: torch.Tensor) -> torch.Tensor:
         return x
+
+
+class LowLatencyHook:
+    """The opt-in of a GPU group (NcclGroup, runtime/peer_group.py's PeerGroup) to the fused
+    kernels' LL all-reduce (kernels.allreduce.LLAllReduce on the group's ranks; forward.py reads
+    `low_latency`), owned by the group from then on."""
+    low_latency = None
+
+    def use_low_latency(self, all_reduce) -> None:
+        self.drop_low_latency()
+        self.low_latency = all_reduce
+
+    def drop_low_latency(self) -> None:
+        """Release its inboxes (IPC handles closed before any teardown); idempotent."""
+        if self.low_latency is not None:
+            self.low_latency.close()
+            self.low_latency = None
+
+
+def ranks_along_last_dim(parts: torch.Tensor) -> torch.Tensor:
+    """[size, ..., n] rank-major parts -> [..., size * n]: each rank's part side by side in the last
+    dimension (an all-gather's result)."""
+    return parts.movedim(0, -2).reshape(tuple(parts.shape[1:-1]) + (parts.shape[0] * parts.shape[-1],))

@@ -15,6 +15,8 @@ import os
 import torch
 import torch.distributed as dist
 
+from .group import LowLatencyHook, ranks_along_last_dim
+
 # NVLink SHARP multicast (NVLS) stays off on the lent machines; NCCL reads these at its first
 # init and torch / NVSHMEM at theirs, so they are set before any communicator exists.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -90,28 +92,20 @@ def create_comms(member_lists: list[list[int]], world_rank: int, world: dist.Pro
     return comms
 
 
-class NcclGroup:
-    """A tensor-parallel Group on one NCCL communicator. Ops run on torch's current stream."""
+class NcclGroup(LowLatencyHook):
+    """A tensor-parallel Group on one NCCL communicator. Ops run on torch's current stream. With
+    use_low_latency (LowLatencyHook) it all-reduces what the LL all-reduce takes (small messages,
+    one-shot over peer memory) with it, the rest with NCCL."""
 
     def __init__(self, comm, host_pg=None):
         self.comm = comm
         self.host_pg = host_pg  # a gloo group of the same ranks (use_low_latency's exchange)
         self.rank = comm.rank_id()
         self.size = comm.size()
-        self.low_latency = None  # kernels.allreduce.LLAllReduce, set by use_low_latency
-
-    def use_low_latency(self, all_reduce) -> None:
-        """From now on all-reduce what `all_reduce` takes (kernels.allreduce.LLAllReduce, built on
-        this group's ranks: the one-shot LL kernel over peer memory for small messages) with it,
-        the rest with NCCL. The group owns it from here (close)."""
-        self.close()
-        self.low_latency = all_reduce
 
     def close(self) -> None:
         """Release the LL inboxes (IPC handles closed before any teardown); NCCL stays usable."""
-        if self.low_latency is not None:
-            self.low_latency.close()
-            self.low_latency = None
+        self.drop_low_latency()
 
     def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
         # Size and dtype alone choose the path: they are the same on every rank, so all agree.
@@ -128,5 +122,4 @@ class NcclGroup:
         _check_cuda(x)
         out = torch.empty((self.size,) + tuple(x.shape), dtype=x.dtype, device=x.device)
         self.comm.allGather(x.data_ptr(), out.data_ptr(), x.numel(), nccl_dtype(x.dtype), _stream())
-        # NCCL concatenates rank-major; move the rank axis next to the last one to concat there.
-        return out.movedim(0, -2).reshape(tuple(x.shape[:-1]) + (self.size * x.shape[-1],))
+        return ranks_along_last_dim(out)  # NCCL concatenates rank-major

@@ -11,31 +11,23 @@ from __future__ import annotations
 
 import torch
 
+from ..comm.group import LowLatencyHook, ranks_along_last_dim
 from ..kernels.allreduce import LLAllReduce, exchange_over
 
 PIECE_BYTES = 4 << 20  # the inbox of the group's own all-reduce: 2 halves x world x 8 MB of lines
 
 
-class PeerGroup:
+class PeerGroup(LowLatencyHook):
     """A Group (comm/group.py) of `size` ranks over host_pg (gloo, the same ranks), with
     NcclGroup's low-latency hook (use_low_latency: the fused kernels' companion inboxes)."""
 
     def __init__(self, host_pg, rank: int, size: int):
         self.rank, self.size, self.host_pg = rank, size, host_pg
         self._all_reduce = LLAllReduce(rank, size, exchange_over(host_pg, list(range(size))), max_bytes=PIECE_BYTES)
-        self.low_latency = None  # set by use_low_latency, as on NcclGroup
-
-    def use_low_latency(self, all_reduce) -> None:
-        """The fused kernels' LLAllReduce (forward._row_parallel reads it), owned from here."""
-        if self.low_latency is not None:
-            self.low_latency.close()
-        self.low_latency = all_reduce
 
     def close(self) -> None:
         """Release every inbox (IPC handles closed before any teardown); idempotent."""
-        if self.low_latency is not None:
-            self.low_latency.close()
-            self.low_latency = None
+        self.drop_low_latency()
         self._all_reduce.close()
 
     def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
@@ -50,5 +42,4 @@ class PeerGroup:
         """Every rank's x concatenated along the last dimension, rank order."""
         parts = torch.zeros((self.size,) + tuple(x.shape), dtype=x.dtype, device=x.device)
         parts[self.rank] = x
-        self.all_reduce(parts)
-        return parts.movedim(0, -2).reshape(tuple(x.shape[:-1]) + (self.size * x.shape[-1],))
+        return ranks_along_last_dim(self.all_reduce(parts))
