@@ -111,6 +111,13 @@ class PeerInbox:
     def closed(self) -> bool:
         return self._inbox is None
 
+    def check_call(self, op: str, x: torch.Tensor) -> None:
+        """ValueError unless the inbox is open and x is on its device (a fused kernel's call)."""
+        if self.closed:
+            raise ValueError(f"{op}: its inbox is closed")
+        if x.device.index != self.device:
+            raise ValueError(f"{op}: built on cuda:{self.device}, x is on {x.device}")
+
     def close(self) -> None:
         """Close the peers' IPC handles and free the inbox; idempotent. Call it on every rank after
         the last kernel on it (the launcher's teardown barrier follows): the device is synchronized

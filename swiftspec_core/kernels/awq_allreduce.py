@@ -19,7 +19,7 @@ from .awq_gemm import COLUMNS_PER_BLOCK, MAX_ROWS, awq_gemm_reference, check_ope
     run_planned, warp_shared_bytes
 from .build import function, launch, ptr
 from .gemm import _sm_count
-from .gemm_epilogue import LINE_ELEMENTS
+from .gemm_epilogue import LINE_ELEMENTS, line_aligned_out
 from swiftspec_core.models.awq import AWQWeight, TiledAWQWeight
 
 
@@ -57,16 +57,10 @@ class AWQGemmAllReduce(PeerInbox):
         or None. -> out = the sum over the ranks of x @ W.T, every rank the same bits."""
         check_operands(x, w, None, out)
         (m, k), n = x.shape, w.n
-        if self.closed:
-            raise ValueError("awq_gemm_allreduce: its inbox is closed")
-        if x.device.index != self.device:
-            raise ValueError(f"awq_gemm_allreduce: built on cuda:{self.device}, x is on {x.device}")
+        self.check_call("awq_gemm_allreduce", x)
         if n != self.n:
             raise ValueError(f"awq_gemm_allreduce: this inbox is for N = {self.n}; got N = {n}")
-        if out is None:
-            out = torch.empty(m, n, dtype=torch.bfloat16, device=x.device)
-        elif out.data_ptr() % (2 * LINE_ELEMENTS):
-            raise ValueError("awq_gemm_allreduce: out is not 8-byte aligned (a line's 4 bf16 are stored at once)")
+        out = line_aligned_out("awq_gemm_allreduce", x, n, out)
         splits, _ = plan(n, k, w.group, _sm_count(self.device), clusters=False)
         name = kernel_name(m, w.group, 1, "awq_gemm_allreduce", f16=x.dtype == torch.float16)
         with torch.cuda.device(x.device):

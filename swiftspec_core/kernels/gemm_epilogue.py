@@ -69,6 +69,16 @@ def gemm_allreduce_reference(xs: list[torch.Tensor], ws: list[torch.Tensor]) -> 
     return all_reduce_reference([gemm_reference(x, w) for x, w in zip(xs, ws)])
 
 
+def line_aligned_out(op: str, x: torch.Tensor, n: int, out: torch.Tensor | None) -> torch.Tensor:
+    """A fused GEMM + all-reduce's out [M, N] bf16: allocated where None, else checked 8-byte aligned
+    (the epilogue stores a line's 4 bf16 at once)."""
+    if out is None:
+        return torch.empty(x.shape[0], n, dtype=torch.bfloat16, device=x.device)
+    if out.data_ptr() % (2 * LINE_ELEMENTS):
+        raise ValueError(f"{op}: out is not 8-byte aligned (a line's 4 bf16 are stored at once)")
+    return out
+
+
 class GemmAllReduce(PeerInbox):
     """The inboxes and epochs of the fused GEMM + all-reduce for one output width N and one tile
     width NT (gemm.plan's, which depends on N alone): 16 rows of N / 4 lines per (half, sender),
@@ -91,17 +101,11 @@ class GemmAllReduce(PeerInbox):
         -> out = the sum over the ranks of x @ w.T, every rank the same bits."""
         check_operands(x, w, None, out, op="gemm_allreduce")
         (m, k), n = x.shape, w.shape[0]
-        if self.closed:
-            raise ValueError("gemm_allreduce: its inbox is closed")
-        if x.device.index != self.device:
-            raise ValueError(f"gemm_allreduce: built on cuda:{self.device}, x is on {x.device}")
+        self.check_call("gemm_allreduce", x)
         nt, splits = plan(n, k, _sm_count(self.device))
         if (n, nt) != (self.n, self.nt):
             raise ValueError(f"gemm_allreduce: this inbox is for N = {self.n}, NT = {self.nt}; got N = {n}, NT = {nt}")
-        if out is None:
-            out = torch.empty(m, n, dtype=x.dtype, device=x.device)
-        elif out.data_ptr() % (2 * LINE_ELEMENTS):
-            raise ValueError("gemm_allreduce: out is not 8-byte aligned (a line's 4 bf16 are stored at once)")
+        out = line_aligned_out("gemm_allreduce", x, n, out)
         with torch.cuda.device(x.device):
             launch("gemm_allreduce", self.kernel, (self.epochs.numel(),), (32 * splits,),
                    (ptr(x), ptr(w), ptr(out), np.int32(m), np.int32(n), np.int32(k), ptr(self.peers),
