@@ -30,6 +30,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .names import base_name
+from .placement import TP_LABEL, label_split
 
 QUERY = ["target", "dataset", "question_id", "turn"]
 KERNELS = "_target_kernels"  # check()'s column of each row's target_kernels(), read by _reference
@@ -89,8 +90,8 @@ def _within_tie(tokens, margins, seconds, ref_tokens, ref_seconds, position, bou
 
 def target_tp(system: str) -> int:
     """The target's TP degree in a row's system label: chain@tp2 -> 2, swiftspec@2+1 -> 2, ar -> 1."""
-    where = system.split("@")[1].split(":")[0] if "@" in system else ""
-    return int(where[2:]) if where.startswith("tp") else int(where.split("+")[0]) if where else 1
+    split, tp = label_split(system), TP_LABEL.search(system)
+    return split[0] if split else int(tp[1]) if tp else 1
 
 
 def target_kernels(row: pd.Series) -> str:
