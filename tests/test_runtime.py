@@ -230,7 +230,8 @@ def _never_runs(rank, world_size, ctx):
 
 
 @pytest.mark.skipif(torch.cuda.device_count() >= 8, reason="this machine has the GPUs")
-def test_split_needs_enough_gpus():
+def test_split_needs_enough_gpus(monkeypatch):
+    monkeypatch.delenv("SWIFTSPEC_SHARED_GPU", raising=False)  # the rule without it (test_shared_gpu.py: with it)
     visible = torch.cuda.device_count()
     with pytest.raises(UserError, match=rf"--split 4\+4 needs 8 GPUs, {visible} visible"):
         run_workers(_never_runs, 8, device="cuda", split=(4, 4))
