@@ -38,8 +38,10 @@ mkdir -p "$OUT"
 if [ "$DEVICE" = cuda ]; then
   GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
   TWO=$(( GPUS >= 2 || (GPUS == 1 && ${SHARED:-0} == 1) ))
-  PAIR_GPUS=0,1
-  if (( GPUS == 1 )); then export SWIFTSPEC_SHARED_GPU=1; PAIR_GPUS=0; fi  # used only under SHARED=1
+  PAIR_GPUS=0,1 PAIRS_AT_ONCE=2
+  # Used only under SHARED=1: one configuration at a time, as its ranks already take turns on the
+  # GPU (two at once ran out of its memory at the 8B: NOTES v220).
+  if (( GPUS == 1 )); then export SWIFTSPEC_SHARED_GPU=1; PAIR_GPUS=0 PAIRS_AT_ONCE=1; fi
 else
   GPUS=0 TWO=1  # gloo ranks stand in for GPUs
 fi
@@ -83,7 +85,7 @@ for c in "${configs[@]}"; do
 done
 wait
 
-# Across two processes: two configurations at a time share the two GPUs (or the one, SHARED=1).
+# Across two processes: two configurations at a time share the two GPUs (one at a time on one, SHARED=1).
 if (( TWO )); then
   i=0
   for c in "${configs[@]}"; do
@@ -97,7 +99,7 @@ if (( TWO )); then
     }
     two_processes "$1" "$2" &
     i=$(( i + 1 ))
-    if (( i % 2 == 0 )) || [ "$DEVICE" != cuda ]; then wait; fi
+    if [ "$DEVICE" != cuda ] || (( i % PAIRS_AT_ONCE == 0 )); then wait; fi
   done
   wait
 fi
