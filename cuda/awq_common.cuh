@@ -13,10 +13,6 @@ __device__ __forceinline__ uint4 load16_l1(const void* p) {
   return v;
 }
 
-// x's line at p into L1 ahead of its load16_l1 (M > 8: the next chunk's rows, no registers held).
-// Volatile for the same reason as load16_l1.
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p)); }
-
 // 4 bytes of shared memory at a shared-window address. Volatile with a memory clobber: it must stay
 // after the wait for the copies that wrote them.
 __device__ __forceinline__ unsigned load_shared4(unsigned address) {

@@ -10,8 +10,7 @@
 //     s = r S + w and sums groups s, s + C S, s + 2 C S, ... (in that order);
 //   warp = those groups' chunks, each chunk's 1 KB of codes copied by cp.async into the warp's own
 //     ring of AWQ_STAGES 1 KB stages (no block barrier in the loop), x rows, zeros and scales
-//     through L1 (x a chunk ahead at M <= 8, in registers; at M > 8 prefetched into L1 a chunk ahead),
-//     its accumulators in shared memory;
+//     through L1 (x a chunk ahead at M <= 8, zeros a group ahead), its accumulators in shared memory;
 //   lane (g, t) = (lane / 4, lane % 4), in mma tile j (0..3):
 //     A row g      = output column 8 (g / 2) + 2 j + (g % 2)        (int32 column g / 2, half g % 2)
 //     A row g + 8  = output column 32 + 8 (g / 2) + 2 j + (g % 2)   (int32 column 4 + g / 2)
@@ -182,17 +181,12 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
 #pragma unroll (kTwo ? 1 : kChunks)
     for (int p = 0; p < kChunks; ++p) {
       const int n = n0 + p;
-      // x rows g (and g + 8) of chunk n: at M <= 8 loaded a chunk ahead; at M > 8 here, from L1 where
-      // the chunk before prefetched them (8 registers more would spill at 80 a lane).
+      // x rows g (and g + 8) of chunk n: at M <= 8 loaded a chunk ahead; at M > 8 here (8 registers
+      // more would spill at 80 a lane; the other warps of the SM cover the wait).
       const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[p & 1];
       const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now;
       if (!kTwo && n + 1 < chunks)
         load_x_next((p + 1) % kChunks, xs[(p + 1) & 1]);
-      if (kTwo && n + 1 < chunks) {  // chunk n + 1's rows into L1 now: its loads above then hit L1
-        const unsigned next = p + 1 < kChunks ? group : group + all_splits, next_p = p + 1 < kChunks ? p + 1 : 0;
-        prefetch_l1(x_bytes + (next * (kChunks * 64) + 64 * next_p + c.x_row));
-        prefetch_l1(x_bytes + (next * (kChunks * 64) + 64 * next_p + c.x_row8));
-      }
       copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk n visible; every lane done with chunk n - 1's stage
       // Chunk n + STAGES - 1 into chunk n - 1's stage.

@@ -134,19 +134,33 @@ def row_key(row: dict) -> tuple:
     return tuple(int(row[k]) if k == "turn" else str(row[k]) for k in KEY)
 
 
+def results_file(run_dir: Path) -> Path | None:
+    """The file DIR's rows are read from: results.parquet, else results.csv (a folder kept or copied
+    without its parquet, as the committed result folders are), else None."""
+    for name in (PARQUET, CSV):
+        if (Path(run_dir) / name).exists():
+            return Path(run_dir) / name
+    return None
+
+
 def read_rows(run_dir: Path) -> list[dict]:
-    """Rows of DIR/results.parquet as plain dicts (list columns as Python lists); [] if none."""
-    path = Path(run_dir) / PARQUET
-    if not path.exists():
+    """Rows of DIR's results file (results_file) as plain dicts (list columns as Python lists,
+    missing values None); [] if none. A run resuming DIR appends to these rows, so a folder holding
+    only results.csv keeps them too."""
+    path = results_file(run_dir)
+    if path is None:
         return []
-    try:  # the bytes of one open: a run replacing the file meanwhile cannot mix two versions
-        table = pq.read_table(pa.BufferReader(path.read_bytes()))
-    except Exception as exc:
-        raise UserError(f"{path} is not a readable results file ({type(exc).__name__})") from None
-    missing = [c for c in KEY if c not in table.column_names]
+    if path.name == CSV:
+        rows = _csv_rows(path)
+    else:
+        try:  # the bytes of one open: a run replacing the file meanwhile cannot mix two versions
+            table = pq.read_table(pa.BufferReader(path.read_bytes()))
+        except Exception as exc:
+            raise UserError(f"{path} is not a readable results file ({type(exc).__name__})") from None
+        rows = table.to_pylist()
+    missing = [c for c in KEY if rows and c not in rows[0]]
     if missing:
         raise UserError(f"{path} lacks the columns {', '.join(missing)}")
-    rows = table.to_pylist()
     for row in rows:  # settings added after rows were written: what those rows ran with
         for name, before in SETTINGS_BEFORE_COLUMN.items():
             if row.get(name) is None:
@@ -159,15 +173,16 @@ def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such folder")
-    if not (run_dir / PARQUET).exists():
-        raise UserError(f"{run_dir} holds no {PARQUET} (run `swiftspec-bench run --out {run_dir}` first)")
+    path = results_file(run_dir)
+    if path is None:
+        raise UserError(f"{run_dir} holds no {PARQUET} or {CSV} (run `swiftspec-bench run --out {run_dir}` first)")
     rows = read_rows(run_dir)
     if not rows:
-        raise UserError(f"{run_dir / PARQUET} has no rows")
+        raise UserError(f"{path} has no rows")
     frame = pd.DataFrame(rows)
     missing = [c for c in needs if c not in frame.columns]
     if missing:
-        raise UserError(f"{run_dir / PARQUET} lacks the columns {', '.join(missing)}")
+        raise UserError(f"{path} lacks the columns {', '.join(missing)}")
     return frame
 
 
@@ -190,6 +205,20 @@ def read_csv(path: Path) -> pd.DataFrame:
                             columns=header)
     except (ValueError, csv.Error) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise UserError(f"{path} is not a results.csv as swiftspec-bench writes it ({exc})") from None
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    """read_csv's rows as read_rows gives a parquet's: missing numbers None, whole-number columns
+    as ints (read_csv reads one with a gap as floats)."""
+    types = {field.name: field.type for field in ROW_SCHEMA}
+    rows = read_csv(path).astype(object).to_dict("records")
+    for row in rows:
+        for name, value in row.items():
+            if isinstance(value, float) and value != value:  # NaN: a missing number
+                row[name] = None
+            elif value is not None and name in types and pa.types.is_integer(types[name]):
+                row[name] = int(value)
+    return rows
 
 
 def _typed(cells: list[str], kind: pa.DataType | None):

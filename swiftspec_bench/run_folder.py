@@ -9,7 +9,7 @@ from pathlib import Path
 
 from swiftspec_core.errors import UserError
 
-from .results import PARQUET, read_rows
+from .results import read_rows, results_file
 
 LOCK = ".lock"
 
@@ -30,7 +30,7 @@ def check_out_dir(out: Path) -> None:
             pass
     except OSError as exc:
         raise UserError(f"--out {out}: cannot write in {parent} ({exc.strerror or type(exc).__name__})") from None
-    if (out / PARQUET).exists():
+    if results_file(out) is not None:
         read_rows(out)
 
 

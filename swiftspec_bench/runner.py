@@ -22,7 +22,7 @@ from swiftspec_core.errors import UserError
 from . import datasets as ds
 from . import kernel_choice, placement
 from .model_spec import check_model_spec
-from .results import PARQUET, ResultsTable, row_from_result, row_key
+from .results import ResultsTable, results_file, row_from_result, row_key
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -137,7 +137,7 @@ def validate(o: RunOptions) -> Checked:
             raise UserError(f"--acceptance replay: {', '.join(peers)} cannot replay acceptance")
         replay = ReplaySource(replay_path, tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, graft=o.graft)
         replay.check(systems, [d.name for d in datasets])
-        digest = _file_digest(replay_path / PARQUET if replay_path.is_dir() else replay_path)
+        digest = _file_digest(results_file(replay_path) if replay_path.is_dir() else replay_path)
     queries = [q for d in datasets for q in ds.load_queries(d, data_dir, o.limit)]
     persistent_target = kernel_choice.persistent_target(o, kernel_choice.known_args(o.target), systems)
     return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes, kernels,

@@ -81,6 +81,16 @@ def test_csv_reads_back_equal_to_the_parquet(run_dir, tmp_path):
         assert [plain(v) for v in csv[col]] == [plain(v) for v in parquet[col]], col
 
 
+def test_a_folder_without_its_parquet_reads_from_its_csv(run_dir, tmp_path):
+    (tmp_path / "results.csv").write_bytes((run_dir / "results.csv").read_bytes())
+    assert results.results_file(tmp_path).name == "results.csv"
+    from_csv, from_parquet = results.read_rows(tmp_path), results.read_rows(run_dir)
+    assert [{k: plain(v) for k, v in r.items()} for r in from_csv] == \
+           [{k: plain(v) for k, v in r.items()} for r in from_parquet]
+    assert invoke(["compare", str(tmp_path)]).stdout == invoke(["compare", str(run_dir)]).stdout.replace(
+        str(run_dir), str(tmp_path))
+
+
 def plain(value):
     """A cell as a plain Python value: arrays as lists, NaN and None as None."""
     if isinstance(value, (list, np.ndarray)):
@@ -205,6 +215,13 @@ def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, decodes):
     decodes.clear()
     res = invoke(run_args(out))
     assert res.exit_code == 0 and decodes == [] and "nothing to do" in res.stdout
+
+    # a folder kept without its parquet (as paper_figures/results/ keeps them) resumes from its CSV:
+    # nothing decoded again, no row lost
+    (out / "results.parquet").unlink()
+    res = invoke(run_args(out))
+    assert res.exit_code == 0 and decodes == [] and "nothing to do" in res.stdout
+    assert len(results.read_csv(out / "results.csv")) == 6
 
 
 def test_our_decoders_agree_with_the_peers(tmp_path):
