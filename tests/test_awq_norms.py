@@ -102,7 +102,7 @@ def test_fp16_x_is_what_the_forward_feeds(monkeypatch):
     model.kernels = "fused"
     assert forward.awq_norms_in_epilogues(model)
     cache = model.new_cache(64)
-    model.prefill(torch.arange(1, 9), cache)
+    model.prefill(list(range(1, 9)), cache)
     PaddedForward(model, cache, 8, 8, graph=False)([5, 6], [8, 9], [8, 9], 8, [[8], [8, 9]])
     assert seen == {p: {torch.float16 if p in forward.AWQ_FP16_X else torch.bfloat16} for p in ("qkv", "o", "gate_up", "down")}
 
