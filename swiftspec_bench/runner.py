@@ -95,11 +95,12 @@ def validate(o: RunOptions) -> Checked:
 
     from .replay_source import ReplaySource, parse_acceptance
     from .run_folder import check_out_dir
-    from .systems import SYSTEMS, parse_system_list
+    from .systems import SYSTEMS, check_placement, parse_system_list
 
     systems = parse_system_list(o.systems)
     _check_positive(o.tp, "--tp")
     split = parse_split(o.split) if o.split else None
+    check_placement(systems, o.tp, split, o.split)
     replay_path = parse_acceptance(o.acceptance)
     datasets = ds.parse_dataset_list(o.datasets)
     for value, flag in ((o.limit, "--limit"), (o.max_new_tokens, "--max-new-tokens"), (o.tree_bs, "--tree-bs"),

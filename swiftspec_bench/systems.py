@@ -75,6 +75,21 @@ def group_gpus(name: str, tp: int, split: tuple[int, int] | None) -> tuple[int, 
     return tp, tp
 
 
+def spans_processes(system: System, tp: int, split: tuple[int, int] | None) -> bool:
+    """Whether a system runs over several processes: swiftspec at a --split, our other engines'
+    systems at --tp > 1 (the hf-* peers never)."""
+    return system.on_engine and (split is not None if system.name == "swiftspec" else tp > 1)
+
+
+def check_placement(systems: list[str], tp: int, split: tuple[int, int] | None, split_text: str | None) -> None:
+    """A user error where --tp or --split places none of the run's systems: it would be ignored."""
+    if split is not None and not any(spans_processes(SYSTEMS[s], 1, split) for s in systems):
+        raise UserError(f"--split {split_text} places swiftspec's target and draft, and --systems has no swiftspec")
+    if tp > 1 and not any(spans_processes(SYSTEMS[s], tp, None) for s in systems):
+        raise UserError(f"--tp {tp} runs ar, chain and tree over {tp} processes, and --systems has none of them "
+                        f"(swiftspec takes --split)")
+
+
 def row_kernels(name: str, kernels: str, target_set: str) -> str:
     """What a system's engines ran under --kernels `kernels`, its `kernels` column and label: a
     drafting system's set (under persistent its draft runs the persistent kernel), else its
@@ -108,7 +123,7 @@ class LoadedPair:
         self.keep_pools = keep_pools  # every pool stays up (--interleave); else one at a time holds the GPUs
 
     def spans_processes(self, system: System) -> bool:
-        return system.on_engine and (self.split is not None if system.name == "swiftspec" else self.tp > 1)
+        return spans_processes(system, self.tp, self.split)
 
     def draft_steps(self, system_name: str, settings: SpecSettings) -> int | None:
         """SwiftSpec's d for this run: as given, else what its workers measured at start (so a

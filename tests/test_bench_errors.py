@@ -52,6 +52,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     ({"--max-new-tokens": "0"}, "--max-new-tokens must be at least 1"),
     ({"--max-new-tokens": "-5"}, "--max-new-tokens must be at least 1"),
     ({"--tree-bs": "0"}, "--tree-bs"),
+    ({"--systems": "ar,tree", "--split": "1+1"}, "--split 1+1 places swiftspec's target and draft, and --systems has no"),
+    ({"--systems": "hf-ar,swiftspec", "--tp": "2"}, "--tp 2 runs ar, chain and tree over 2 processes"),
     ({"--dtype": "float8"}, "--dtype float8"),
     ({"--device": "tpu"}, "--device tpu"),
     ({"--weights": "fake"}, "--weights fake"),
