@@ -171,7 +171,7 @@ def run(
 
 @app.command()
 def compare(
-    run_dir: Path = typer.Argument(..., help="A run folder (holds results.parquet)."),
+    run_dir: Path = typer.Argument(..., help="A run folder (holds results.parquet or results.csv)."),
     baseline: Optional[str] = typer.Option(None, help="System speedups are relative to (default: ar, else "
                                                       "hf-ar, else the first).", show_default=False),
     format: str = typer.Option("table", "--format", help="table | csv | markdown."),
@@ -197,7 +197,7 @@ def compare(
 
 @app.command()
 def plot(
-    run_dir: Path = typer.Argument(..., help="A run folder (holds results.parquet)."),
+    run_dir: Path = typer.Argument(..., help="A run folder (holds results.parquet or results.csv)."),
     out: Optional[Path] = typer.Option(None, help="Figure folder (default: RUN_DIR/figures).", show_default=False),
 ) -> None:
     """Figures (PNG and PDF): speed per dataset, per-query speed with its tail, accepted length."""
