@@ -188,9 +188,8 @@ def compare(
         frame = read_frame(run_dir)
         summary = cmp.summarize(frame, baseline)
     typer.echo(cmp.render(summary, format))
-    for note in (cmp.lockstep_note(frame), cmp.shared_gpu_note(frame)):
-        if note:
-            typer.echo(note)
+    for note in cmp.notes(frame):
+        typer.echo(note)
     if lossless.report(frame, lambda table: cmp.render(table, format), typer.echo) is False:
         raise typer.Exit(1)
 
@@ -201,6 +200,7 @@ def plot(
     out: Optional[Path] = typer.Option(None, help="Figure folder (default: RUN_DIR/figures).", show_default=False),
 ) -> None:
     """Figures (PNG and PDF): speed per dataset, per-query speed with its tail, accepted length."""
+    from . import compare as cmp
     from . import plot as plots
     from .results import read_frame
 
@@ -212,6 +212,8 @@ def plot(
         written = plots.plot_run(frame, fig_dir)
     for path in written:
         typer.echo(str(path))
+    for note in cmp.notes(frame):
+        typer.echo(note)
 
 
 @app.command()

@@ -10,7 +10,7 @@ import pandas as pd
 
 from swiftspec_core.errors import UserError
 
-from .placement import label_processes
+from .placement import shared_gpu_systems
 
 FORMATS = ("table", "csv", "markdown")
 OVERALL = "overall"
@@ -103,14 +103,16 @@ def lockstep_note(frame: pd.DataFrame) -> str | None:
 def shared_gpu_note(frame: pd.DataFrame) -> str | None:
     """One line where rows of --tp or --split ran their processes on fewer GPUs (SWIFTSPEC_SHARED_GPU,
     runtime/gpus.py): their kernels took turns on a GPU, so their outputs count and their times do not."""
-    if "gpus" not in frame:
-        return None
-    processes = frame["system"].map(label_processes)
-    shared = list(dict.fromkeys(frame.loc[(frame["gpus"] > 0) & (frame["gpus"] < processes), "system"]))
+    shared = shared_gpu_systems(frame)
     if shared:
         return (f"note: {', '.join(shared)} ran its processes on fewer GPUs, taking turns on a shared GPU "
                 "(SWIFTSPEC_SHARED_GPU): a correctness run, its times mean nothing")
     return None
+
+
+def notes(frame: pd.DataFrame) -> list[str]:
+    """The lines `compare` and `plot` print under their output: rows whose times are not speed results."""
+    return [note for note in (lockstep_note(frame), shared_gpu_note(frame)) if note]
 
 
 def _formatted(frame: pd.DataFrame) -> pd.DataFrame:

@@ -20,6 +20,15 @@ def label_processes(system: str) -> int:
     return sum(split) if split else int(tp[1]) if tp else 1
 
 
+def shared_gpu_systems(frame) -> list[str]:
+    """Systems whose rows ran their processes on fewer GPUs (gpus < the label's processes:
+    SWIFTSPEC_SHARED_GPU, runtime/gpus.py): their outputs count, their times do not."""
+    if "gpus" not in frame:
+        return []
+    processes = frame["system"].map(label_processes)
+    return list(dict.fromkeys(frame.loc[(frame["gpus"] > 0) & (frame["gpus"] < processes), "system"]))
+
+
 def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
     """Too few GPUs for --tp or --split: a clear error before anything starts (runtime/gpus.py:
     a GPU a process, or shared where SWIFTSPEC_SHARED_GPU=1)."""

@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .compare import mean_accepted  # noqa: E402
-from .placement import SPLIT_LABEL, label_split  # noqa: E402
+from .placement import SPLIT_LABEL, label_split, shared_gpu_systems  # noqa: E402
 
 
 def provenance(rows: pd.DataFrame) -> str:
@@ -26,7 +26,9 @@ def provenance(rows: pd.DataFrame) -> str:
 
     replayed = "acceptance" in rows and (rows["acceptance"] == "replayed").any()
     acceptance = "acceptance replayed" if replayed else f"acceptance {values('acceptance')}"
-    return f"device {values('device')}, weights {values('weights')}, {acceptance}"
+    shared = shared_gpu_systems(rows)
+    void = f"\ntimes void: {', '.join(shared)} shared a GPU" if shared else ""
+    return f"device {values('device')}, weights {values('weights')}, {acceptance}{void}"
 
 
 def _grouped_bars(ax, table: pd.DataFrame, ylabel: str) -> None:

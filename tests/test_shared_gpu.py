@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from swiftspec_bench import compare, placement
+from swiftspec_bench import compare, placement, plot
 from swiftspec_core.errors import UserError
 from swiftspec_core.runtime import gpus
 
@@ -73,3 +73,12 @@ def test_compare_says_when_processes_shared_a_gpu():
     assert compare.shared_gpu_note(frame.drop(columns="gpus")) is None  # older rows
     assert [placement.label_processes(s) for s in ("swiftspec@2+1:d3:fused", "chain@tp4", "ar", "swiftspec")] == \
         [3, 4, 1, 1]
+
+
+def test_figures_say_when_processes_shared_a_gpu():
+    frame = pd.DataFrame({"system": ["ar", "swiftspec@1+1"], "gpus": [1, 1], "device": "cuda", "weights": "random",
+                          "acceptance": "real"})
+    assert plot.provenance(frame).splitlines() == ["device cuda, weights random, acceptance real",
+                                                   "times void: swiftspec@1+1 shared a GPU"]
+    assert plot.provenance(frame.assign(gpus=[1, 2])) == "device cuda, weights random, acceptance real"
+    assert compare.notes(frame) == [compare.shared_gpu_note(frame)]
