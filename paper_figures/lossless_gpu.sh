@@ -21,6 +21,8 @@
 # ("off"; "off ngram": tree and swiftspec also with grafting, in the same folders), AT_ONCE (all: how
 # many configurations share the GPUs at a time; under KERNELS=persistent an engine holds its weights
 # twice, the kernel's page images beside them, so two Llama-3-8B pairs at once take ~130 GB: 1).
+# QUANT (none; awq: the target's layers RTN-quantized to INT4 AWQ as `--quant awq` runs them, the draft
+# staying bf16, so draft = target is its unquantized twin; hf-ar left out: it has no such model).
 # SHARED=1 on one GPU: the across-process part runs too, its processes taking turns on the GPU and
 # their TP groups over peer memory instead of NCCL (SWIFTSPEC_SHARED_GPU, runtime/gpus.py): outputs
 # checked, times void.
@@ -55,6 +57,7 @@ run() {  # run FOLDER GPU ARGS...: one swiftspec-bench run into FOLDER under wha
   CUDA_VISIBLE_DEVICES=$gpu timeout "$left" python3 -m swiftspec_bench.cli run --target "$model" --draft "$model" \
       --weights random --device "$DEVICE" --dtype "$DTYPE" --datasets gsm8k,qa,humaneval --limit "${LIMIT:-2}" \
       --max-new-tokens "${MAX_NEW:-64}" --data-dir "${DATA_DIR:-.data/eagle}" --kernels "${KERNELS:-torch}" \
+      --quant "${QUANT:-none}" \
       --out "$dir" "$@" >> "$dir.log" 2>&1
   echo "== exit $?" >> "$dir.log"
 }
@@ -67,7 +70,7 @@ draft_args() { [ "$1" = noise ] && echo "--draft-noise $NOISE"; }
 i=0
 for c in "${configs[@]}"; do
   set -- $c
-  systems=ar,chain,tree,swiftspec$([ "$2" = same ] && echo ,hf-ar)
+  systems=ar,chain,tree,swiftspec$([ "$2" = same ] && [ "${QUANT:-none}" = none ] && echo ,hf-ar)
   gpu=$(( GPUS ? i % GPUS : 0 ))
   one_process() {  # every system, then the grafting ones again for each further graft setting
     run "$OUT/$1-$2" "$3" --systems "$systems" --graft off $(draft_args "$2")

@@ -104,6 +104,16 @@ def test_hf_peers_refused_before_any_model(tmp_path, monkeypatch):
         assert "drawn layer by layer" in res.stderr
 
 
+def test_a_perturbed_draft_of_a_random_awq_target(tmp_path):
+    """--draft-noise with --quant awq: the draft is the target's unquantized weights plus noise (the
+    target drawn layer by layer has a config without a dtype; the shapes still match)."""
+    res = _run(tmp_path / "run", "--systems", "ar,tree", "--draft-noise", "0.01")
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    frame = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert set(frame.draft_noise) == {0.01} and set(frame.quant) == {"awq"}
+    assert frame.output_sha.nunique() == 1
+
+
 def test_cli_awq_rows_lossless_in_process_and_across_processes(tmp_path, monkeypatch, tp_folders):
     built = []  # configs of the transformers models this process builds
     random_model = loading._random_model

@@ -46,11 +46,16 @@ def same_weights(a_hf, b_hf) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def _shape(config) -> dict:
+    """A transformers config without its dtype (a random AWQ target's config has none: random_awq.py)."""
+    return {k: v for k, v in config.to_dict().items() if k not in ("dtype", "torch_dtype")}
+
+
 def draft_from_target(target, draft, noise: float, seed: int) -> None:
     """Where the draft is meant to be the target's weights (both random, one shape): check they
     are equal (unless the target was never built as a transformers model: an AWQ engine drawn
     layer by layer, random_awq.py); then add the noise, which needs such a draft."""
-    one_shape = draft.config.to_dict() == target.config.to_dict()
+    one_shape = _shape(draft.config) == _shape(target.config)
     if target.weights == draft.weights == "random" and one_shape:
         if target.hf is not None and not same_weights(target.hf, draft.hf):
             raise RuntimeError(f"draft {draft.name} and target {target.name} have one shape and seed, "
