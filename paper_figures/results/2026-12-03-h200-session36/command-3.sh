@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Session 36, call 3 (nvidia-h200, carry .data with .data/resume = call 1's c4.tgz unpacked, its
-# results.parquet files included), run from the repo root as
+# Prepared in session 36 (refused starts: not run; nvidia-h200, carry .data), run from the repo root as
 #   SWIFTSPEC_COMMIT=<commit> bash paper_figures/results/2026-12-03-h200-session36/command-3.sh
-# (NOTES v222): call 1's torch-set 1B folders resumed, so lossless_gpu.sh (SHARED=1, now one
+# (NOTES v222): call 1's torch-set 1B folders (c1/torch, results.csv only: a run resumes from it) resumed, so lossless_gpu.sh (SHARED=1, now one
 # configuration at a time across processes) goes on where call 1's budget stopped: chain@tp2,
 # tree@tp2 and swiftspec@1+1, draft = target first, then the perturbed draft.
 set -u
@@ -10,7 +9,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
 mkdir -p "$OUT/c3"
 python3 -m pip install -q --no-deps -e . > "$OUT/c3/pip.log" 2>&1
-cp -r .data/resume/c4/torch "$OUT/c3/torch"
+cp -r paper_figures/results/2026-12-03-h200-session36/c1/torch "$OUT/c3/torch"
 start=$(date +%s)
 SHARED=1 KERNELS=torch MODELS=llama-3.2-1b LIMIT=2 MAX_NEW=64 BUDGET_S=${BUDGET_S:-430} \
   bash paper_figures/lossless_gpu.sh "$OUT/c3/torch" > "$OUT/c3/torch.txt" 2>&1
