@@ -29,6 +29,28 @@ def shared_gpu_systems(frame) -> list[str]:
     return list(dict.fromkeys(frame.loc[(frame["gpus"] > 0) & (frame["gpus"] < processes), "system"]))
 
 
+def check_awq_shards(target: str, quant: str, systems: list[str], tp: int, split: tuple[int, int] | None) -> None:
+    """--quant awq on a target split over ranks (--tp for ar, chain and tree; --split's target group
+    for swiftspec) that cannot be: a user error before any weight loads, where the target's shape
+    is known without loading it (else the ranks say it as they shard)."""
+    from swiftspec_core.errors import UserError
+    from swiftspec_core.models.awq import quantized_args
+    from swiftspec_core.models.sharding import check_awq_shards as check
+
+    from .kernel_choice import known_args
+    from .systems import SYSTEMS, group_gpus, spans_processes
+
+    args = known_args(target) if quant == "awq" else None
+    if args is None:
+        return
+    args = args if args.quant == "awq" else quantized_args(args)
+    for size in sorted({group_gpus(s, tp, split)[0] for s in systems if spans_processes(SYSTEMS[s], tp, split)}):
+        try:
+            check(args, size)
+        except ValueError as exc:
+            raise UserError(f"--quant awq: {target}'s target cannot be split over {size} ranks ({exc})") from None
+
+
 def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
     """Too few GPUs for --tp or --split: a clear error before anything starts (runtime/gpus.py:
     a GPU a process, or shared where SWIFTSPEC_SHARED_GPU=1)."""

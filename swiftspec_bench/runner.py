@@ -131,6 +131,7 @@ def validate(o: RunOptions) -> Checked:
     check_out_dir(out)
     data_dir = ds.resolve_data_dir(o.data_dir)
     placement.check_processes(device, o.tp, split)
+    placement.check_awq_shards(o.target, o.quant, systems, o.tp, split)
     replay, digest = None, ""
     if replay_path is not None:
         peers = [s for s in systems if not SYSTEMS[s].on_engine and s != "hf-ar"]

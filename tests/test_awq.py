@@ -15,7 +15,7 @@ from swiftspec_core.errors import UserError
 from swiftspec_core.models import awq
 from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.awq_checkpoint import load_awq_checkpoint, state_from_awq_tensors
-from swiftspec_core.models.sharding import shard_state
+from swiftspec_core.models.sharding import check_awq_shards, shard_state
 from swiftspec_core.models.weights import build_engine, random_state
 from swiftspec_core.runtime.launch import run_workers
 
@@ -301,6 +301,26 @@ def test_shards_keep_groups_whole():
     args, state, _ = quantized(awq_args(n_heads=6, dim=96))
     with pytest.raises(ValueError, match="whole groups"):
         shard_state(args, state, 0, 2)
+
+
+@pytest.mark.parametrize("n_heads, n_kv_heads", [(4, 2), (6, 2), (6, 3), (8, 2), (8, 8)])
+def test_the_check_before_loading_agrees_with_sharding(n_heads, n_kv_heads):
+    """check_awq_shards (run on the args alone, before any weight loads) refuses exactly the
+    splits that shard_state refuses."""
+    args, state, _ = quantized(awq_args(n_heads=n_heads, n_kv_heads=n_kv_heads, dim=16 * n_heads))
+    for size in (2, 3, 4):
+        try:
+            for rank in range(size):
+                shard_state(args, state, rank, size)
+            shards = True
+        except ValueError:
+            shards = False
+        try:
+            check_awq_shards(args, size)
+            checked = True
+        except ValueError:
+            checked = False
+        assert checked == shards, (n_heads, n_kv_heads, size)
 
 
 # --- the CLI ---------------------------------------------------------------------------------------

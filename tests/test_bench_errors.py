@@ -54,6 +54,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     ({"--tree-bs": "0"}, "--tree-bs"),
     ({"--systems": "ar,tree", "--split": "1+1"}, "--split 1+1 places swiftspec's target and draft, and --systems has no"),
     ({"--systems": "hf-ar,swiftspec", "--tp": "2"}, "--tp 2 runs ar, chain and tree over 2 processes"),
+    ({"--systems": "ar", "--tp": "2", "--quant": "awq"}, "--quant awq: tiny-llama's target cannot be split over 2"),
     ({"--dtype": "float8"}, "--dtype float8"),
     ({"--device": "tpu"}, "--device tpu"),
     ({"--weights": "fake"}, "--weights fake"),

@@ -2,8 +2,6 @@
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine_fixtures import engine, prompt, target_state  # noqa: E402

@@ -166,9 +166,10 @@ def _shard_awq(kind: str, w: AWQWeight, qkv_index: list[int], o_index: list[int]
     return pack(*(t.contiguous() for t in parts))
 
 
-def _take_awq_columns(codes, zeros, scales, index: list[int], g: int):
-    """Input columns `index` (PAD: a zero column) of an AWQ weight, whose every local group of g
-    columns must draw its real columns from one global group (whose zero and scale it takes)."""
+def awq_column_groups(index: list[int], g: int) -> list[int]:
+    """The global group (PAD: none) each local group of g input columns `index` draws from. A
+    ValueError unless every local group is whole and draws its real columns from one global group:
+    a group is never split across ranks."""
     if len(index) % g:
         raise ValueError(f"awq: a rank's {len(index)} input columns are not whole groups of {g}")
     groups = []
@@ -178,6 +179,22 @@ def _take_awq_columns(codes, zeros, scales, index: list[int], g: int):
             raise ValueError(f"awq: local columns {j}..{j + g - 1} would join groups {sorted(sources)}; "
                              f"a group is never split across ranks")
         groups.append(sources.pop() if sources else PAD)
+    return groups
+
+
+def check_awq_shards(args: ModelArgs, size: int) -> None:
+    """Before any weight loads: a ValueError where an AWQ model (args.quant == "awq") cannot be split
+    over `size` ranks. Only o_proj's input columns (a rank's q heads) can break awq_column_groups's
+    rule; down_proj's are split in whole groups by construction (shard_state's per_ffn)."""
+    layout = head_layout(args.n_heads, args.n_kv_heads, size)
+    for heads in layout.q_heads:
+        awq_column_groups(_head_rows(heads, args.head_dim, 0), args.quant_group)
+
+
+def _take_awq_columns(codes, zeros, scales, index: list[int], g: int):
+    """Input columns `index` (PAD: a zero column) of an AWQ weight, whose every local group of g
+    columns must draw its real columns from one global group (whose zero and scale it takes)."""
+    groups = awq_column_groups(index, g)
     local_zeros = _take_rows(zeros.t(), groups).t()
     local_codes = _take_rows(codes.t(), index).t()
     pad = torch.tensor([c == PAD for c in index], device=codes.device)
