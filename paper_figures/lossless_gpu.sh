@@ -22,7 +22,8 @@
 # many configurations share the GPUs at a time; under KERNELS=persistent an engine holds its weights
 # twice, the kernel's page images beside them, so two Llama-3-8B pairs at once take ~130 GB: 1).
 # QUANT (none; awq: the target's layers RTN-quantized to INT4 AWQ as `--quant awq` runs them, the draft
-# staying bf16, so draft = target is its unquantized twin; hf-ar left out: it has no such model).
+# staying bf16: draft = target is the AWQ target's dequantized twin, which accepts nearly every token, and
+# the perturbed draft is that twin plus noise; hf-ar left out: it has no such model).
 # SHARED=1 on one GPU: the across-process part runs too, its processes taking turns on the GPU and
 # their TP groups over peer memory instead of NCCL (SWIFTSPEC_SHARED_GPU, runtime/gpus.py): outputs
 # checked, times void.

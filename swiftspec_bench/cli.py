@@ -126,7 +126,8 @@ def run(
                                          "with an error; a slow step or model load is not a stall."),
     draft_noise: float = typer.Option(0.0, help="Losslessness runs: the draft is the target's random weights plus "
                                                 "this relative Gaussian noise (--weights random, a draft of the "
-                                                "target's shape)."),
+                                                "target's shape; under --quant awq the AWQ target's dequantized "
+                                                "weights)."),
     kernels: str = typer.Option("auto", help="torch | fused | persistent | auto: our engines' forwards as torch ops "
                                              "(compiled on GPU) or our row-invariant CUDA kernels (cuda/; bfloat16 on "
                                              "GPU, forwards of at most 16 tokens), with which every decoder emits "
@@ -144,7 +145,8 @@ def run(
     quant: str = typer.Option("none", help="none | awq: the target's layer projections in 4-bit AWQ (group 128; "
                                            "the tiny presets' narrow layers 64 or 32), round-to-nearest from its "
                                            "weights (a checkpoint that is already AWQ loads as it is). "
-                                           "Embeddings, norms, lm_head and the draft stay in --dtype; the hf-* "
+                                           "Embeddings, norms, lm_head and the draft stay in --dtype (a draft "
+                                           "of the target's random weights takes their dequantized values); the hf-* "
                                            "peers run the unquantized weights."),
     interleave: bool = typer.Option(False, help="Run the systems query by query (every system decodes a query "
                                                 "before the next query), keeping each system's workers alive: "

@@ -260,7 +260,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:
         check_pair(target, draft)
-        noise.draft_from_target(target, draft, o.draft_noise, o.seed)
+        noise.draft_from_target(target, draft, o.draft_noise, o.seed, o.quant)
     # A pair a kernel set, their engines on the same loaded weights.
     pairs = {k: LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest,
                            tp=o.tp, split=c.split, worker_timeout=o.worker_timeout, draft_noise=o.draft_noise,

@@ -168,12 +168,18 @@ class LoadedPair:
             plan = WorkerPlan(system.name, self.target.name, self.draft.name if self.draft else None,
                               self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,
                               self.max_seq_len, settings, self.draft_noise, self.kernels, self.quant,
-                              self.persistent_target)
+                              self.persistent_target, draft_awq_twin=self._draft_awq_twin())
             split = self.split if system.name == "swiftspec" else None
             world = sum(split) if split else self.tp
             self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split,
                                                   worker_timeout=self.worker_timeout)
         return self._pools[system.name]
+
+    def _draft_awq_twin(self) -> bool:
+        """Whether the workers' draft is the AWQ target's twin, as this process's (draft_from_target)."""
+        from swiftspec_core.models.noise import is_twin
+
+        return self.quant == "awq" and self.draft is not None and is_twin(self.target, self.draft)
 
     def close(self) -> None:
         for name in list(self._pools):

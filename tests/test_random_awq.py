@@ -104,8 +104,30 @@ def test_hf_peers_refused_before_any_model(tmp_path, monkeypatch):
         assert "drawn layer by layer" in res.stderr
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_twin_of_an_awq_target_holds_its_dequantized_weights(dtype):
+    """Under --quant awq a draft of the target's random weights (draft_from_target, as a run's own
+    process makes it) holds exactly what the AWQ engine computes with, and a worker's draft
+    (load_engine with awq_twin, as service._engines loads it) the same bits."""
+    from swiftspec_core.models.awq import dequantized_state
+    from swiftspec_core.models.noise import draft_from_target
+
+    target = load_model("tiny-llama", weights="random", dtype=dtype, seed=5, quant="awq")
+    draft = load_model("tiny-llama", weights="random", dtype=dtype, seed=5)
+    plain = {k: v.clone() for k, v in engine_of(draft, dtype=dtype, max_seq_len=64).state_dict().items()}
+    draft_from_target(target, draft, 0.0, 5, "awq")
+    twin = engine_of(draft, dtype=dtype, max_seq_len=64).state_dict()
+    worker = load_engine("tiny-llama", weights="random", dtype=dtype, seed=5, max_seq_len=64, awq_twin=True)
+    want = dequantized_state(engine_of(target, quant="awq", dtype=dtype, max_seq_len=64).state_dict(), dtype)
+    assert twin.keys() == want.keys() == worker.state_dict().keys()
+    assert [k for k in want if not torch.equal(twin[k], want[k])] == []
+    assert mismatches(worker, engine_of(draft, dtype=dtype, max_seq_len=64)) == []
+    changed = [k for k in plain if not torch.equal(plain[k], twin[k])]  # the comparison can fail
+    assert changed and all(k.rsplit(".", 1)[-1] in ("wqkv", "wo", "w_gate_up", "w_down") for k in changed)
+
+
 def test_a_perturbed_draft_of_a_random_awq_target(tmp_path):
-    """--draft-noise with --quant awq: the draft is the target's unquantized weights plus noise (the
+    """--draft-noise with --quant awq: the draft is the AWQ target's dequantized twin plus noise (the
     target drawn layer by layer has a config without a dtype; the shapes still match)."""
     res = _run(tmp_path / "run", "--systems", "ar,tree", "--draft-noise", "0.01")
     assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
@@ -123,11 +145,16 @@ def test_cli_awq_rows_lossless_in_process_and_across_processes(tmp_path, monkeyp
     res = _run(out, "--systems", "ar", model=model)  # the target's engine built in this process
     assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
     assert built == []  # ar needs no draft, and the target was drawn layer by layer
-    res = _run(out, "--systems", "tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2", model=model)
+    res = _run(out, "--systems", "chain,tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2",
+               model=model)
     assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
     assert len(built) == 1  # the draft (plain weights); the target's shards were drawn in the workers
     frame = pd.read_parquet(out / "results.parquet")
-    assert set(frame.system) == {"ar", "tree@tp2:graft", "swiftspec@1+1:d2:graft"}  # grafting by default
+    assert set(frame.system) == {"ar", "chain@tp2", "tree@tp2:graft", "swiftspec@1+1:d2:graft"}  # grafting by default
+    # The workers' draft is the AWQ target's twin: a chain accepts all it drafts (chain_k 7) but
+    # where the query's last round is cut short.
+    for lengths in frame.loc[frame.system == "chain@tp2", "accepted_lengths"]:
+        assert list(lengths[:-1]) == [8] * (len(lengths) - 1), lengths
     assert set(frame.quant) == {"awq"} and set(frame.weights) == {"random"}
     assert frame.output_sha.nunique() == 1  # both placements emit in-process ar's tokens
     res = CliRunner().invoke(app, ["compare", str(out)])

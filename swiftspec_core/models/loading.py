@@ -267,18 +267,23 @@ def eos_ids(loaded: LoadedModel) -> set[int]:
 
 
 def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
-                group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0,
+                group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0, awq_twin: bool = False,
                 kernels: str = "torch", quant: str = "none") -> Transformer:
-    """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`; its
-    weights plus relative noise where `noise` is given (noise.perturb)."""
+    """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`. A draft's
+    weights first become an AWQ target's twin where `awq_twin` (noise.awq_twin_), then take
+    relative noise where `noise` is given (noise.perturb), as noise.draft_from_target does in a
+    run's own process."""
     loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed, quant=quant)
-    if noise:
-        from .noise import perturb
+    if noise or awq_twin:
+        from .noise import awq_twin_, perturb
 
-        if loaded.hf is None:  # noise is for a draft, whose weights stay plain
-            raise ValueError(f"noise on {spec}: no transformers model is built for an AWQ engine of random weights")
-
-        perturb(loaded.hf, noise, seed)
+        if loaded.hf is None:  # both are for a draft, whose weights stay plain
+            raise ValueError(f"noise or twin on {spec}: no transformers model is built for an AWQ engine of "
+                             "random weights")
+        if awq_twin:
+            awq_twin_(loaded.hf)
+        if noise:
+            perturb(loaded.hf, noise, seed)
     return engine_of(loaded, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len, kernels=kernels,
                      quant=quant)
 

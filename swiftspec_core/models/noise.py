@@ -1,8 +1,11 @@
-"""A perturbed draft for losslessness runs: the target's own random weights plus relative noise.
+"""The draft of losslessness runs: the target's twin, and the twin perturbed by relative noise.
 
-With `--weights random` a draft that names the target's preset and seed has the target's exact
-weights (so it accepts every drafted token); noise makes it propose wrong tokens too, so a
-losslessness pass also covers rejected branches and re-rooting."""
+With `--weights random` a draft that names the target's preset and seed (or one of its shape) has
+the target's exact weights (so it accepts every drafted token); noise makes it propose wrong
+tokens too, so a losslessness pass also covers rejected branches and re-rooting. Under
+`--quant awq` the twin is the AWQ target as it computes: its layer projections quantized as the
+target's and dequantized to the draft's dtype (awq_twin_), so draft = target still accepts
+nearly every token and the pass checks long accepted paths through the AWQ kernels."""
 from __future__ import annotations
 
 import torch
@@ -51,15 +54,42 @@ def _shape(config) -> dict:
     return {k: v for k, v in config.to_dict().items() if k not in ("dtype", "torch_dtype")}
 
 
-def draft_from_target(target, draft, noise: float, seed: int) -> None:
-    """Where the draft is meant to be the target's weights (both random, one shape): check they
-    are equal (unless the target was never built as a transformers model: an AWQ engine drawn
-    layer by layer, random_awq.py); then add the noise, which needs such a draft."""
-    one_shape = _shape(draft.config) == _shape(target.config)
-    if target.weights == draft.weights == "random" and one_shape:
+def is_twin(target, draft) -> bool:
+    """Whether the loaded draft holds the target's weights: both random, one shape (and one seed:
+    a run loads both with its --seed)."""
+    return target.weights == draft.weights == "random" and _shape(draft.config) == _shape(target.config)
+
+
+AWQ_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def awq_twin_(hf) -> None:
+    """In place: every layer projection weight of a transformers model becomes what an AWQ engine
+    of it computes with (awq.quantize at group_for's group, dequantized to the weight's dtype). RTN
+    works per output row, so quantizing q, k, v (gate, up) apart gives the codes of the engine's
+    fused wqkv (w_gate_up)."""
+    from .args import ModelArgs
+    from .awq import dequantize, group_for, quantize
+
+    group = group_for(ModelArgs.from_hf_config(hf.config))
+    with torch.no_grad():
+        for name, w in hf.named_parameters():
+            parts = name.split(".")
+            if "layers" in parts and parts[-1] == "weight" and parts[-2] in AWQ_PROJECTIONS:
+                w.copy_(dequantize(quantize(w, group), w.dtype))
+
+
+def draft_from_target(target, draft, noise: float, seed: int, quant: str = "none") -> None:
+    """Where the draft is meant to be the target's weights (is_twin): check they are equal (unless
+    the target was never built as a transformers model: an AWQ engine drawn layer by layer,
+    random_awq.py), make it the AWQ target's twin under quant="awq" (awq_twin_); then add the
+    noise, which needs such a draft."""
+    if is_twin(target, draft):
         if target.hf is not None and not same_weights(target.hf, draft.hf):
             raise RuntimeError(f"draft {draft.name} and target {target.name} have one shape and seed, "
                                "but not equal weights")
+        if quant == "awq":
+            awq_twin_(draft.hf)
     elif noise:
         raise UserError("--draft-noise needs random weights and a draft of the target's shape")
     if noise:

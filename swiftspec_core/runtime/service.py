@@ -49,6 +49,7 @@ class WorkerPlan:
     kernels: str = "torch"  # --kernels (each engine's: transformer.engine_kernels)
     quant: str = "none"  # the target's layer projections: none or awq (models/awq.py); the draft's stay plain
     persistent_target: bool = False  # under persistent: the target runs it where its group is one GPU
+    draft_awq_twin: bool = False  # the draft is the AWQ target's dequantized twin (models/noise.py)
 
 
 @dataclass(frozen=True)
@@ -76,13 +77,14 @@ def _engines(plan: WorkerPlan, ctx):
         group = ctx.group
         exchange = exchange_over(group.host_pg, list(range(group.size)))
         group.use_low_latency(LLAllReduce(group.rank, group.size, exchange))
-    load = lambda spec, draft, noise=0.0, quant="none": load_engine(  # noqa: E731
+    load = lambda spec, draft, **how: load_engine(  # noqa: E731
         spec, weights=plan.weights, dtype=dtype, device=ctx.device, seed=plan.seed, group=ctx.group,
-        max_seq_len=plan.max_seq_len, noise=noise, kernels=kernels_of(draft), quant=quant)
+        max_seq_len=plan.max_seq_len, kernels=kernels_of(draft), **how)
     split = bool(ctx.placement.draft_ranks)
     target = load(plan.target, False, quant=plan.quant) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
-    return target, load(plan.draft, True, plan.draft_noise) if needs_draft else None
+    draft = load(plan.draft, True, noise=plan.draft_noise, awq_twin=plan.draft_awq_twin) if needs_draft else None
+    return target, draft
 
 
 def _serve_one(ctx, plan: WorkerPlan, target, draft, req: Request, settings: SpecSettings):
