@@ -21,6 +21,7 @@
 # ("off"; "off ngram": tree and swiftspec also with grafting, in the same folders), AT_ONCE (all: how
 # many configurations share the GPUs at a time; under KERNELS=persistent an engine holds its weights
 # twice, the kernel's page images beside them, so two Llama-3-8B pairs at once take ~130 GB: 1).
+# DRAFTS ("same noise": draft = target, then perturbed; "noise" runs only the perturbed half).
 # QUANT (none; awq: the target's layers RTN-quantized to INT4 AWQ as `--quant awq` runs them, the draft
 # staying bf16: draft = target is the AWQ target's dequantized twin, which accepts nearly every token, and
 # the perturbed draft is that twin plus noise; hf-ar left out: it has no such model).
@@ -64,7 +65,7 @@ run() {  # run FOLDER GPU ARGS...: one swiftspec-bench run into FOLDER under wha
 }
 
 configs=()
-for model in $MODELS; do configs+=("$model same" "$model noise"); done
+for model in $MODELS; do for kind in ${DRAFTS:-same noise}; do configs+=("$model $kind"); done; done
 draft_args() { [ "$1" = noise ] && echo "--draft-noise $NOISE"; }
 
 # One process each: every configuration at once, spread over the GPUs (CPU: one at a time).
@@ -123,13 +124,13 @@ from pathlib import Path
 import pandas as pd
 
 from swiftspec_bench.lossless import check
-from swiftspec_bench.results import read_frame
+from swiftspec_bench.results import read_frame, results_file
 
 out, rows = Path(sys.argv[1]), []
 for config in sys.argv[2:]:
     model, kind = config.split()
     folder = out / f"{model}-{kind}"
-    if not (folder / "results.parquet").exists():
+    if results_file(folder) is None:
         rows.append({"model": model, "draft": kind, "system": "(no rows)"})
         continue
     divergences, summary = check(read_frame(folder))
