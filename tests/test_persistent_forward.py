@@ -69,7 +69,7 @@ def test_a_persistent_run_builds_the_target_on_it_only_where_it_takes_the_target
     monkeypatch.setattr(loading, "engine_of", lambda loaded, **kwargs: (loaded, kwargs["kernels"]))
     plan = SimpleNamespace(dtype="bfloat16", kernels="persistent", weights="random", seed=0, max_seq_len=64,
                            target="target", draft="draft", quant="none", system="tree", draft_noise=0.0,
-                           persistent_target=False)
+                           persistent_target=False, draft_awq_twin=False)
     ctx = SimpleNamespace(group=SimpleNamespace(size=1), device="cpu", role="target",
                           placement=SimpleNamespace(draft_ranks=[]))
     assert service._engines(plan, ctx) == (("target", "fused"), ("draft", "persistent"))
