@@ -5,11 +5,14 @@
 #   ar, chain, tree at TP 8; swiftspec at the paper's split (4+4 for the 70B-class pairs, 6+2 for
 #   the 32-33B ones; a degree that does not divide a model's heads is zero-padded by the runtime).
 #
-#   bash paper_figures/run_8xh200.sh RUN_ROOT DEADLINE_S [LIMIT]
+#   bash paper_figures/run_8xh200.sh RUN_ROOT DEADLINE_S [LIMIT]     (TOKENS: new tokens, 512)
 #
 # One run folder per pair under RUN_ROOT; each step resumes and stops at the deadline keeping its rows.
 # DRY=1: the same matrix on this machine's CPU with tiny-llama / tiny-qwen2 standing in for every
 # pair (--tp 2, --split 1+1 over gloo, 8 new tokens): a check of the script, not a result.
+# X2=1: the same pairs at their real shapes on nvidia-h200-x2 (issue 12's dry run with the smaller
+# splits): ar, chain, tree at TP 2 and swiftspec at 1+1 (the only split of two GPUs; the AWQ 70B-class
+# targets fit one H200, the 32-33B ones in bf16 too); rows, not the paper's configuration.
 # The split the suite picks itself: swiftspec at each of CANDIDATES ("2+6 4+4 6+2", the paper's
 # Fig. 9 degrees) on one prompt a dataset into RUN_ROOT/PAIR-calibrate, the fastest over the queries
 # all ran (placement.best_split, paper_figures/pick_split.py), then the full run at that split where
@@ -31,11 +34,14 @@ if [ -z "${REPLAY:-}" ]; then
 fi
 for pair in "${PAIRS[@]}"; do
   set -- $pair
-  target=$1 draft=$2 split=$3 quant=$4 tp=8 tokens=512 device=cuda datasets=all
+  target=$1 draft=$2 split=$3 quant=$4 tp=8 tokens=${TOKENS:-512} device=cuda datasets=all
   candidates=${CANDIDATES:-2+6 4+4 6+2}
   if [ "${DRY:-0}" = 1 ]; then  # sum's prompts pass the tiny presets' 2048 positions
     target=tiny-llama draft=tiny-llama split=1+1 quant=none tp=2 tokens=8 device=cpu datasets=mt_bench,humaneval,gsm8k,alpaca,qa
     candidates="1+1 2+1"
+  fi
+  if [ "${X2:-0}" = 1 ]; then
+    split=1+1 tp=2 candidates=1+1
   fi
   out="$ROOT/$1"
   step() {  # step FOLDER LIMIT ARGS...
