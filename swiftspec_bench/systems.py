@@ -177,9 +177,9 @@ class LoadedPair:
 
     def _draft_awq_twin(self) -> bool:
         """Whether the workers' draft is the AWQ target's twin, as this process's (draft_from_target)."""
-        from swiftspec_core.models.noise import is_twin
+        from swiftspec_core.models.noise import is_awq_twin
 
-        return self.quant == "awq" and self.draft is not None and is_twin(self.target, self.draft)
+        return self.draft is not None and is_awq_twin(self.target, self.draft, self.quant)
 
     def close(self) -> None:
         for name in list(self._pools):

@@ -15,7 +15,8 @@ def run_logs():
         dated = log.relative_to(RESULTS).parts[0]
         if dated[:10] < FIRST_CHECKED:
             continue
-        if re.search(rf"^wrote \d+ rows to \S*/{re.escape(log.stem)}/results\.parquet", log.read_text(errors="replace"), re.M):
+        wrote = rf"^wrote \d+ rows to \S*/{re.escape(log.stem)}/results\.parquet"
+        if re.search(wrote, log.read_text(errors="replace"), re.M):
             yield log
 
 

@@ -60,22 +60,27 @@ def is_twin(target, draft) -> bool:
     return target.weights == draft.weights == "random" and _shape(draft.config) == _shape(target.config)
 
 
-AWQ_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+def is_awq_twin(target, draft, quant: str) -> bool:
+    """Whether the draft is to be the AWQ target's twin (awq_twin_): a twin of a target run under
+    --quant awq. The run's process (draft_from_target) and its workers (WorkerPlan) both ask here."""
+    return quant == "awq" and is_twin(target, draft)
 
 
 def awq_twin_(hf) -> None:
-    """In place: every layer projection weight of a transformers model becomes what an AWQ engine
-    of it computes with (awq.quantize at group_for's group, dequantized to the weight's dtype). RTN
-    works per output row, so quantizing q, k, v (gate, up) apart gives the codes of the engine's
-    fused wqkv (w_gate_up)."""
-    from .args import ModelArgs
-    from .awq import dequantize, group_for, quantize
+    """In place: the weights an AWQ engine of this transformers model quantizes (awq.is_quantized,
+    as awq.quantize_state picks them) become what that engine computes with: quantized at
+    group_for's group and dequantized to their dtype. Through the engine's own entries (views of
+    the model's tensors once fuse_projections made them blocks), so the fused wqkv and w_gate_up are
+    rounded as the target's are."""
+    from .awq import dequantize, group_for, is_quantized, quantize
+    from .weights import fuse_projections, state_from_hf
 
-    group = group_for(ModelArgs.from_hf_config(hf.config))
+    fuse_projections(hf)
+    args, state = state_from_hf(hf)
+    group = group_for(args)
     with torch.no_grad():
-        for name, w in hf.named_parameters():
-            parts = name.split(".")
-            if "layers" in parts and parts[-1] == "weight" and parts[-2] in AWQ_PROJECTIONS:
+        for name, w in state.items():
+            if is_quantized(name):
                 w.copy_(dequantize(quantize(w, group), w.dtype))
 
 
@@ -88,7 +93,7 @@ def draft_from_target(target, draft, noise: float, seed: int, quant: str = "none
         if target.hf is not None and not same_weights(target.hf, draft.hf):
             raise RuntimeError(f"draft {draft.name} and target {target.name} have one shape and seed, "
                                "but not equal weights")
-        if quant == "awq":
+        if is_awq_twin(target, draft, quant):
             awq_twin_(draft.hf)
     elif noise:
         raise UserError("--draft-noise needs random weights and a draft of the target's shape")
