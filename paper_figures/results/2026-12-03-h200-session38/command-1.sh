@@ -8,7 +8,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
-HERE=paper_figures/results/2026-12-03-h200-session37
+HERE=paper_figures/results/2026-12-03-h200-session37  # the folders resumed (c3)
 mkdir -p "$OUT/c1"
 python3 -m pip install -q --no-deps -e . > "$OUT/c1/pip.log" 2>&1
 for kind in torch awq; do
