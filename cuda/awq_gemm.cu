@@ -67,8 +67,8 @@
       const void* __restrict__ x, const int* __restrict__ qweight, const int* __restrict__ qzeros,       \
       const __half* __restrict__ scales, const bf16* __restrict__ bias, bf16* out, int M, int N, int K,  \
       const float* row_sums, const bf16* residual, const bf16* next_norm, void* next_x, float* next_sums, \
-      float eps, int half_out) {                                                                         \
-    const Norms norms{row_sums, residual, next_norm, next_x, next_sums, eps, half_out};                  \
+      float eps, float x_unit, float next_x_scale, int half_out) {                                       \
+    const Norms norms{row_sums, residual, next_norm, next_x, next_sums, eps, x_unit, next_x_scale, half_out}; \
     awq_gemm_block<C, TWO, G / 32, SWIGLU, F16>(x, qweight, qzeros, scales, bias, out, M, N, K, norms);  \
   }
 #define AWQ_GEMM_CLUSTERS(NAME, SWIGLU, F16, ROWS, TWO, G)                            \

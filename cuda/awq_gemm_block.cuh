@@ -260,9 +260,10 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   copies_wait<0>();  // only empty groups are left; the rings become the cluster's block sums
   __syncthreads();
 
-  // The RMSNorm before this GEMM (x is h * g, rounded): row m's r = 1 / sqrt(mean(h^2) + eps) from the
-  // K / 64 tiles' sums of h^2 the GEMM before wrote, added in a fixed order (lane l: tiles l, l + 32,
-  // .., then the butterfly), so a row's r depends on its own h alone.
+  // The RMSNorm before this GEMM (x is h * g / x_unit, rounded): row m's r = 1 / sqrt(mean(h^2) + eps),
+  // times x_unit (exact: a power of two), from the K / 64 tiles' sums of h^2 the GEMM before wrote,
+  // added in a fixed order (lane l: tiles l, l + 32, .., then the butterfly), so a row's r depends on
+  // its own h alone.
   __shared__ float row_scale[16];
   if (norms.row_sums != nullptr) {
     const unsigned tid = thread_index();
@@ -272,7 +273,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
 #pragma unroll 1
       for (int t = tid & 31; t < K / 64; t += 32) total += norms.row_sums[t * 16 + m];
       total = warp_sum(total);
-      if ((tid & 31) == 0) row_scale[m] = 1.f / sqrtf(total / (float)K + norms.eps);  // IEEE, as norm.cu
+      if ((tid & 31) == 0) row_scale[m] = norms.x_unit / sqrtf(total / (float)K + norms.eps);  // IEEE, as norm.cu
     }
     __syncthreads();
   }
@@ -280,7 +281,8 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   // the rings, summed a row at a time in column order after the combine.
   float* squares = reinterpret_cast<float*>(smem);
   const Epilogue ep{norms.row_sums != nullptr ? row_scale : nullptr, kSwiglu ? nullptr : norms.residual,
-                    kCluster == 1 && !kSwiglu ? norms.next_norm : nullptr, norms.next_x, squares, norms.half_out};
+                    kCluster == 1 && !kSwiglu ? norms.next_norm : nullptr, norms.next_x, squares, norms.half_out,
+                    norms.next_x_scale};
 
   // Warp w's accumulator (j, b, r) of lane l: float r of its piece (j, b) of [w][l].
   const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);

@@ -70,8 +70,11 @@ __device__ __forceinline__ unsigned thread_index() {
 constexpr int kHalfOut = 1, kHalfNextX = 2;
 
 // The RMSNorms folded into a GEMM's epilogue (awq_norms.py; all null: a plain GEMM): row_sums
-// [K / 64][16] with eps, the norm before (x is h * g, rounded to x's dtype); residual [M, N] (out may be it);
-// next_norm [N] with next_x [M, N] and next_sums [N / 64][16], the norm after (kCluster = 1 only).
+// [K / 64][16] with eps, the norm before (x is h * g / x_unit, rounded to x's dtype: r is scaled by
+// x_unit); residual [M, N] (out may be it); next_norm [N] with next_x [M, N] (out * g * next_x_scale,
+// rounded) and next_sums [N / 64][16], the norm after (kCluster = 1 only). x_unit and 1 / next_x_scale
+// are powers of two (awq_norms.NextNorm.unit: fp16's headroom for h * g), so they move no bit but
+// where an fp16 x would saturate or fall to a subnormal.
 struct Norms {
   const float* row_sums;
   const bf16* residual;
@@ -79,6 +82,8 @@ struct Norms {
   void* next_x;
   float* next_sums;
   float eps;
+  float x_unit;
+  float next_x_scale;
   int half_out;  // kHalfOut | kHalfNextX: which outputs are fp16
 };
 
@@ -100,9 +105,10 @@ struct Epilogue {
   const float* row_scale;  // shared [16]: r of each row, the RMSNorm before this GEMM (x = h * g, rounded)
   const bf16* residual;    // [M, N]: out = residual + bf16(r sum + bias), torch's bf16 add (out may be it)
   const bf16* next_norm;   // [N]: the next RMSNorm's weight g: next_x = out * g (rounded), and out^2 into
-  void* next_x;            //   [M, N] (fp16 where half_out has kHalfNextX)
+  void* next_x;            //   [M, N] (fp16 where half_out has kHalfNextX), times next_x_scale
   float* squares;          //   shared [16][64], by row and column within the tile
   int half_out;            // kHalfOut | kHalfNextX: which outputs are fp16
+  float next_x_scale;      // a power of two (Norms)
 };
 
 // Element e of a block's [32 accumulators][32 lanes] sums (see the combine), rounded once into out
@@ -138,7 +144,7 @@ __device__ __forceinline__ void store_output(const float (&sums)[kSwiglu ? 2 : 1
   out[at] = y;
   if (ep.next_norm != nullptr) {
     const float f = __bfloat162float(y);
-    store_operand(ep.next_x, at, f * __bfloat162float(ep.next_norm[col]), ep.half_out & kHalfNextX);
+    store_operand(ep.next_x, at, f * __bfloat162float(ep.next_norm[col]) * ep.next_x_scale, ep.half_out & kHalfNextX);
     ep.squares[row * 64 + (col - col_block * 64)] = f * f;
   }
 }

@@ -12,7 +12,7 @@ from engine_fixtures import VOCAB
 from test_fused_forward import fused_equals_exact
 from swiftspec_core.graphs import PaddedForward
 from swiftspec_core.kernels import attention, awq_gemm, awq_norms, forward, gemm, norm
-from swiftspec_core.models import awq
+from swiftspec_core.models import awq, transformer
 from swiftspec_core.models.args import ModelArgs
 from swiftspec_core.models.weights import build_engine, random_state
 
@@ -24,10 +24,11 @@ def packed(n: int, k: int, seed: int, device="cpu") -> awq.AWQWeight:
     return awq.quantize(w.to(device), 64)
 
 
-def test_references_compute_rmsnorm_then_the_projection():
-    """The GEMM before writes x = h * g and h's sums by tile; the GEMM after, r times x @ W.T: that
-    is rmsnorm(h; g) @ W.T (float64 inputs, no rounding to a narrower type; the references sum in fp32,
-    as the kernel)."""
+@pytest.mark.parametrize("unit", [1.0, 4.0])
+def test_references_compute_rmsnorm_then_the_projection(unit):
+    """The GEMM before writes x = h * g / unit and h's sums by tile; the GEMM after, r unit times x @
+    W.T: that is rmsnorm(h; g) @ W.T (float64 inputs, no rounding to a narrower type; the references
+    sum in fp32, as the kernel)."""
     gen = torch.Generator().manual_seed(0)
     m, k, n = 5, 192, 128
     h0, o_in = torch.randn(m, k, generator=gen, dtype=torch.float64), torch.randn(m, 64, generator=gen,
@@ -35,17 +36,65 @@ def test_references_compute_rmsnorm_then_the_projection():
     w_o, w_next = packed(k, 64, 1), packed(n, k, 2)
     g = torch.rand(k, generator=gen, dtype=torch.float64) + 0.5
     nxt = awq_norms.NextNorm(g, torch.empty(m, k, dtype=torch.float64), torch.full((k // 64, 16), float("nan"),
-                                                                                 dtype=torch.float64))
+                                                                                 dtype=torch.float64), unit)
     h = awq_norms.awq_gemm_norms_reference(o_in, w_o, residual=h0, next_norm=nxt)
     want_h = h0 + o_in @ awq.dequantize(w_o, torch.float64).T
     close = dict(rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(h, want_h, **close)
-    torch.testing.assert_close(nxt.x, want_h * g, **close)
+    torch.testing.assert_close(nxt.x, want_h * g / unit, **close)
     torch.testing.assert_close(nxt.sums[:, :m].T, want_h.square().view(m, k // 64, 64).sum(-1), **close)
     eps = 1e-6
-    got = awq_norms.awq_gemm_norms_reference(nxt.x, w_next, row_sums=nxt.sums, eps=eps)
+    got = awq_norms.awq_gemm_norms_reference(nxt.x, w_next, row_sums=nxt.sums, eps=eps, x_unit=unit)
     normed = want_h * torch.rsqrt(want_h.square().mean(-1, keepdim=True) + eps) * g
     torch.testing.assert_close(got, normed @ awq.dequantize(w_next, torch.float64).T, **close)
+
+
+def massive(m: int, k: int, gen: torch.Generator, value: float = 3e4, g_there: float = 3.0):
+    """A residual h [M, K] (bf16) with one channel near `value` in every row, as a real model's
+    massive activations, and norm weights g [K] (bf16) in [0.5, 1.5) but g_there on that channel:
+    h * g passes fp16's 65504 there."""
+    h = torch.randn(m, k, generator=gen)
+    h[:, 7] += value
+    g = torch.rand(k, generator=gen) + 0.5
+    g[7] = g_there
+    return h.to(torch.bfloat16), g.to(torch.bfloat16)
+
+
+def test_fp16_x_holds_h_times_g_past_65504_over_its_unit():
+    """A massive channel (3e4) times g = 3 passes fp16's range: the next x in fp16 over unit 4 holds
+    it and the GEMM after computes rmsnorm(h; g) @ W.T as in float64; over unit 1 it saturates at
+    65504 and the output is far off (references, CPU)."""
+    gen = torch.Generator().manual_seed(3)
+    m, k, n = 4, 256, 128
+    h, g = massive(m, k, gen)
+    w_next = packed(n, k, 5)
+    wide = h.double()
+    eps = 1e-6
+    truth = (wide * torch.rsqrt(wide.square().mean(-1, keepdim=True) + eps) * g.double()) @ \
+        awq.dequantize(w_next, torch.float64).T
+    errors = {}
+    for unit in (1.0, 4.0):
+        nxt = awq_norms.NextNorm(g, torch.empty(m, k, dtype=torch.float16), awq_norms.norm_sums(k, "cpu"), unit)
+        # the producer's step: x = h * g / unit (h the GEMM's output: here a zero projection over the residual)
+        awq_norms.awq_gemm_norms_reference(torch.zeros(m, 64, dtype=torch.bfloat16), packed(k, 64, 6), residual=h,
+                                           next_norm=nxt)
+        assert bool((nxt.x.float().abs().amax() == awq_gemm.FP16_MAX)) is (unit == 1.0)
+        got = awq_norms.awq_gemm_norms_reference(nxt.x, w_next, row_sums=nxt.sums, eps=eps, x_unit=unit)
+        errors[unit] = ((got.double() - truth).norm() / truth.norm()).item()
+    assert errors[4.0] < 1e-2 < 0.1 < errors[1.0], errors
+
+
+def test_norm_x_unit_covers_every_norm_weight():
+    """The power of two >= 1 and >= every |g|: 1 for random_state's norms of ones, 2 for norms in
+    [1, 2), 4 where one weight is -3; the final norm (a kernel of its own) does not count."""
+    model = awq_model(False)
+    assert transformer.norm_x_unit(model) == 2.0 == model.norm_x_unit  # build_engine's use_kernels set it
+    model.layers[1].mlp_norm.data[3] = -3.0
+    model.norm.data[0] = 100.0
+    assert transformer.norm_x_unit(model) == 4.0
+    args = model.args.with_(quant="none")
+    plain = build_engine(args, random_state(args, torch.float32, seed=0), dtype=torch.float32, max_seq_len=64)
+    assert plain.norm_x_unit == 1.0
 
 
 def awq_model(qkv_bias: bool, dtype: torch.dtype = torch.float32):
@@ -186,3 +235,106 @@ def test_swiglu_consumer_is_bitwise_swiglu_of_the_gemm():
     want = awq_norms.awq_swiglu_norms_reference(x16, w, row_sums=sums, eps=1e-5)
     assert fused.dtype == want.dtype == torch.float16
     assert (fused.float() - want.float()).abs().max() <= 2e-2 * want.float().abs().max(), "fp16 swiglu consumer"
+
+
+@needs_gpu
+def test_kernels_hold_h_times_g_past_65504_over_its_unit():
+    """The 70B's o_proj writing the next norm's fp16 x of a residual with a massive channel (3e4, g = 3
+    there), then a qkv-like consumer: over unit 4 the kernels are close to the references (outputs
+    poisoned first) and to the float64 norm; over unit 1 both saturate and the output is far off."""
+    gen = torch.Generator().manual_seed(7)
+    n, k = 8192, 8192
+    w, w_next = _weight(n, k, seed=1), _weight(1280, n, seed=2)
+    h0, g = massive(8, n, gen)
+    h0, g = h0.cuda(), g.cuda()
+    x = torch.randn(8, k, generator=gen).to(torch.bfloat16).cuda()
+    errors = {}
+    for unit in (1.0, 4.0):
+        h = h0.clone()
+        nxt = awq_norms.NextNorm(g, torch.full((8, n), float("nan"), dtype=torch.float16, device="cuda"),
+                                 torch.full((n // 64, 16), float("nan"), device="cuda"), unit)
+        ref = awq_norms.NextNorm(g, torch.empty(8, n, dtype=torch.float16, device="cuda"),
+                                 torch.zeros(n // 64, 16, device="cuda"), unit)
+        ref_h = awq_norms.awq_gemm_norms_reference(x, w, residual=h0, next_norm=ref)
+        awq_norms.awq_gemm_norms(x, w, out=h, residual=h, next_norm=nxt)
+        out = torch.full((8, 1280), float("nan"), dtype=torch.bfloat16, device="cuda")
+        awq_norms.awq_gemm_norms(nxt.x, w_next, out=out, row_sums=nxt.sums, eps=1e-5, x_unit=unit)
+        want = awq_norms.awq_gemm_norms_reference(nxt.x, w_next, row_sums=nxt.sums, eps=1e-5, x_unit=unit)
+        torch.cuda.synchronize()
+        assert not out.isnan().any() and not nxt.x.isnan().any() and not nxt.x.isinf().any()
+        assert bool(nxt.x.float().abs().amax() == awq_gemm.FP16_MAX) is (unit == 1.0)
+        assert (nxt.x.float() - ref.x.float()).abs().max() <= 2e-2 * ref.x.float().abs().max(), f"x, unit {unit}"
+        assert (out.float() - want.float()).abs().max() <= 2e-2 * want.float().abs().max(), f"consumer, unit {unit}"
+        wide = ref_h.double()
+        truth = (wide * torch.rsqrt(wide.square().mean(-1, keepdim=True) + 1e-5) * g.double()) @ \
+            awq.dequantize(w_next, torch.float64).T
+        errors[unit] = ((out.double() - truth).norm() / truth.norm()).item()
+    assert errors[4.0] < 2e-2 < 0.1 < errors[1.0], errors
+
+
+def massive_model(device: str):
+    """kernel_args' AWQ model whose embedding carries one massive channel (3e4) and whose layer norm
+    weights are 3 there (norm_x_unit 4), the final norm's 1e-3 (else that channel's share of every
+    logit hides the other channels' errors), bf16, with the torch ops' logits of a 3-token chain
+    after a 40-token prefix: (model, ref, (tokens, positions, visible, n))."""
+    from engine_fixtures import target_state
+    from swiftspec_core.tree import tree_mask
+    from test_gpu_fused import kernel_args, prefilled
+
+    args = kernel_args()
+    plain = {k: v.float() for k, v in target_state(0, 0.5, args).items()}
+    gen = torch.Generator().manual_seed(11)
+    plain["embed"][:, 7] += 3e4
+    for name in [k for k in plain if k.endswith("attn_norm") or k.endswith("mlp_norm")]:
+        plain[name] = torch.rand(args.dim, generator=gen) + 0.5
+        plain[name][7] = 3.0
+    plain["norm"][7] = 1e-3
+    aq = awq.quantized_args(args)
+    state = awq.quantize_state(plain, aq.quant_group)
+    build = lambda kernels: build_engine(aq, state, dtype=torch.bfloat16, device=device, max_seq_len=1024,  # noqa: E731
+                                         compile=False, kernels=kernels)
+    ops = build("torch")
+    n, tokens, visible = 40, [5, 9, 200], [[40], [40, 41], [40, 41, 42]]
+    positions = [n, n + 1, n + 2]
+    dev = lambda x: torch.tensor(x, device=device)  # noqa: E731
+    ref = ops(dev(tokens), dev(positions), dev(positions), tree_mask(n, n + 3, visible, device), prefilled(ops, n))
+    del ops
+    return build("fused" if device == "cuda" else "torch"), ref, (tokens, positions, visible, n)
+
+
+def massive_errors(model, ref, chain, graph: bool) -> dict[float, float]:
+    """The fused forward's relative error against ref at norm_x_unit 4 (the model's) and forced to 1."""
+    from engine_fixtures import poison_logits
+    from test_gpu_fused import prefilled
+
+    tokens, positions, visible, n = chain
+    assert model.norm_x_unit == 4.0
+    errors = {}
+    for unit in (4.0, 1.0):
+        model.norm_x_unit = unit
+        run = PaddedForward(model, prefilled(model, n), 8, 8, graph=graph)
+        if graph:
+            poison_logits(run)
+        got = run(tokens, positions, positions, n, visible).clone()
+        assert not got.isnan().any()
+        errors[unit] = ((got - ref).norm() / ref.norm()).item()
+    return errors
+
+
+def test_awq_body_holds_a_massive_channel_over_its_unit(references):
+    """massive_model: the one-GPU AWQ body (references for the kernels, fp16 x) within 2e-2 of the
+    torch ops over norm_x_unit 4; forced to unit 1 the next x's saturate and it is far off."""
+    model, ref, chain = massive_model("cpu")
+    model.kernels = "fused"  # use_kernels refuses the CPU: the references stand in for the kernels
+    errors = massive_errors(model, ref, chain, graph=False)
+    assert errors[4.0] < 2e-2 < 0.1 < errors[1.0], errors
+
+
+@needs_gpu
+def test_fused_awq_forward_holds_a_massive_channel_over_its_unit():
+    """As the CPU test above, on the kernels (graph replays, logits poisoned first)."""
+    model, ref, chain = massive_model("cuda")
+    assert forward.awq_norms_in_epilogues(model)
+    errors = massive_errors(model, ref, chain, graph=True)
+    print(f"fused vs torch AWQ forward, massive channel: relative error by unit {errors}")
+    assert errors[4.0] < 2e-2 < 0.1 < errors[1.0], errors

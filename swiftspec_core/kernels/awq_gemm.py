@@ -252,9 +252,10 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
     """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps a tile (awq_gemm
     takes them from plan(); the GPU tests run every shape). awq_swiglu: a block holds a gate tile's
     and its up tile's warps, so half the blocks of twice the warps. norms: awq_norms.py's epilogue
-    operands (row_sums, residual, next_norm, next_x, next_sums: tensors or None; eps), () for none."""
+    operands (row_sums, residual, next_norm, next_x, next_sums: tensors or None; eps, x_unit,
+    next_x_scale: floats), () for none."""
     (m, k), n = x.shape, w.n
-    *tensors, eps = norms or (None,) * 5 + (0.0,)
+    *tensors, eps, x_unit, next_x_scale = norms or (None,) * 5 + (0.0, 1.0, 1.0)
     next_x = tensors[3]  # tensors: row_sums, residual, next_norm, next_x, next_sums
     half_out = (HALF_OUT if out.dtype == torch.float16 else 0) | \
         (HALF_NEXT_X if next_x is not None and next_x.dtype == torch.float16 else 0)
@@ -264,7 +265,8 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
         launch("awq_gemm", name, (w.qweight.shape[0] // tiles_a_block * cluster,), (32 * splits * tiles_a_block,),
                (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
                 ptr(out), np.int32(m), np.int32(n), np.int32(k),
-                *(np.uint64(0) if t is None else ptr(t) for t in tensors), np.float32(eps), np.int32(half_out)),
+                *(np.uint64(0) if t is None else ptr(t) for t in tensors), np.float32(eps), np.float32(x_unit),
+                np.float32(next_x_scale), np.int32(half_out)),
                shared_mem=tiles_a_block * splits * warp_shared_bytes(m),
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the

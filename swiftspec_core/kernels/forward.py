@@ -108,20 +108,25 @@ def _awq_norms_in_epilogues_forward(model, block: torch.Tensor, span: int, cache
     first layer's attention norm and the final norm stay kernels (no GEMM before them). Where the
     model runs bf16, the x's the GEMMs write for qkv, gate_up and down are fp16, read by the
     fp16-operand kernels (awq_gemm.py: ~10% faster on the 70B down and qkv); o_proj's x is the
-    attention's bf16 output."""
+    attention's bf16 output. A norm's fp16 x is h * g / model.norm_x_unit (awq_norms.py: fp16's
+    headroom where a norm weight passes 1)."""
     a = model.args
     h = model.embed_tokens(block[:, TOKEN])  # [T, dim]: the residual stream, added to in place
     operand = torch.float16 if h.dtype == torch.bfloat16 else h.dtype  # the GEMMs' x but o_proj's
-    nxt = NextNorm(None, torch.empty_like(h, dtype=operand), norm_sums(a.dim, h.device))  # x = h * g, sums of h^2
+    unit = model.norm_x_unit if operand == torch.float16 else 1.0
+    # x = h * g / unit, sums of h^2
+    nxt = NextNorm(None, torch.empty_like(h, dtype=operand), norm_sums(a.dim, h.device), unit)
     for i, layer in enumerate(model.layers):
         if i == 0:
             qkv = awq_gemm(rmsnorm(h, layer.attn_norm, a.norm_eps), weight_of(layer.wqkv), layer.bqkv)
         else:
-            qkv = awq_gemm_norms(nxt.x, weight_of(layer.wqkv), layer.bqkv, row_sums=nxt.sums, eps=a.norm_eps)
+            qkv = awq_gemm_norms(nxt.x, weight_of(layer.wqkv), layer.bqkv, row_sums=nxt.sums, eps=a.norm_eps,
+                                 x_unit=unit)
         attn = _attention(model, i, qkv, block, span, cache)
         nxt.weight = layer.mlp_norm
         awq_gemm_norms(attn, weight_of(layer.wo), out=h, residual=h, next_norm=nxt)
-        act = awq_swiglu_norms(nxt.x, weight_of(layer.w_gate_up), row_sums=nxt.sums, eps=a.norm_eps)  # x's dtype
+        act = awq_swiglu_norms(nxt.x, weight_of(layer.w_gate_up), row_sums=nxt.sums, eps=a.norm_eps,
+                               x_unit=unit)  # x's dtype
         last = i == len(model.layers) - 1
         nxt.weight = None if last else model.layers[i + 1].attn_norm
         awq_gemm_norms(act, weight_of(layer.w_down), out=h, residual=h, next_norm=None if last else nxt)

@@ -11,6 +11,8 @@ each), embedding and lm_head split over the vocabulary.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -106,6 +108,16 @@ def weight_of(p: nn.Module | torch.Tensor) -> AWQWeight | TiledAWQWeight | torch
     return p.packed if isinstance(p, AWQLinear) else p
 
 
+def norm_x_unit(model) -> float:
+    """The smallest power of two >= 1 and >= every |g| of the layer norms: the one-GPU AWQ forward
+    holds each norm's x = h * g / unit in fp16 (kernels/awq_norms.py), so no |h| within fp16's
+    range (as an AWQ checkpoint's must be: AutoAWQ and vLLM run them in fp16) saturates it. 1 for
+    norms of ones (random weights), so their forwards keep their bits."""
+    largest = max((float(w.abs().max()) for layer in model.layers for w in (layer.attn_norm, layer.mlp_norm)
+                   if w.device.type != "meta"), default=1.0)
+    return 2.0 ** max(0, math.ceil(math.log2(largest))) if math.isfinite(largest) and largest > 0 else 1.0
+
+
 class Layer(nn.Module):
     def __init__(self, args: ModelArgs, dtype: torch.dtype):
         super().__init__()
@@ -198,6 +210,7 @@ class Transformer(nn.Module):
             for module in self.modules():
                 if isinstance(module, AWQLinear):
                     module.tile_()
+        self.norm_x_unit = norm_x_unit(self)  # read by forwards (under graphs): computed once, here
         self.kernels = kernels
 
     # The three blocks of a layer. Between them, eagerly: the cache write and the all-reduces.
