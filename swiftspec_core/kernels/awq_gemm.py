@@ -28,8 +28,9 @@ instructions a word of codes where bf16 takes seven (the 70B down and qkv ~10% f
 The fold subtracts (1024 + c zero) times x's sum and divides by c (exact). Its sums see ~8x bf16's
 magnitudes on half the tiles, so ~99.2% of outputs equal the exact-weight sum where bf16's kernel
 gives ~99.9% (70B shapes, random weights); rows stay invariant. The output stays bf16
-(output_dtype); awq_swiglu's (the next GEMM's x) and a folded norm's next x may be fp16
-(to_operand: rounded once, saturating at +-65504 where bf16 would hold a larger value). The one-GPU
+(output_dtype); awq_swiglu's (the next GEMM's x) and a folded norm's next x (over its unit:
+awq_norms.py) may be fp16 (to_operand: rounded once, saturating at +-65504 where bf16 would hold a
+larger value). The one-GPU
 AWQ forward feeds its GEMMs fp16 where the model runs bf16 (forward.py).
 """
 from __future__ import annotations
