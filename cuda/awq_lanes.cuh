@@ -102,10 +102,10 @@ __device__ __forceinline__ void store_operand(void* out, size_t at, float v, boo
 // What a GEMM's epilogue does besides out = sum + bias (awq_norms.py: the RMSNorms of a one-GPU
 // forward folded into the GEMMs around them, NOTES v110). Null pointers: not that step.
 struct Epilogue {
-  const float* row_scale;  // shared [16]: r of each row, the RMSNorm before this GEMM (x = h * g, rounded)
+  const float* row_scale;  // shared [16]: r x_unit of each row, the RMSNorm before this GEMM (x = h g / x_unit)
   const bf16* residual;    // [M, N]: out = residual + bf16(r sum + bias), torch's bf16 add (out may be it)
-  const bf16* next_norm;   // [N]: the next RMSNorm's weight g: next_x = out * g (rounded), and out^2 into
-  void* next_x;            //   [M, N] (fp16 where half_out has kHalfNextX), times next_x_scale
+  const bf16* next_norm;   // [N]: the next RMSNorm's weight g: next_x = out * g * next_x_scale, and out^2 into
+  void* next_x;            //   [M, N] (fp16 where half_out has kHalfNextX), rounded once
   float* squares;          //   shared [16][64], by row and column within the tile
   int half_out;            // kHalfOut | kHalfNextX: which outputs are fp16
   float next_x_scale;      // a power of two (Norms)

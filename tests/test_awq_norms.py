@@ -84,6 +84,11 @@ def test_fp16_x_holds_h_times_g_past_65504_over_its_unit():
     assert errors[4.0] < 1e-2 < 0.1 < errors[1.0], errors
 
 
+def test_units_are_powers_of_two():
+    assert all(awq_norms.is_unit(u) for u in (1.0, 2.0, 4.0, 0.5, 2.0 ** 40))
+    assert not any(awq_norms.is_unit(u) for u in (0.0, -2.0, 3.0, 1.5, float("inf"), float("nan")))
+
+
 def test_norm_x_unit_covers_every_norm_weight():
     """The power of two >= 1 and >= every |g|: 1 for random_state's norms of ones, 2 for norms in
     [1, 2), 4 where one weight is -3; the final norm (a kernel of its own) does not count."""
