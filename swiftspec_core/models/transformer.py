@@ -113,8 +113,8 @@ def norm_x_unit(model) -> float:
     holds each norm's x = h * g / unit in fp16 (kernels/awq_norms.py), so no |h| within fp16's
     range (as an AWQ checkpoint's must be: AutoAWQ and vLLM run them in fp16) saturates it. 1 for
     norms of ones (random weights), so their forwards keep their bits."""
-    largest = max((float(w.abs().max()) for layer in model.layers for w in (layer.attn_norm, layer.mlp_norm)
-                   if w.device.type != "meta"), default=1.0)
+    norms = [w for layer in model.layers for w in (layer.attn_norm, layer.mlp_norm)]
+    largest = float(torch.stack([w.detach().abs().max() for w in norms]).max())  # one sync, not one a norm
     return 2.0 ** max(0, math.ceil(math.log2(largest))) if math.isfinite(largest) and largest > 0 else 1.0
 
 
