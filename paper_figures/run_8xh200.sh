@@ -13,6 +13,10 @@
 # X2=1: the same pairs at their real shapes on nvidia-h200-x2 (issue 12's dry run with the smaller
 # splits): ar, chain, tree at TP 2 and swiftspec at 1+1 (the only split of two GPUs; the AWQ 70B-class
 # targets fit one H200, the 32-33B ones in bf16 too); rows, not the paper's configuration.
+# H1=1: the same pairs at their real shapes on one H200 (nvidia-h200): ar, chain, tree and lockstep
+# swiftspec in one process at TP 1 (every target fits one H200: the 70B-class in AWQ), no split; a
+# check that every pair loads and runs at its real shape, with times of one GPU.
+# ONLY="TARGET ...": run only the pairs of those targets.
 # The split the suite picks itself: swiftspec at each of CANDIDATES ("2+6 4+4 6+2", the paper's
 # Fig. 9 degrees) on one prompt a dataset into RUN_ROOT/PAIR-calibrate, the fastest over the queries
 # all ran (placement.best_split, paper_figures/pick_split.py), then the full run at that split where
@@ -34,6 +38,7 @@ if [ -z "${REPLAY:-}" ]; then
 fi
 for pair in "${PAIRS[@]}"; do
   set -- $pair
+  [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]] && continue
   target=$1 draft=$2 split=$3 quant=$4 tp=8 tokens=${TOKENS:-512} device=cuda datasets=all
   candidates=${CANDIDATES:-2+6 4+4 6+2}
   if [ "${DRY:-0}" = 1 ]; then  # sum's prompts pass the tiny presets' 2048 positions
@@ -54,6 +59,10 @@ for pair in "${PAIRS[@]}"; do
         --tree-bs 8 --tree-w 8 --chain-k 7 --quant "$quant" --data-dir "${DATA_DIR:-.data/eagle}" --out "$dir" "$@"
     echo "== exit $?"
   }
+  if [ "${H1:-0}" = 1 ]; then
+    step "$out" "$LIMIT" --systems ar,chain,tree,swiftspec
+    continue
+  fi
   step "$out" "$LIMIT" --systems ar,chain,tree --tp "$tp"
   step "$out" "$LIMIT" --systems swiftspec --split "$split"
   for c in $candidates; do step "$out-calibrate" 1 --systems swiftspec --split "$c"; done
