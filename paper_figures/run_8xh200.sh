@@ -16,7 +16,7 @@
 # H1=1: the same pairs at their real shapes on one H200 (nvidia-h200): ar, chain, tree and lockstep
 # swiftspec in one process at TP 1 (every target fits one H200: the 70B-class in AWQ), no split; a
 # check that every pair loads and runs at its real shape, with times of one GPU.
-# ONLY="TARGET ...": run only the pairs of those targets.
+# ONLY="TARGET ...": run only the pairs of those targets; DATASETS: a comma list instead of all.
 # The split the suite picks itself: swiftspec at each of CANDIDATES ("2+6 4+4 6+2", the paper's
 # Fig. 9 degrees) on one prompt a dataset into RUN_ROOT/PAIR-calibrate, the fastest over the queries
 # all ran (placement.best_split, paper_figures/pick_split.py), then the full run at that split where
@@ -39,7 +39,7 @@ fi
 for pair in "${PAIRS[@]}"; do
   set -- $pair
   [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]] && continue
-  target=$1 draft=$2 split=$3 quant=$4 tp=8 tokens=${TOKENS:-512} device=cuda datasets=all
+  target=$1 draft=$2 split=$3 quant=$4 tp=8 tokens=${TOKENS:-512} device=cuda datasets=${DATASETS:-all}
   candidates=${CANDIDATES:-2+6 4+4 6+2}
   if [ "${DRY:-0}" = 1 ]; then  # sum's prompts pass the tiny presets' 2048 positions
     target=tiny-llama draft=tiny-llama split=1+1 quant=none tp=2 tokens=8 device=cpu datasets=mt_bench,humaneval,gsm8k,alpaca,qa
