@@ -254,7 +254,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     settings = SpecSettings(tree_bs=o.tree_bs, tree_w=o.tree_w, draft_steps=o.draft_steps, chain_k=o.chain_k,
                             graft=o.graft, graft_len=o.graft_len, graft_ngram=c.graft_sizes)
     torch.manual_seed(o.seed)
-    how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=c.device, seed=o.seed)
+    how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=parent_device(c), seed=o.seed)
     target = _load("target", o.target, **how, quant=o.quant)  # the draft's projections stay plain
     longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
@@ -275,6 +275,16 @@ def execute(p: Planned, table: ResultsTable) -> None:
     finally:
         for pair in pairs.values():
             pair.close()
+
+
+def parent_device(c: Checked) -> str:
+    """Where this process loads the models: the run's device where a system runs here, else "meta"
+    (shapes only: every engine lives in worker processes, --tp or --split, which load their own
+    shards; a 33B model in bf16 held here too would not leave rank 0 room on its GPU)."""
+    from .systems import SYSTEMS, spans_processes
+
+    runs_here = any(not spans_processes(SYSTEMS[s], c.options.tp, c.split) for s in c.systems)
+    return c.device if runs_here else "meta"
 
 
 def _load(role: str, spec: str, **how):

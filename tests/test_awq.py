@@ -156,6 +156,9 @@ def test_hub_folder_loads(tmp_path):
     tiny_tokenizer().save_pretrained(tmp_path)
     loaded = load_model(str(tmp_path))
     assert loaded.awq is not None and loaded.weights == "real"
+    shapes = load_model(str(tmp_path), device="meta")  # shapes only: the args, no tensors
+    assert shapes.awq[0] == loaded.awq[0] and not shapes.awq[1]
+    assert all(p.is_meta for p in shapes.hf.parameters())
     with pytest.raises(UserError, match="--quant awq"):
         engine_of(loaded, dtype=torch.float32)
     model = engine_of(loaded, quant="awq", dtype=torch.float32)

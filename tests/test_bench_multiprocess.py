@@ -22,9 +22,16 @@ def run(out: Path, *extra: str):
 
 
 def test_placements_lossless_then_replayed(tmp_path, monkeypatch):
+    from swiftspec_bench import runner
+
+    placed, load = [], runner._load
+    monkeypatch.setattr(runner, "_load", lambda role, spec, **how: placed.append(str(how["device"])) or
+                        load(role, spec, **how))
     real = tmp_path / "real"
     run(real, "--systems", "ar,swiftspec", "--draft-steps", "2")  # in process
     run(real, "--systems", "ar,tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2")
+    # the second run's systems all live in workers: its own process holds the models' shapes only
+    assert placed == ["cpu", "cpu", "meta", "meta"]
     frame = pd.read_parquet(real / "results.parquet")
     # grafting is on by default: the tree decoders' labels say so
     assert set(frame.system) == {"ar", "swiftspec:d2:graft", "ar@tp2", "tree@tp2:graft", "swiftspec@1+1:d2:graft"}

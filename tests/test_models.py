@@ -169,6 +169,28 @@ def test_local_folder_loads_with_real_weights(tmp_path):
     assert m.tokenizer.get_vocab() == src.tokenizer.get_vocab()
 
 
+def test_meta_loads_shapes_only(tmp_path):
+    """device="meta" (a run whose engines all live in workers): no weight drawn or read, the same
+    tokenizer, config, parameter shapes and eos ids as the loaded model, the folder's generation
+    config included."""
+    from transformers import GenerationConfig
+
+    from swiftspec_core.models.loading import eos_ids
+
+    src = load_model("tiny-llama", seed=5)
+    src.hf.save_pretrained(tmp_path)
+    src.tokenizer.save_pretrained(tmp_path)
+    GenerationConfig(eos_token_id=[7, 9]).save_pretrained(tmp_path)  # ids config.json does not hold
+    for spec, weights in (("tiny-llama", "random"), ("qwen2.5-coder-0.5b", "random"), (str(tmp_path), "real")):
+        full, meta = load_model(spec, weights=weights), load_model(spec, weights=weights, device="meta")
+        assert all(p.is_meta for p in meta.hf.parameters()) and meta.weights == full.weights == weights
+        assert [(n, p.shape) for n, p in meta.hf.named_parameters()] == \
+               [(n, p.shape) for n, p in full.hf.named_parameters()]
+        assert meta.tokenizer.get_vocab() == full.tokenizer.get_vocab() and meta.max_context == full.max_context
+        assert eos_ids(meta) == eos_ids(full)
+    assert {7, 9} <= eos_ids(load_model(str(tmp_path), device="meta"))
+
+
 def test_unknown_specs_are_user_errors(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="presets: .*tiny-llama"):
         load_model("no-such-model")

@@ -148,7 +148,7 @@ def test_cli_awq_rows_lossless_in_process_and_across_processes(tmp_path, monkeyp
     res = _run(out, "--systems", "chain,tree,swiftspec", "--tp", "2", "--split", "1+1", "--draft-steps", "2",
                model=model)
     assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
-    assert len(built) == 1  # the draft (plain weights); the target's shards were drawn in the workers
+    assert len(built) == 1  # the draft, on the meta device (runner.parent_device); the target's shards were drawn in the workers
     frame = pd.read_parquet(out / "results.parquet")
     assert set(frame.system) == {"ar", "chain@tp2", "tree@tp2:graft", "swiftspec@1+1:d2:graft"}  # grafting by default
     # The workers' draft is the AWQ target's twin: a chain accepts all it drafts (chain_k 7) but

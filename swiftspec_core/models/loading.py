@@ -71,7 +71,7 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
 
     Tiny presets are random whatever `weights` says (they have no real weights). quant: what its
     engine's layer projections will be (engine_of); under "awq" a random model is not built here
-    (draws_layer_by_layer)."""
+    (draws_layer_by_layer). device="meta": shapes only, no weight read or drawn (_shapes_only)."""
     if weights not in ("real", "random"):
         raise UserError(f"weights must be 'real' or 'random', not {weights!r}")
     device = torch.device(device)
@@ -84,6 +84,8 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
     else:
         source, gguf_file = _resolve(spec)
     tokenizer, config = _tokenizer_and_config(spec, source, gguf_file)
+    if weights == "real" and device.type == "meta":  # (random ones draw nothing on it either)
+        return _shapes_only(spec, config, tokenizer, weights, dtype, source if gguf_file is None else None)
     if _is_awq(config):
         quant = config.quantization_config
         del config.quantization_config  # the model transformers builds is the plain one
@@ -92,6 +94,29 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
     if weights == "random":
         return _random_loaded(spec, config, tokenizer, dtype, device, seed, quant)
     return _loaded(spec, _pretrained(spec, source, gguf_file, dtype, device), tokenizer, weights)
+
+
+def _shapes_only(spec: str, config, tokenizer, weights: str, dtype, source=None) -> LoadedModel:
+    """The model on the meta device: its tokenizer, config (and the folder's generation config, whose
+    eos ids the run uses: eos_ids) and parameter shapes, no weight read. What a run's own process
+    holds where every engine lives in worker processes, which load their own shards
+    (runner.parent_device). An AWQ checkpoint keeps its args (the floors count its 4-bit bytes),
+    with no state."""
+    from transformers import GenerationConfig
+
+    awq = None
+    if _is_awq(config):
+        awq = (ModelArgs.from_hf_config(config), {})
+        del config.quantization_config  # the model transformers builds is the plain one
+    hf = _random_model(config, dtype, torch.device("meta"), 0)
+    if source is not None:
+        try:
+            hf.generation_config = GenerationConfig.from_pretrained(source)
+        except OSError:  # none in the folder: from_config's, as from_pretrained would keep
+            pass
+    loaded = _loaded(spec, hf, tokenizer, weights)
+    loaded.awq = awq
+    return loaded
 
 
 def _is_awq(config) -> bool:
@@ -195,7 +220,7 @@ def _random_loaded(spec: str, config, tokenizer, dtype, device: torch.device, se
 
 def _random_model(config, dtype, device: torch.device, seed: int):
     """config's exact shape with seeded random values (weights.init_random_, in the model's
-    parameter order), built on `device` in `dtype`.
+    parameter order), built on `device` in `dtype` (on the meta device: shapes, no values).
 
     Built in place on the device so that a 70B model in bf16 never passes through host memory in
     fp32; transformers' own init is skipped (we overwrite it).
@@ -206,7 +231,8 @@ def _random_model(config, dtype, device: torch.device, seed: int):
     with torch.device(device), no_init_weights():
         hf = AutoModelForCausalLM.from_config(config, dtype=dtype)
     hf.tie_weights()
-    init_random_(hf.named_parameters(), seed, device)  # a tied matrix appears once
+    if torch.device(device).type != "meta":
+        init_random_(hf.named_parameters(), seed, device)  # a tied matrix appears once
     return hf
 
 

@@ -88,14 +88,17 @@ def draft_from_target(target, draft, noise: float, seed: int, quant: str = "none
     """Where the draft is meant to be the target's weights (is_twin): check they are equal (unless
     the target was never built as a transformers model: an AWQ engine drawn layer by layer,
     random_awq.py), make it the AWQ target's twin under quant="awq" (awq_twin_); then add the
-    noise, which needs such a draft."""
+    noise, which needs such a draft. A draft on the meta device (a run whose engines all live in
+    workers, which do this to their own copies: WorkerPlan) is only checked."""
+    if noise and not is_twin(target, draft):
+        raise UserError("--draft-noise needs random weights and a draft of the target's shape")
+    if draft.hf is not None and next(draft.hf.parameters()).is_meta:
+        return
     if is_twin(target, draft):
         if target.hf is not None and not same_weights(target.hf, draft.hf):
             raise RuntimeError(f"draft {draft.name} and target {target.name} have one shape and seed, "
                                "but not equal weights")
         if is_awq_twin(target, draft, quant):
             awq_twin_(draft.hf)
-    elif noise:
-        raise UserError("--draft-noise needs random weights and a draft of the target's shape")
     if noise:
         perturb(draft.hf, noise, seed)
