@@ -259,7 +259,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:
-        check_pair(target, draft)
+        check_pair(target, draft, c.systems)
         noise.draft_from_target(target, draft, o.draft_noise, o.seed, o.quant)
     # A pair a kernel set, their engines on the same loaded weights.
     pairs = {k: LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest,

@@ -268,12 +268,18 @@ def _first_line(e: Exception) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
-def check_pair(target: LoadedModel, draft: LoadedModel) -> None:
-    """UserError unless the draft's tokens mean the same thing to the target (same vocabulary)."""
+def check_pair(target: LoadedModel, draft: LoadedModel, systems=()) -> None:
+    """UserError unless the draft's tokens mean the same thing to the target (same vocabulary). Their
+    tables may differ in padded rows (our engines take each other's ids: accept_tokens_below), but
+    not for hf-assisted: transformers' assisted generation needs one table size."""
     a, b = draft.tokenizer.get_vocab(), target.tokenizer.get_vocab()
     if len(a) != len(b) or a != b:
         raise UserError(f"draft {draft.name} and target {target.name} have different vocabularies "
                         f"({len(a)} vs {len(b)})")
+    rows = draft.config.vocab_size, target.config.vocab_size
+    if "hf-assisted" in systems and rows[0] != rows[1]:
+        raise UserError(f"hf-assisted needs the draft's and the target's embedding tables alike (transformers' "
+                        f"assisted generation): {draft.name} has {rows[0]} rows, {target.name} {rows[1]}")
 
 
 def eos_ids(loaded: LoadedModel) -> set[int]:

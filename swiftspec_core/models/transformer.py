@@ -149,6 +149,7 @@ class Transformer(nn.Module):
         self.compiled = False  # compile_blocks() fuses the layers' elementwise work (GPU)
         self.kernels = "torch"  # use_kernels("fused"): fixed-width forwards run our cuda/ kernels
         self.full_vocab = full_vocab or args.vocab_size
+        self.tokens_past_vocab = False  # accept_tokens_below: the pair's other model may send ids past it
         with torch.device(device):
             self.embed = nn.Parameter(torch.empty(args.vocab_size, args.dim, dtype=dtype))
             self.layers = nn.ModuleList(Layer(args, dtype) for _ in range(args.n_layers))
@@ -174,13 +175,21 @@ class Transformer(nn.Module):
         a = self.args
         return KVCache(a.n_layers, a.n_kv_heads, a.head_dim, max_len, self.dtype, self.device)
 
+    def accept_tokens_below(self, bound: int) -> None:
+        """Ids up to `bound` may come in: the pair's larger vocabulary (one tokenizer, tables padded
+        apart: Qwen2-72B's 152064 rows against Qwen2-1.5B's 151936). Those past this model's rows
+        embed as zeros, as ids outside a rank's slice do under TP; a verdict never takes such a
+        draft token (the target's argmax is one of its own rows). Before the first forward: CUDA
+        graphs capture embed_tokens."""
+        self.tokens_past_vocab = bound > self.full_vocab
+
     def embed_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
-        if self.group.size == 1:
+        if self.group.size == 1 and not self.tokens_past_vocab:
             return F.embedding(tokens, self.embed)
         local = tokens - self.vocab_start  # vocab-parallel: each rank owns a slice of rows
         mine = (local >= 0) & (local < self.args.vocab_size)
         x = F.embedding(local.clamp(0, self.args.vocab_size - 1), self.embed) * mine[:, None].to(self.dtype)
-        return self.group.all_reduce(x)
+        return self.group.all_reduce(x) if self.group.size > 1 else x
 
     def compile_blocks(self) -> None:
         """Fuse each layer's elementwise work with torch.compile (inductor). The blocks take the

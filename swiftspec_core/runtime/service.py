@@ -50,6 +50,7 @@ class WorkerPlan:
     quant: str = "none"  # the target's layer projections: none or awq (models/awq.py); the draft's stay plain
     persistent_target: bool = False  # under persistent: the target runs it where its group is one GPU
     draft_awq_twin: bool = False  # the draft is the AWQ target's dequantized twin (models/noise.py)
+    vocab_bound: int = 0  # the pair's larger vocabulary: each engine takes ids up to it (accept_tokens_below)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,9 @@ def _engines(plan: WorkerPlan, ctx):
     target = load(plan.target, False, quant=plan.quant) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
     draft = load(plan.draft, True, noise=plan.draft_noise, awq_twin=plan.draft_awq_twin) if needs_draft else None
+    for engine in (target, draft):
+        if engine is not None:
+            engine.accept_tokens_below(plan.vocab_bound)
     return target, draft
 
 
