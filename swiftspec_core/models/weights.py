@@ -38,7 +38,7 @@ def hf_layer(name: str) -> int | None:
 
 def engine_named(args: ModelArgs, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The engine's entries for the part of a transformers state dict that `sd` holds: any of the
-    embedding, whole layers, the final norm and lm_head (random_awq.py draws them part by part)."""
+    embedding, whole layers, the final norm and lm_head (random_parts.py draws them part by part)."""
     state = {}
     if "model.embed_tokens.weight" in sd:
         state["embed"] = sd["model.embed_tokens.weight"]
