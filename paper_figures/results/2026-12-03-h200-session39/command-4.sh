@@ -9,7 +9,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 SWIFTSPEC_SHARED_GPU=1
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
-cd .base && python3 -m pip install -q --no-deps -e . > /dev/null 2>&1 && ln -s ../.data .data
+export DATA_DIR=$PWD/.data/eagle; cd .base; python3 -m pip install -q --no-deps -e . > /dev/null 2>&1  # python -m imports .base (the cwd) either way
 # call 3's folders (committed with their rows) resumed: only the steps that ran out of memory run again.
 O=$OUT/c4; mkdir -p $O && cp -r paper_figures/results/2026-12-03-h200-session39/c3/. $O/ && rm -f $O/run.log $O/env.log
 { echo "commit $SWIFTSPEC_COMMIT, $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,memory.total --format=csv; } > $O/env.log
