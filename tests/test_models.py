@@ -201,6 +201,9 @@ def test_unknown_specs_are_user_errors(tmp_path, monkeypatch):
         load_model(str(tmp_path / "w.bin"))
     with pytest.raises(UserError, match="weights must be"):
         load_model("tiny-llama", weights="fake")
+    load_model("tiny-llama").hf.save_pretrained(tmp_path / "no-tokenizer")
+    with pytest.raises(UserError, match="has no tokenizer"):
+        load_model(str(tmp_path / "no-tokenizer"))
     import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # fail fast, no retries

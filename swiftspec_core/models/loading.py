@@ -183,10 +183,16 @@ def _resolve(spec: str) -> tuple[str | Path, str | None]:
                     f"(org/name); presets: {', '.join(PRESETS)}")
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # one of them: a folder's tokenizer
+
+
 def _tokenizer_and_config(spec: str, source, gguf_file: str | None):
     from transformers import AutoConfig, AutoTokenizer
 
     extra = {"gguf_file": gguf_file} if gguf_file else {}
+    folder = Path(source)
+    if not gguf_file and folder.is_dir() and not any((folder / f).exists() for f in TOKENIZER_FILES):
+        raise UserError(f"model folder {spec!r} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
     try:
         config = AutoConfig.from_pretrained(source, **extra)
         tokenizer = AutoTokenizer.from_pretrained(source, **extra)
@@ -270,7 +276,11 @@ def _loaded(spec: str, hf, tokenizer, weights: str) -> LoadedModel:
 
 
 def _first_line(e: Exception) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    """e's message on one line (an error line is one line): its first, or where that ends in a
+    colon (transformers lists the reasons below it) its lines joined, at most 300 characters."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+    text = " ".join(lines) if lines[0].endswith(":") else lines[0]
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def check_pair(target: LoadedModel, draft: LoadedModel, systems=()) -> None:
