@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,8 +59,37 @@ def user_errors(log: Path | None = None):
     except Fault as exc:
         where = _append_log(log, exc) if log is not None else None
         _fail(f"{exc}; the run's log: {where}" if where else str(exc))
+    except Terminated:
+        _fail("interrupted (SIGTERM)")
     except KeyboardInterrupt:
         _fail("interrupted")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be: it takes the same way out."""
+
+
+@contextlib.contextmanager
+def sigterm_interrupts():
+    """SIGTERM (what `timeout`, `kill` and job schedulers send) ends the block as Ctrl-C does: the
+    workers stopped, the finished rows kept, the lock released, `error: ...` and exit code 2,
+    where by default it would kill this process on the spot and leave the run folder locked.
+    Only the main thread may set a handler: elsewhere (a caller's thread) the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        # Once: a second SIGTERM (a scheduler's repeat) must not cut the clean-up short; the
+        # clean-up is bounded (launch.STOP_S), and SIGKILL still ends it.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(message: str):
@@ -158,7 +189,7 @@ def run(
     from .results import ResultsTable
     from .run_folder import locked
 
-    with user_errors(log=Path(out) / RUN_LOG):
+    with user_errors(log=Path(out) / RUN_LOG), sigterm_interrupts():
         checked = runner.validate(runner.RunOptions(**options))  # before any model loads
         with locked(checked.out):
             table = ResultsTable(checked.out)  # what an earlier run into --out finished
@@ -189,8 +220,8 @@ def compare(
         frame = read_frame(run_dir)
         summary = cmp.summarize(frame, baseline)
     typer.echo(cmp.render(summary, format))
-    for note in cmp.notes(frame):
-        typer.echo(note)
+    for line in cmp.footer(frame, format):
+        typer.echo(line)
     if lossless.report(frame, lambda table: cmp.render(table, format), typer.echo) is False:
         raise typer.Exit(1)
 
@@ -241,7 +272,7 @@ def kernels(
     and kernels.md (the paper's Table 8 layout), median us of CUDA-graph replays beside the floor."""
     from . import kernel_bench, kernel_shapes
 
-    with user_errors(log=Path(out) / "kernels.log"):  # a worker's fault: every rank's traceback
+    with user_errors(log=Path(out) / "kernels.log"), sigterm_interrupts():  # a worker's fault: every rank's traceback
         opts = kernel_shapes.validate(models, tp, m, context, ops, impl, tree_w, tree_bs, graft_len, out)
         path, written, notes = kernel_bench.run(opts, kernel_shapes.plan(opts))
     for note in notes:

@@ -4,6 +4,7 @@ torch nor transformers."""
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pandas as pd
@@ -110,6 +111,37 @@ def shared_gpu_note(frame: pd.DataFrame) -> str | None:
     return None
 
 
+SHOWN_COMMITS = 4  # rows_line names at most these of a folder's commits
+
+
+def rows_line(frame: pd.DataFrame) -> str:
+    """One line under the table saying what its rows are: device, weights, acceptance, commit
+    (`rows: cuda, random weights, replayed acceptance, commit abc1234`); a folder of several
+    commits says so, as its rows then come from different code."""
+    def values(col: str) -> str:
+        return "+".join(str(v) for v in dict.fromkeys(frame[col].fillna("?"))) if col in frame else "?"
+
+    commits = [_short_commit(c) for c in dict.fromkeys(frame["commit"])] if "commit" in frame else ["?"]
+    listed = ", ".join(commits[:SHOWN_COMMITS]) + (", ..." if len(commits) > SHOWN_COMMITS else "")
+    made = f"commit {commits[0]}" if len(commits) == 1 else f"mixed: {len(commits)} commits ({listed})"
+    return f"rows: {values('device')}, {values('weights')} weights, {values('acceptance')} acceptance, {made}"
+
+
+def _short_commit(commit) -> str:
+    """A git hash as its first 7 digits ("-dirty" kept); anything else (SWIFTSPEC_COMMIT as given,
+    unknown) as it is."""
+    if not isinstance(commit, str) or not commit:
+        return "unknown"
+    found = re.fullmatch(r"([0-9a-f]{40})(-dirty)?", commit)
+    return found[1][:7] + (found[2] or "") if found else commit
+
+
+def footer(frame: pd.DataFrame, fmt: str) -> list[str]:
+    """The lines `compare` prints under its table: what the rows are, then the notes (markdown:
+    after an empty line, which ends the table there)."""
+    return ([""] if fmt == "markdown" else []) + [rows_line(frame)] + notes(frame)
+
+
 def notes(frame: pd.DataFrame) -> list[str]:
     """The lines `compare` and `plot` print under their output: rows whose times are not speed results."""
     return [note for note in (lockstep_note(frame), shared_gpu_note(frame)) if note]
@@ -141,6 +173,9 @@ def render(frame: pd.DataFrame, fmt: str) -> str:
         table.add_column(col, justify="left" if text else "right")
     for r in shown.itertuples(index=False):
         table.add_row(*r)
+    # As wide as the table's longest cells: a fixed width cut system names (swiftspec:d3:graft and
+    # swiftspec:d4:graft both read "swiftspec:d…"), and the rows could not be told apart.
+    width = Console(width=10**6).measure(table).maximum
     buffer = io.StringIO()
-    Console(file=buffer, width=200, no_color=True).print(table)
+    Console(file=buffer, width=width, no_color=True).print(table)
     return buffer.getvalue().rstrip("\n")

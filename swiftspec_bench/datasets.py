@@ -67,6 +67,8 @@ def parse_dataset_list(text: str) -> list[Dataset]:
             out.append(Dataset(entry))
             continue
         path = Path(entry).expanduser()
+        if path.is_dir():
+            raise UserError(f"--datasets {entry}: is a folder, not a .jsonl file")
         if not path.is_file():
             raise UserError(f"--datasets {entry}: no such file")
         out.append(Dataset(path.stem, path))
@@ -122,24 +124,23 @@ def load_queries(dataset: Dataset, data_dir: Path | None, limit: int) -> list[Qu
 
 def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
     """The first `limit` questions of a file in the question format (see datasets.yaml); an empty
-    file, a malformed line or a question_id met twice is a user error."""
+    file, a malformed line, bytes that are not UTF-8 or a question_id met twice is a user error."""
     queries, ids = [], set()
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    try:
+        f = open(path, "rb")  # bytes: a line that is not UTF-8 is named by its number
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    with f:
+        for lineno, raw in enumerate(f, start=1):
             if len(queries) >= limit:
                 break
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UserError(f"{path}:{lineno}: not UTF-8 text") from None
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-                turns = row["turns"]
-                if not isinstance(row, dict) or not isinstance(turns, list) or not turns \
-                        or not all(isinstance(t, str) for t in turns):
-                    raise ValueError("`turns` must be a non-empty list of strings")
-                query = Query(name, str(row["question_id"]), str(row.get("category") or ""), tuple(turns))
-            except (ValueError, KeyError, TypeError) as exc:
-                what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
-                raise UserError(f"{path}:{lineno}: malformed line ({what})") from None
+            query = _parse_question(name, line, f"{path}:{lineno}")
             if query.question_id in ids:
                 raise UserError(f"{path}:{lineno}: question_id {query.question_id} appears twice")
             ids.add(query.question_id)
@@ -147,6 +148,25 @@ def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
     if not queries:
         raise UserError(f"{path} holds no questions")
     return queries
+
+
+def _parse_question(name: str, line: str, where: str) -> Query:
+    """One line of a question file; `where` (FILE:LINE) heads the error of a malformed one."""
+    try:
+        row = json.loads(line)
+        if not isinstance(row, dict):
+            raise ValueError(f"want a JSON object, got a JSON {_json_kind(row)}")
+        turns = row["turns"]
+        if not isinstance(turns, list) or not turns or not all(isinstance(t, str) for t in turns):
+            raise ValueError("`turns` must be a non-empty list of strings")
+        return Query(name, str(row["question_id"]), str(row.get("category") or ""), tuple(turns))
+    except (ValueError, KeyError, TypeError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+        raise UserError(f"{where}: malformed line ({what})") from None
+
+
+def _json_kind(value) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
 def load_from_hub(name: str, spec: dict, limit: int) -> list[Query]:

@@ -2,6 +2,7 @@
 each row says about its placement and kernels."""
 from __future__ import annotations
 
+import os
 import re
 
 SPLIT_LABEL = re.compile(r"@(\d+)\+(\d+)")  # swiftspec@TARGET+DRAFT in a row's system label (systems.label)
@@ -51,16 +52,32 @@ def check_awq_shards(target: str, quant: str, systems: list[str], tp: int, split
             raise UserError(f"--quant awq: {target}'s target cannot be split over {size} ranks ({exc})") from None
 
 
-def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
-    """Too few GPUs for --tp or --split: a clear error before anything starts (runtime/gpus.py:
-    a GPU a process, or shared where SWIFTSPEC_SHARED_GPU=1)."""
-    if device != "cuda":
-        return
-    from swiftspec_core.runtime.gpus import check_gpus
+# On the CPU the ranks share the machine's cores. Past this many a core they only contend, and
+# each imports torch before its first heartbeat: --tp 99 on 2 cores ended, after minutes, in a
+# heartbeat error instead of failing at once. The tests run up to 5 ranks on 2 cores.
+CPU_PROCESSES_PER_CORE = 4
 
-    check_gpus(tp, "--tp")
-    if split:
-        check_gpus(sum(split), "--split")
+
+def check_processes(device: str, tp: int, split: tuple[int, int] | None) -> None:
+    """Too few GPUs (or cores) for --tp or --split: a clear error before anything starts
+    (runtime/gpus.py: a GPU a process, or shared where SWIFTSPEC_SHARED_GPU=1)."""
+    placed = {"--tp": tp} | ({"--split": sum(split)} if split else {})
+    for flag, processes in placed.items():
+        if device == "cuda":
+            from swiftspec_core.runtime.gpus import check_gpus
+
+            check_gpus(processes, flag)
+        else:
+            _check_cores(processes, flag)
+
+
+def _check_cores(processes: int, flag: str) -> None:
+    from swiftspec_core.errors import UserError
+
+    cores = os.cpu_count() or 1
+    if processes > cores * CPU_PROCESSES_PER_CORE:
+        raise UserError(f"{flag} runs {processes} processes; on the cpu at most {CPU_PROCESSES_PER_CORE} a core, "
+                        f"{cores * CPU_PROCESSES_PER_CORE} on this machine's {cores} cores")
 
 
 def draft_gpus(systems: list[str], tp: int, split: tuple[int, int] | None) -> int:

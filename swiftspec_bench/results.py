@@ -7,6 +7,7 @@ import csv
 import hashlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -97,6 +98,30 @@ SUMMARY_COLUMNS = ("system", "target", "draft", "dataset", "question_id", "turn"
 def output_sha(tokens: list[int]) -> str:
     """sha256 of the token ids as comma-separated decimals (e.g. "1,2,3")."""
     return hashlib.sha256(",".join(str(t) for t in tokens).encode()).hexdigest()
+
+
+def package_commit() -> str:
+    """The rows' `commit`: HEAD of the package's checkout, "-dirty" where tracked files differ from
+    it (the rows then come from code no commit holds); SWIFTSPEC_COMMIT, as given, where the tree
+    came without .git (GPU machine)."""
+    if os.environ.get("SWIFTSPEC_COMMIT"):
+        return os.environ["SWIFTSPEC_COMMIT"]
+    head = _git("rev-parse", "HEAD")
+    if not head:
+        return "unknown"
+    changed = _git("status", "--porcelain", "--untracked-files=no")
+    return f"{head}-dirty" if changed else head  # None (status failed): not known dirty, left bare
+
+
+def _git(*args: str) -> str | None:
+    """git's stripped stdout in the package's checkout; None where git fails or is missing."""
+    from .datasets import PACKAGE_CHECKOUT
+
+    try:
+        out = subprocess.run(["git", "-C", str(PACKAGE_CHECKOUT), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def row_from_result(result, latency_s: float, *, output_text: str, **columns) -> dict:

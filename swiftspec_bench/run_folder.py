@@ -68,7 +68,7 @@ def locked(out: Path):
                     holder = 0
                 if holder and _alive(holder):
                     raise UserError(f"--out {out} is in use by another run (pid {holder}); wait for it or use "
-                                    f"another --out") from None
+                                    f"another --out (if no run is using it, delete {lock})") from None
                 lock.unlink(missing_ok=True)  # stale: its process is gone
         else:
             raise UserError(f"--out {out}: cannot take its lock {lock}")

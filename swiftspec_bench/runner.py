@@ -8,8 +8,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +20,7 @@ from swiftspec_core.errors import UserError
 from . import datasets as ds
 from . import kernel_choice, placement
 from .model_spec import check_model_spec
-from .results import ResultsTable, results_file, row_from_result, row_key
+from .results import ResultsTable, package_commit, results_file, row_from_result, row_key
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -99,7 +97,7 @@ def validate(o: RunOptions) -> Checked:
 
     systems = parse_system_list(o.systems)
     _check_positive(o.tp, "--tp")
-    split = parse_split(o.split) if o.split else None
+    split = parse_split(o.split) if o.split is not None else None  # --split "": a user error, not no split
     check_placement(systems, o.tp, split, o.split)
     replay_path = parse_acceptance(o.acceptance)
     datasets = ds.parse_dataset_list(o.datasets)
@@ -113,6 +111,7 @@ def validate(o: RunOptions) -> Checked:
         raise UserError(f"--worker-timeout must be above 0 seconds (got {o.worker_timeout:g})")
     if o.weights not in ("real", "random"):
         raise UserError(f"--weights {o.weights}: choose real or random")
+    _check_replay_weights(replay_path, o)
     if o.quant not in awq.QUANT_METHODS:
         raise UserError(f"--quant {o.quant}: choose {' or '.join(awq.QUANT_METHODS)}")
     _check_peers_have_a_model(systems, o)
@@ -157,6 +156,16 @@ def _check_peers_have_a_model(systems: list[str], o: RunOptions) -> None:
     if peers and draws_layer_by_layer(o.target, o.weights, o.quant):
         raise UserError(f"--quant awq with random weights: {', '.join(peers)} cannot run, as the target's "
                         f"AWQ engine is drawn layer by layer and no transformers model of it is built")
+
+
+def _check_replay_weights(replay_path: Path | None, o: RunOptions) -> None:
+    """Replayed acceptance is for random weights: its rounds emit the drafted tokens the recording
+    accepted, not the target's greedy ones, so rows of a real target would claim outputs it never made."""
+    from swiftspec_core.models.loading import is_random
+
+    if replay_path is not None and not is_random(o.target, o.weights):
+        raise UserError(f"--acceptance {o.acceptance} is for --weights random (replayed rounds are not the "
+                        f"target's own tokens); add --weights random, or measure with --acceptance real")
 
 
 def _check_positive(value: int, flag: str) -> None:
@@ -385,15 +394,3 @@ def _earlier_answer(table: ResultsTable, system: str, columns: dict, q, turn: in
     if row is None:
         raise RuntimeError(f"turn {turn} of {q.dataset}/{q.question_id} has no row yet")
     return row["output_text"]
-
-
-def package_commit() -> str:
-    """HEAD of the package's checkout; SWIFTSPEC_COMMIT where the tree came without .git (GPU machine)."""
-    if os.environ.get("SWIFTSPEC_COMMIT"):
-        return os.environ["SWIFTSPEC_COMMIT"]
-    try:
-        out = subprocess.run(["git", "-C", str(ds.PACKAGE_CHECKOUT), "rev-parse", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"

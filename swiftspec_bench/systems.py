@@ -118,11 +118,13 @@ class LoadedPair:
         self.dtype, self.device, self.seed, self.max_seq_len = dtype, device, seed, max_seq_len
         self.tp, self.split = tp, split
         self.worker_timeout = worker_timeout  # seconds without a heartbeat before a pool worker counts as stalled
-        # The larger of the pair's vocabularies: each engine takes ids up to it (accept_tokens_below)
-        self.vocab_bound = max(m.config.vocab_size for m in (target, draft) if m is not None)
         self._engines = None
         self._pools: dict = {}
         self.keep_pools = keep_pools  # every pool stays up (--interleave); else one at a time holds the GPUs
+
+    def vocab_bound(self) -> int:
+        """The larger of the pair's embedding tables: each engine takes ids up to it (accept_tokens_below)."""
+        return max(m.config.vocab_size for m in (self.target, self.draft) if m is not None)
 
     def spans_processes(self, system: System) -> bool:
         return spans_processes(system, self.tp, self.split)
@@ -156,10 +158,9 @@ class LoadedPair:
         from swiftspec_core.models.transformer import engine_kernels
 
         use_for_prefills(engine_kernels(self.kernels, draft=False))  # the target's: the only AWQ engine
-        engine = engine_of(loaded, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
-                           kernels=engine_kernels(self.kernels, draft, self.persistent_target), quant=quant)
-        engine.accept_tokens_below(self.vocab_bound)
-        return engine
+        return engine_of(loaded, dtype=self.dtype, device=self.device, max_seq_len=self.max_seq_len,
+                         kernels=engine_kernels(self.kernels, draft, self.persistent_target), quant=quant,
+                         vocab_bound=self.vocab_bound())
 
     def pool_for(self, system: System, settings: SpecSettings):
         """The workers of a multi-process system (started on first use: that is its warm-up)."""
@@ -173,7 +174,7 @@ class LoadedPair:
                               self.target.weights, str(self.dtype).removeprefix("torch."), self.seed,
                               self.max_seq_len, settings, self.draft_noise, self.kernels, self.quant,
                               self.persistent_target, draft_awq_twin=self._draft_awq_twin(),
-                              vocab_bound=self.vocab_bound)
+                              vocab_bound=self.vocab_bound())
             split = self.split if system.name == "swiftspec" else None
             world = sum(split) if split else self.tp
             self._pools[system.name] = WorkerPool(plan, world_size=world, device=self.device, split=split,

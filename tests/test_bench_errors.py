@@ -63,6 +63,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     ({"--data-dir": "/no/such/data/dir"}, "no such folder"),
     ({"--datasets": "gsm8k,/no/such/prompts.jsonl"}, "no such file"),
     ({"--datasets": f"gsm8k,{DATA_DIR / 'gsm8k.jsonl'}"}, "two datasets are named 'gsm8k'"),
+    ({"--split": ""}, "--split ''"),  # given empty: not taken for no split
+    ({"--systems": "ar", "--tp": str((os.cpu_count() or 1) * 4 + 1)}, "on the cpu at most 4 a core"),
 ])
 def test_bad_options(tmp_path, over, contains):
     out = tmp_path / "out"
@@ -89,6 +91,36 @@ def test_malformed_jsonl_names_file_and_line(tmp_path):
     assert "malformed" in line
     (data / "gsm8k.jsonl").write_text('{"question_id": 0, "category": "math", "turns": "not a list"}\n')
     assert_user_error(base_args(out, **{"--data-dir": str(data)}), contains="gsm8k.jsonl:1", out=out)
+
+
+def test_a_prompts_file_that_is_not_utf8_json_objects_or_a_file(tmp_path):
+    good = json.dumps({"question_id": 0, "turns": ["ok"]}) + "\n"
+    out = tmp_path / "out"
+    for name, data, contains in (("bytes", b"\xff\xfe\n", "bytes.jsonl:2: not UTF-8 text"),
+                                 ("array", b'["a question"]\n', "array.jsonl:2: malformed line (want a JSON object")):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_bytes(good.encode() + data)
+        assert_user_error(base_args(out, **{"--datasets": str(path), "--limit": "5"}), contains=contains, out=out)
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    assert_user_error(base_args(out, **{"--datasets": str(folder)}), contains="is a folder, not a .jsonl file", out=out)
+
+
+def test_replayed_acceptance_needs_random_weights(tmp_path):
+    # replayed rounds are not the target's greedy tokens: rows of a real target would claim them
+    out = tmp_path / "out"
+    args = base_args(out, **{"--target": "qwen2.5-coder-1.5b", "--draft": "qwen2.5-coder-0.5b", "--weights": "real",
+                             "--systems": "ar,tree", "--acceptance": f"replay:{tmp_path}"})
+    assert_user_error(args, contains="is for --weights random", out=out)
+
+
+def test_a_lock_held_by_a_live_process_says_how_to_recover(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".lock").write_text(f"{os.getpid()}\n")  # alive (this test), and not a run
+    line = assert_user_error(base_args(out), contains=f"in use by another run (pid {os.getpid()})")
+    assert f"if no run is using it, delete {out / '.lock'}" in line
+    assert (out / ".lock").exists()
 
 
 def test_out_is_an_existing_file(tmp_path):

@@ -160,3 +160,47 @@ def test_ctrl_c_under_split_is_one_line(tmp_path):
     code, _, err = run.finish()
     run.assert_clean_end(code, err, "error: interrupted")
     assert before <= run.rows() < QUESTIONS
+
+
+@pytest.mark.parametrize("placement, whole_group", [
+    (("--systems", "ar"), False),  # `kill PID`: the run alone gets it
+    (("--systems", "ar", "--tp", "2"), True),  # `timeout`: the run and its workers all get it
+])
+def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path, placement, whole_group):
+    run = Run(tmp_path, *placement)
+    before = run.wait_for_rows()
+    (os.killpg if whole_group else os.kill)(run.proc.pid, signal.SIGTERM)
+    code, _, err = run.finish()
+    run.assert_clean_end(code, err, "error: interrupted")
+    kept = run.rows()
+    assert before <= kept < QUESTIONS and not (run.out / ".lock").exists()
+    # Resume: the kept rows count as done (in this process: no model is loaded for that).
+    args = run.args[3:]
+    args[args.index("--limit") + 1] = str(kept)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and "nothing to do" in res.stdout, (res.stdout, res.stderr)
+
+
+def test_a_worker_that_never_beat_is_told_by_the_start_up_limit(monkeypatch):
+    """Before its first heartbeat a worker has START_S, not the worker timeout: the error names the
+    limit that applied (it said "no heartbeat for 120.1 s (worker timeout 30 s)")."""
+    from swiftspec_core.runtime import heartbeat, launch
+
+    clock = [100.0]
+    monkeypatch.setattr(heartbeat, "time", type("Clock", (), {"monotonic": staticmethod(lambda: clock[0])}))
+    stamps = [0.0, 0.0]
+    watch, placement = heartbeat.Watch(stamps, timeout=30.0), launch.Placement.of(2, None)
+
+    def first_stall(ranks, beating=()) -> str:
+        silent = []
+        while not silent:  # polled as the parent polls (a longer gap: the parent itself was paused)
+            clock[0] += 0.25
+            for r in beating:
+                stamps[r] = clock[0]
+            silent = watch.silent(ranks)
+        return str(launch._stall(placement, silent, watch))
+
+    assert first_stall([0, 1], beating=[1]) == (  # rank 0 never beat
+        f"rank 0 (target) stopped answering: no heartbeat for {heartbeat.START_S + 0.25:.1f} s "
+        f"(limit before a worker's first heartbeat, as it starts: {heartbeat.START_S:g} s)")
+    assert first_stall([1]).endswith("no heartbeat for 30.2 s (worker timeout 30 s)")  # rank 1 beat, then stopped

@@ -110,7 +110,7 @@ def test_fused_runtime_hands_the_kernel_in(monkeypatch):
     monkeypatch.setattr(loading, "load_engine", lambda spec, **kwargs: spec)
     ctx = SimpleNamespace(group=SimpleNamespace(size=1), device="cpu", role="target",
                           placement=SimpleNamespace(draft_ranks=[1]))
-    plan = SimpleNamespace(dtype="bfloat16", kernels="torch", weights="random", seed=0, max_seq_len=64,
+    plan = SimpleNamespace(vocab_bound=0, dtype="bfloat16", kernels="torch", weights="random", seed=0, max_seq_len=64,
                            target="target", draft="draft", quant="awq", system="ar", draft_noise=0.0,
                            persistent_target=False)
     assert service._engines(plan, ctx) == ("target", None)
@@ -128,9 +128,12 @@ def test_single_process_engines_hand_the_kernel_in_too(monkeypatch, kernels):
 
     monkeypatch.setattr(awq, "_tiled_kernel", None)
     monkeypatch.setattr(loading, "engine_of", lambda loaded, **kwargs: loaded)
-    engines = systems.LoadedPair("target", None, dtype=torch.bfloat16, device="cpu", kernels=kernels)
+    engines = systems.LoadedPair(LOADED, None, dtype=torch.bfloat16, device="cpu", kernels=kernels)
     assert engines._build("target", "awq") == "target"
     assert awq._tiled_kernel is (kernel.awq_dequantize if kernels == "fused" else None)
+
+
+LOADED = SimpleNamespace(config=SimpleNamespace(vocab_size=8))  # a loaded model's stand-in (LoadedPair.vocab_bound)
 
 
 def test_a_later_torch_engine_leaves_the_kernel_handed_in(monkeypatch):
@@ -142,7 +145,7 @@ def test_a_later_torch_engine_leaves_the_kernel_handed_in(monkeypatch):
     monkeypatch.setattr(awq, "_tiled_kernel", None)
     monkeypatch.setattr(loading, "engine_of", lambda loaded, **kwargs: loaded)
     for kernels in ("fused", "torch"):
-        systems.LoadedPair("target", None, dtype=torch.bfloat16, device="cpu", kernels=kernels)._build("target", "awq")
+        systems.LoadedPair(LOADED, None, dtype=torch.bfloat16, device="cpu", kernels=kernels)._build("target", "awq")
     assert awq._tiled_kernel is kernel.awq_dequantize
 
 

@@ -67,7 +67,7 @@ def test_a_persistent_run_builds_the_target_on_it_only_where_it_takes_the_target
 
     monkeypatch.setattr(loading, "load_engine", lambda spec, **kwargs: (spec, kwargs["kernels"]))
     monkeypatch.setattr(loading, "engine_of", lambda loaded, **kwargs: (loaded, kwargs["kernels"]))
-    plan = SimpleNamespace(dtype="bfloat16", kernels="persistent", weights="random", seed=0, max_seq_len=64,
+    plan = SimpleNamespace(vocab_bound=0, dtype="bfloat16", kernels="persistent", weights="random", seed=0, max_seq_len=64,
                            target="target", draft="draft", quant="none", system="tree", draft_noise=0.0,
                            persistent_target=False, draft_awq_twin=False)
     ctx = SimpleNamespace(group=SimpleNamespace(size=1), device="cpu", role="target",
@@ -75,11 +75,12 @@ def test_a_persistent_run_builds_the_target_on_it_only_where_it_takes_the_target
     assert service._engines(plan, ctx) == (("target", "fused"), ("draft", "persistent"))
     plan.persistent_target = True
     assert service._engines(plan, ctx) == (("target", "persistent"), ("draft", "persistent"))
+    target, draft = (SimpleNamespace(config=SimpleNamespace(vocab_size=8)) for _ in range(2))  # loaded stand-ins
     for taken in (False, True):
-        pair = systems.LoadedPair("target", "draft", dtype=torch.bfloat16, device="cpu", kernels="persistent",
+        pair = systems.LoadedPair(target, draft, dtype=torch.bfloat16, device="cpu", kernels="persistent",
                                   persistent_target=taken)
-        assert pair.models_for(systems.SYSTEMS["tree"]) == (("target", "persistent" if taken else "fused"),
-                                                            ("draft", "persistent"))
+        assert pair.models_for(systems.SYSTEMS["tree"]) == ((target, "persistent" if taken else "fused"),
+                                                            (draft, "persistent"))
 
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

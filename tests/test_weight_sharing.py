@@ -133,6 +133,7 @@ def test_building_the_engine_adds_about_one_layer_of_memory(tmp_path):
     from transformers import AutoConfig
 
     from swiftspec_core.models.loading import _random_model
+    from swiftspec_core.models.tiny_tokenizer import tiny_tokenizer
 
     config = AutoConfig.for_model("qwen2", hidden_size=768, intermediate_size=3072, num_hidden_layers=6,
                                   num_attention_heads=12, num_key_value_heads=2, vocab_size=4096,
@@ -140,6 +141,7 @@ def test_building_the_engine_adds_about_one_layer_of_memory(tmp_path):
     hf = _random_model(config, torch.float32, torch.device("cpu"), seed=0)
     weight_kb = sum(p.numel() * p.element_size() for p in hf.parameters()) >> 10
     hf.save_pretrained(tmp_path)
+    tiny_tokenizer().save_pretrained(tmp_path)  # a model folder has one (loading checks)
     del hf
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", _BUILD_PEAK, str(tmp_path)], cwd=root, capture_output=True,

@@ -315,8 +315,9 @@ def eos_ids(loaded: LoadedModel) -> set[int]:
 
 def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
                 group: Group | None = None, max_seq_len: int = 4096, noise: float = 0.0, awq_twin: bool = False,
-                kernels: str = "torch", quant: str = "none") -> Transformer:
-    """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`. A draft's
+                kernels: str = "torch", quant: str = "none", vocab_bound: int = 0) -> Transformer:
+    """Our engine for a model spec (preset, folder, .gguf or hub id), sharded for `group`, taking ids
+    up to vocab_bound (the pair's larger table: Transformer.accept_tokens_below). A draft's
     weights first become an AWQ target's twin where `awq_twin` (noise.awq_twin_), then take
     relative noise where `noise` is given (noise.perturb), as noise.draft_from_target does in a
     run's own process. A TP rank draws a random model part by part, keeping its shard of each
@@ -334,22 +335,25 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
         if noise:
             perturb(loaded.hf, noise, seed)
     return engine_of(loaded, dtype=dtype, device=device, group=group, max_seq_len=max_seq_len, kernels=kernels,
-                     quant=quant)
+                     quant=quant, vocab_bound=vocab_bound)
 
 
-def engine_of(loaded: LoadedModel, *, quant: str = "none", **how) -> Transformer:
-    """Our engine on a loaded model (build_engine's keywords in `how`): an AWQ checkpoint's own
-    packed tensors (quant must say awq); a random model loaded part by part drawn (and quantized,
-    under awq) part by part (random_parts.py); else the transformers model's weights, quantized by
+def engine_of(loaded: LoadedModel, *, quant: str = "none", vocab_bound: int = 0, **how) -> Transformer:
+    """Our engine on a loaded model (build_engine's keywords in `how`), taking ids up to vocab_bound
+    (the pair's larger table: Transformer.accept_tokens_below): an AWQ checkpoint's own packed
+    tensors (quant must say awq); a random model loaded part by part drawn (and quantized, under
+    awq) part by part (random_parts.py); else the transformers model's weights, quantized by
     round-to-nearest where quant is awq (weights.engine_from_hf)."""
     if loaded.random_recipe is not None:
         if quant != loaded.random_recipe.quant:
             raise ValueError(f"{loaded.name} was loaded for an engine of quant {loaded.random_recipe.quant!r}, "
                              f"not {quant!r}")
-        return random_engine(loaded.random_recipe, **how)
-    if loaded.awq is not None:
+        engine = random_engine(loaded.random_recipe, **how)
+    elif loaded.awq is not None:
         if quant != "awq":
             raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")
-        args, state = loaded.awq
-        return build_engine(args, state, **how)
-    return engine_from_hf(loaded.hf, quant=quant, **how)
+        engine = build_engine(*loaded.awq, **how)
+    else:
+        engine = engine_from_hf(loaded.hf, quant=quant, **how)
+    engine.accept_tokens_below(vocab_bound)
+    return engine

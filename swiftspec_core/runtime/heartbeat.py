@@ -49,8 +49,21 @@ class Watch:
         self.last_poll = now
         out = []
         for r in ranks:
-            stamp = self.stamps[r]
-            since, allowed = (stamp, self.timeout) if stamp else (self.started, max(self.timeout, START_S))
+            since, allowed = self._window(r)
             if now - max(since, self.resumed) > allowed:
                 out.append((r, now - since))
         return out
+
+    def limit(self, rank: int) -> str:
+        """The allowance a silent rank went past, in words: its error must name the limit that
+        applied, not the timeout where the start-up's longer one did."""
+        _, allowed = self._window(rank)
+        if self.stamps[rank]:
+            return f"worker timeout {allowed:g} s"
+        return f"limit before a worker's first heartbeat, as it starts: {allowed:g} s"
+
+    def _window(self, rank: int) -> tuple[float, float]:
+        """(silent since, seconds allowed): from its last stamp, the timeout; before its first
+        stamp, from the start, START_S at least."""
+        stamp = self.stamps[rank]
+        return (stamp, self.timeout) if stamp else (self.started, max(self.timeout, START_S))

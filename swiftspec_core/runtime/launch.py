@@ -309,10 +309,9 @@ def _failure(placement: Placement, errors: dict[int, str], order: list[int],
     return WorkerError(message, root, text, exitcode, details)
 
 
-def _stall(placement: Placement, silent: list[tuple[int, float]], worker_timeout: float) -> WorkerError:
+def _stall(placement: Placement, silent: list[tuple[int, float]], watch: Watch) -> WorkerError:
     rank, quiet = silent[0]
-    message = (f"{_who(placement, rank)} stopped answering: no heartbeat for {quiet:.1f} s "
-               f"(worker timeout {worker_timeout:g} s)")
+    message = f"{_who(placement, rank)} stopped answering: no heartbeat for {quiet:.1f} s ({watch.limit(rank)})"
     details = "".join(f"{_who(placement, r)}: no heartbeat for {q:.1f} s\n" for r, q in silent)
     return WorkerError(message, rank, None, None, details)
 
@@ -383,7 +382,7 @@ def run_workers(fn: Callable[[int, int, WorkerContext], Any], world_size: int, a
                 silent = watch.silent([r for r, p in enumerate(procs)
                                        if p.exitcode is None and r not in done and r not in errors])
                 if silent:
-                    raise _stall(placement, silent, worker_timeout)
+                    raise _stall(placement, silent, watch)
             if deadline is not None and now > deadline:
                 raise Fault(f"workers did not finish within {timeout} s "
                             f"(ranks {sorted(set(range(world_size)) - set(done))} still running)")

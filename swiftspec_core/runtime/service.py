@@ -80,14 +80,11 @@ def _engines(plan: WorkerPlan, ctx):
         group.use_low_latency(LLAllReduce(group.rank, group.size, exchange))
     load = lambda spec, draft, **how: load_engine(  # noqa: E731
         spec, weights=plan.weights, dtype=dtype, device=ctx.device, seed=plan.seed, group=ctx.group,
-        max_seq_len=plan.max_seq_len, kernels=kernels_of(draft), **how)
+        max_seq_len=plan.max_seq_len, kernels=kernels_of(draft), vocab_bound=plan.vocab_bound, **how)
     split = bool(ctx.placement.draft_ranks)
     target = load(plan.target, False, quant=plan.quant) if ctx.role == "target" else None
     needs_draft = plan.system != "ar" and (ctx.role == "draft" or not split)
     draft = load(plan.draft, True, noise=plan.draft_noise, awq_twin=plan.draft_awq_twin) if needs_draft else None
-    for engine in (target, draft):
-        if engine is not None:
-            engine.accept_tokens_below(plan.vocab_bound)
     return target, draft
 
 
