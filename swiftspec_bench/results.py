@@ -30,6 +30,9 @@ ROW_SCHEMA = pa.schema([
     ("turn", pa.int64()),  # 1-based
     ("category", pa.string()),
     ("prompt_tokens", pa.int64()),
+    # sha256 of the question's turns as read (prompt_sha): a folder holding another text under the
+    # same question id is not resumed (absent in older rows)
+    ("prompt_sha", pa.string()),
     ("new_tokens", pa.int64()),
     ("max_new_tokens", pa.int64()),
     ("latency_s", pa.float64()),  # wall time of the decode call, prompt tokenization excluded
@@ -67,6 +70,8 @@ ROW_SCHEMA = pa.schema([
     ("tree_w", pa.int64()),
     ("chain_k", pa.int64()),
     ("graft", pa.string()),  # off | ngram: chains grafted into the draft tree (tree decoders; absent in older rows)
+    ("graft_len", pa.int64()),  # the run's --graft-len and --graft-ngram (longest first), as tree_bs on
+    ("graft_ngram", pa.string()),  # every row (absent in older rows)
     # Grafting rows (lockstep; absent in older rows, empty in split ones): draft steps that looked a
     # chain up, and per step whose lookup fired, the chain nodes kept (replay profiles draw these)
     ("graft_steps", pa.int64()),
@@ -86,13 +91,18 @@ KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
 # target, the draft, and the system's placement and fixed d): a run may only resume into a DIR
 # whose rows were made with the same.
 RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "replay_source", "device", "tree_bs", "tree_w",
-                "chain_k", "seed", "draft_noise", "quant")
+                "chain_k", "seed", "draft_noise", "quant", "graft_len", "graft_ngram")
 # Run settings whose column came later, and the value every row written before it ran with
 # (unquantized weights), so a run resumes into a folder of older rows.
 SETTINGS_BEFORE_COLUMN = {"quant": "none"}
 # What compare and plot read from every row.
 SUMMARY_COLUMNS = ("system", "target", "draft", "dataset", "question_id", "turn", "new_tokens", "latency_s",
                    "tokens_per_s", "rounds", "accepted_lengths", "output_sha")
+
+
+def prompt_sha(turns) -> str:
+    """sha256 of a question's turns (the user's messages) as JSON."""
+    return hashlib.sha256(json.dumps(list(turns)).encode()).hexdigest()
 
 
 def output_sha(tokens: list[int]) -> str:
@@ -284,6 +294,15 @@ class ResultsTable:
                 if name in row and name in settings and row[name] != settings[name]:
                     raise UserError(f"{self.run_dir} holds rows made with {name}={row[name]} (this run: "
                                     f"{settings[name]}); use another --out to keep them apart")
+
+    def check_prompts(self, shas: dict[tuple[str, str], str]) -> None:
+        """A user error if DIR holds rows of a (dataset, question id) made from another text than
+        this run reads (prompt_sha): a prompts file edited since, or another file of the same name."""
+        for row in self.rows:
+            made, now = row.get("prompt_sha"), shas.get((row["dataset"], row["question_id"]))
+            if made is not None and now is not None and made != now:
+                raise UserError(f"{self.run_dir} holds rows of {row['dataset']} question {row['question_id']} "
+                                "made from another prompt text; use another --out to keep them apart")
 
     def append(self, row: dict) -> None:
         missing = [c for c in COLUMNS if c not in row]

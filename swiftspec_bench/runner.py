@@ -20,7 +20,7 @@ from swiftspec_core.errors import UserError
 from . import datasets as ds
 from . import kernel_choice, placement
 from .model_spec import check_model_spec
-from .results import ResultsTable, package_commit, results_file, row_from_result, row_key
+from .results import ResultsTable, package_commit, prompt_sha, results_file, row_from_result, row_key
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -210,14 +210,16 @@ def _file_digest(path: Path) -> str:
 
 def plan(c: Checked, table: ResultsTable) -> Planned:
     """The rows this run makes, checked against the settings of the rows already in the folder."""
-    from .systems import label
+    from .systems import graft_settings, label
 
     o = c.options
     columns = dict(target=o.target, draft=o.draft, device=c.device, weights=_expected_weights(o.target, o.weights),
                    acceptance="replayed" if c.replay else "real", replay_source=c.replay_digest,
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
-                   max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant)
+                   max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant,
+                   **graft_settings(o.graft_len, c.graft_sizes))
     table.check_settings(columns)
+    table.check_prompts({(q.dataset, q.question_id): prompt_sha(q.turns) for q in c.queries})
     # Each system under each kernel set, once a row name (ar runs fused under persistent where the
     # persistent kernel does not take its target).
     by_name = {}
@@ -373,8 +375,9 @@ def _decode_all(p: Planned, table: ResultsTable, pairs: dict, settings, columns:
             text = tokenizer.decode(result.tokens, skip_special_tokens=True)
             table.append(row_from_result(result, latency, output_text=text, system=name, dataset=q.dataset,
                                          question_id=q.question_id, turn=turn, category=q.category,
-                                         prompt_tokens=len(prompt), graft=systems.row_graft(system, settings.graft),
-                                         **columns, **placement.where(pair, system)))
+                                         prompt_tokens=len(prompt), prompt_sha=prompt_sha(q.turns),
+                                         graft=systems.row_graft(system, settings.graft), **columns,
+                                         **placement.where(pair, system)))
             progress.update(task, advance=1, speed=f"{len(result.tokens) / max(latency, 1e-9):7.1f} tok/s")
 
 

@@ -102,6 +102,11 @@ def row_graft(name: str, graft: str) -> str:
     return graft if name in GRAFTING else "off"
 
 
+def graft_settings(graft_len: int, sizes: tuple[int, ...]) -> dict:
+    """--graft-len and --graft-ngram as a grafting row records them (sizes longest first)."""
+    return dict(graft_len=graft_len, graft_ngram=",".join(str(n) for n in sizes))
+
+
 class LoadedPair:
     """The loaded target and draft (None when no system needs one), and what runs our systems:
     engines in this process built from the loaded weights on first use, or, for a system placed

@@ -360,3 +360,30 @@ def test_a_kernel_list_decodes_each_query_under_each_set(tmp_path, monkeypatch):
     assert len(pairs) == 2 and pairs[0].target is pairs[1].target and closed == pairs
     assert [pairs.index(p) for p in used] == [0, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 1]  # warm-up, then the query
     assert frame.groupby("dataset").output_sha.nunique().eq(1).all()  # the same tokens under each
+
+
+def test_resume_refuses_other_graft_settings_and_prompt_texts(tmp_path):
+    """A folder's rows name the run's --graft-len and --graft-ngram, and each its question's text
+    (prompt_sha): a resume with others is refused, not mixed in; the n-gram sizes in another order
+    are the same setting."""
+    out = tmp_path / "run"
+    res = invoke(run_args(out, systems_list="ar,tree", datasets="gsm8k"))
+    assert res.exit_code == 0, res.stderr
+    rows = pd.read_parquet(out / "results.parquet").set_index("system")
+    assert rows.graft_len.eq(6).all() and rows.graft_ngram.eq("3,2").all() and rows.prompt_sha.str.len().eq(64).all()
+    before = (out / "results.parquet").read_bytes()
+    for flag, value, setting in (("--graft-len", "2", "graft_len"), ("--graft-ngram", "1", "graft_ngram")):
+        res = invoke(run_args(out, systems_list="ar,tree", datasets="gsm8k") + [flag, value])
+        assert res.exit_code == 2 and f"{setting}=" in res.stderr, res.stderr
+    res = invoke(run_args(out, systems_list="ar,tree", datasets="gsm8k") + ["--graft-ngram", "2,3"])
+    assert res.exit_code == 0 and "nothing to do" in res.stdout, (res.stdout, res.stderr)
+    assert (out / "results.parquet").read_bytes() == before
+
+    mine = tmp_path / "mine.jsonl"
+    line = {"question_id": "1", "category": "writing", "turns": ["Say hi."]}
+    mine.write_text(json.dumps(line) + "\n")
+    res = invoke(run_args(out, systems_list="ar", datasets=str(mine)))
+    assert res.exit_code == 0, res.stderr
+    mine.write_text(json.dumps(line | {"turns": ["Say bye."]}) + "\n")  # edited since
+    res = invoke(run_args(out, systems_list="ar", datasets=str(mine)))
+    assert res.exit_code == 2 and "question 1 made from another prompt text" in res.stderr, res.stderr
