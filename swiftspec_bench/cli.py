@@ -286,7 +286,29 @@ def main() -> None:
     # (one prompt's prefill took 1 ms or 70 ms); waiting passively kept them much steadier. Set
     # before torch loads (run imports it); an OMP_WAIT_POLICY already given wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    app(prog_name="swiftspec-bench")
+    sys.exit(run_app(sys.argv[1:]))
+
+
+def run_app(args: list[str]) -> int:
+    """The app on `args`, its exit status returned; click's own usage errors (an unknown option, a
+    value of the wrong type, a missing argument) end as every other bad input does: one error line
+    and exit 2, not click's boxed usage text."""
+    try:  # typer 0.2x parses with its own copy of click, whose exceptions are not click's
+        from typer._click.exceptions import UsageError
+    except ImportError:
+        from click.exceptions import UsageError
+
+    try:
+        return app(args, prog_name="swiftspec-bench", standalone_mode=False) or 0
+    except UsageError as exc:
+        if not exc.format_message().strip():  # no arguments at all: the help was the answer
+            return 2
+        where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+        typer.echo(f"error: {where}{' '.join(exc.format_message().split())} (--help lists the options)", err=True)
+        return 2
+    except typer.Abort:  # Ctrl-C outside a command's own handling (while typer parses)
+        typer.echo("error: interrupted", err=True)
+        return 2
 
 
 if __name__ == "__main__":

@@ -366,3 +366,16 @@ def test_a_kernel_list_plans_each_system_under_each_set_once_a_row_name(tmp_path
         (name, i) for i in (1, 2) for name in ("ar:fused", "tree:fused", "tree:persistent")]
     taken = runner.plan(SimpleNamespace(**{**vars(checked), "persistent_target": True}), ResultsTable(tmp_path / "b"))
     assert list(taken.labels.values()) == ["ar:fused", "ar:persistent", "tree:fused", "tree:persistent"]
+
+
+@pytest.mark.parametrize("args, says", [(["run", "--bogus", "1"], "No such option: --bogus"),
+                                        (["run", "--limit", "abc"], "Invalid value for '--limit'"),
+                                        (["compare"], "Missing argument"), (["nosuch"], "No such command")])
+def test_arguments_the_parser_refuses_end_in_one_error_line(args, says, capsys):
+    """What click itself refuses (main's path: the console script, python -m) ends as every other
+    bad input: one error line, exit 2, not its boxed usage text."""
+    from swiftspec_bench.cli import run_app
+
+    assert run_app(args) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
