@@ -70,8 +70,8 @@ ROW_SCHEMA = pa.schema([
     ("tree_w", pa.int64()),
     ("chain_k", pa.int64()),
     ("graft", pa.string()),  # off | ngram: chains grafted into the draft tree (tree decoders; absent in older rows)
-    ("graft_len", pa.int64()),  # the run's --graft-len and --graft-ngram (longest first), as tree_bs on
-    ("graft_ngram", pa.string()),  # every row (absent in older rows)
+    ("graft_len", pa.int64()),  # a grafting run's --graft-len and --graft-ngram (longest first), as
+    ("graft_ngram", pa.string()),  # tree_bs on every row; None under --graft off (absent in older rows)
     # Grafting rows (lockstep; absent in older rows, empty in split ones): draft steps that looked a
     # chain up, and per step whose lookup fired, the chain nodes kept (replay profiles draw these)
     ("graft_steps", pa.int64()),
@@ -92,6 +92,9 @@ KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
 # whose rows were made with the same.
 RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "replay_source", "device", "tree_bs", "tree_w",
                 "chain_k", "seed", "draft_noise", "quant", "graft_len", "graft_ngram")
+# Run settings a run may not have used (None: --graft off's graft_len; "" where a CSV held None):
+# checked only where both sides have one.
+SETTINGS_IF_USED = ("graft_len", "graft_ngram")
 # Run settings whose column came later, and the value every row written before it ran with
 # (unquantized weights), so a run resumes into a folder of older rows.
 SETTINGS_BEFORE_COLUMN = {"quant": "none"}
@@ -291,7 +294,11 @@ class ResultsTable:
         """A user error if DIR's rows were made with other RUN_SETTINGS than this run's."""
         for row in self.rows:
             for name in RUN_SETTINGS:
-                if name in row and name in settings and row[name] != settings[name]:
+                if name not in row or name not in settings:
+                    continue
+                if name in SETTINGS_IF_USED and (row[name] in (None, "") or settings[name] in (None, "")):
+                    continue
+                if row[name] != settings[name]:
                     raise UserError(f"{self.run_dir} holds rows made with {name}={row[name]} (this run: "
                                     f"{settings[name]}); use another --out to keep them apart")
 

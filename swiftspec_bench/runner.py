@@ -217,7 +217,7 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
                    acceptance="replayed" if c.replay else "real", replay_source=c.replay_digest,
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
                    max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant,
-                   **graft_settings(o.graft_len, c.graft_sizes))
+                   **graft_settings(o.graft, o.graft_len, c.graft_sizes))
     table.check_settings(columns)
     table.check_prompts({(q.dataset, q.question_id): prompt_sha(q.turns) for q in c.queries})
     # Each system under each kernel set, once a row name (ar runs fused under persistent where the

@@ -102,8 +102,11 @@ def row_graft(name: str, graft: str) -> str:
     return graft if name in GRAFTING else "off"
 
 
-def graft_settings(graft_len: int, sizes: tuple[int, ...]) -> dict:
-    """--graft-len and --graft-ngram as a grafting row records them (sizes longest first)."""
+def graft_settings(graft: str, graft_len: int, sizes: tuple[int, ...]) -> dict:
+    """--graft-len and --graft-ngram as a grafting run's rows record them (sizes longest first);
+    None under --graft off, which uses neither."""
+    if graft == "off":
+        return dict(graft_len=None, graft_ngram=None)
     return dict(graft_len=graft_len, graft_ngram=",".join(str(n) for n in sizes))
 
 

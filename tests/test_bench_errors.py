@@ -355,11 +355,11 @@ def test_a_kernel_list_plans_each_system_under_each_set_once_a_row_name(tmp_path
 
     o = SimpleNamespace(target="tiny-llama", draft="tiny-llama", weights="random", tree_bs=12, tree_w=8, chain_k=7,
                         seed=0, max_new_tokens=8, draft_noise=0.0, quant="none", tp=1, draft_steps=None, graft="off",
-                        interleave=True)
+                        graft_len=6, interleave=True)
     queries = [SimpleNamespace(dataset="qa", question_id=i, turns=("hi",)) for i in (1, 2)]
     checked = SimpleNamespace(options=o, systems=["ar", "tree"], split=None, queries=queries, device="cuda",
                               dtype="bfloat16", replay=None, replay_digest="", kernels=("fused", "persistent"),
-                              persistent_target=False)
+                              persistent_target=False, graft_sizes=(3, 2))
     planned = runner.plan(checked, ResultsTable(tmp_path))
     assert list(planned.labels.values()) == ["ar:fused", "tree:fused", "tree:persistent"]
     assert [(planned.labels[u], q.question_id) for u, q, _ in planned.todo] == [
