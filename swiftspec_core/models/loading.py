@@ -222,7 +222,7 @@ def _random_loaded(spec: str, config, tokenizer, dtype, device: torch.device, se
                    by_part: bool = False) -> LoadedModel:
     """A random model: the transformers model, or (under quant="awq", or by_part) what its engine is
     drawn from."""
-    if quant == "awq" or (by_part and device.type != "meta"):
+    if quant == "awq" or by_part:
         return LoadedModel(name=spec, hf=None, tokenizer=tokenizer, weights="random",
                            max_context=config.max_position_embeddings,
                            random_recipe=RandomRecipe(config, seed, dtype, device, quant))
