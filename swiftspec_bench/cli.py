@@ -50,19 +50,38 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 @contextlib.contextmanager
 def user_errors(log: Path | None = None):
-    """A UserError, a Fault (a worker died or stalled) or Ctrl-C becomes one line on stderr and
-    exit code 2. A fault's tracebacks (every rank's, then this process's) are appended to `log`."""
+    """A UserError, a Fault (a worker died or stalled), running out of GPU memory in this process
+    or Ctrl-C becomes one line on stderr and exit code 2. A fault's tracebacks (every rank's, then
+    this process's) are appended to `log`."""
     try:
         yield
     except UserError as exc:
         _fail(str(exc))
     except Fault as exc:
-        where = _append_log(log, exc) if log is not None else None
-        _fail(f"{exc}; the run's log: {where}" if where else str(exc))
+        _fail_fault(exc, log)
     except Terminated:
         _fail("interrupted (SIGTERM)")
     except KeyboardInterrupt:
         _fail("interrupted")
+    except Exception as exc:
+        torch = sys.modules.get("torch")  # imported by then if it ran out of memory (this module does not import it)
+        if torch is None or not isinstance(exc, torch.OutOfMemoryError):
+            raise
+        _fail_fault(Fault(f"out of GPU memory: {_memory_summary(exc)}; what this run holds on one GPU (its models, "
+                          "caches and graphs; an hf-* peer's whole transformers model) does not fit there",
+                          "".join(traceback.format_exception(exc))), log)
+
+
+def _fail_fault(exc: Fault, log: Path | None):
+    where = _append_log(log, exc) if log is not None else None
+    _fail(f"{exc}; the run's log: {where}" if where else str(exc))
+
+
+def _memory_summary(exc: Exception) -> str:
+    """torch's out-of-memory message up to what the GPU had free (the rest is advice on the allocator)."""
+    text = " ".join(str(exc).split())
+    end = text.find(" is free.")
+    return text[:end + len(" is free")] if end >= 0 else text[:200]
 
 
 class Terminated(KeyboardInterrupt):

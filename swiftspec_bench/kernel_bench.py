@@ -116,14 +116,14 @@ def build_shard(model: str, tp: int, max_seq_len: int, group=None, quant: str = 
 def _awq_engine(model: str, tp: int, max_seq_len: int):
     """One GPU's random-weight AWQ engine of `model` (as `run --weights random --quant awq` builds it)."""
     from swiftspec_core.models.awq import quantized_args
-    from swiftspec_core.models.random_parts import RandomRecipe, random_engine
+    from swiftspec_core.models.random_parts import RandomRecipe
     from swiftspec_core.models.presets import PRESETS
 
     if tp != 1:
         raise Skipped("AWQ engines are built here for one GPU only")
     _skip_unless_fits(f"{model} in AWQ", quantized_args(shard_args(model, 1)).weight_bytes(BF16))
     recipe = RandomRecipe(PRESETS[model].hf_config(), SEED, torch.bfloat16, torch.device("cuda"), "awq")
-    return random_engine(recipe, dtype=torch.bfloat16, device="cuda", max_seq_len=max_seq_len)
+    return recipe.engine(dtype=torch.bfloat16, device="cuda", max_seq_len=max_seq_len)
 
 
 def _skip_unless_fits(what: str, need: int) -> None:

@@ -259,14 +259,15 @@ def execute(p: Planned, table: ResultsTable) -> None:
     from swiftspec_core.models import noise
     from swiftspec_core.models.loading import check_pair
 
-    from .systems import LoadedPair
+    from .systems import SYSTEMS, LoadedPair
 
     c, o = p.checked, p.checked.options
     settings = SpecSettings(tree_bs=o.tree_bs, tree_w=o.tree_w, draft_steps=o.draft_steps, chain_k=o.chain_k,
                             graft=o.graft, graft_len=o.graft_len, graft_ngram=c.graft_sizes)
     torch.manual_seed(o.seed)
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=parent_device(c), seed=o.seed)
-    target = _load("target", o.target, **how, quant=o.quant)  # the draft's projections stay plain
+    peers = any(not SYSTEMS[s].on_engine for s in c.systems)  # an AWQ checkpoint's twin is theirs alone
+    target = _load("target", o.target, **how, quant=o.quant, hf_twin=peers)  # the draft's projections stay plain
     longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:

@@ -204,3 +204,33 @@ def test_a_worker_that_never_beat_is_told_by_the_start_up_limit(monkeypatch):
         f"rank 0 (target) stopped answering: no heartbeat for {heartbeat.START_S + 0.25:.1f} s "
         f"(limit before a worker's first heartbeat, as it starts: {heartbeat.START_S:g} s)")
     assert first_stall([1]).endswith("no heartbeat for 30.2 s (worker timeout 30 s)")  # rank 1 beat, then stopped
+
+
+def test_running_out_of_gpu_memory_in_the_run_process_is_one_line(tmp_path, monkeypatch):
+    """torch's out-of-memory error where a system runs in the run's own process (a model that does
+    not fit one GPU) ends as a fault does: one `error:` line with what the GPU had free, exit code
+    2, the traceback in the run's log, the folder unlocked."""
+    import torch
+
+    from swiftspec_bench.cli import RUN_LOG
+    from swiftspec_core.models import loading
+
+    def engine_of(*a, **k):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of "
+                                     "139.81 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this "
+                                     "process has 138.78 GiB memory in use. If reserved but unallocated ...")
+
+    monkeypatch.setattr(loading, "engine_of", engine_of)
+    data, out = write_prompts(tmp_path / "data"), tmp_path / "out"
+    args = ["run", "--target", "tiny-llama", "--systems", "ar", "--datasets", "gsm8k", "--limit", "1",
+            "--max-new-tokens", "4", "--data-dir", str(data), "--out", str(out), "--device", "cpu"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith(
+        "error: out of GPU memory: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of "
+        "139.81 GiB of which 1.02 GiB is free; what this run holds"), res.stderr
+    assert f"the run's log: {out / RUN_LOG}" in res.stderr
+    assert "OutOfMemoryError" in (out / RUN_LOG).read_text()
+    monkeypatch.undo()
+    res = CliRunner().invoke(app, args)  # not locked: the same run goes on
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)

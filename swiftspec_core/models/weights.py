@@ -156,6 +156,32 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
                            max_seq_len=max_seq_len, compile=compile, kernels=kernels)
 
 
+def engine_by_part(args: ModelArgs, parts: Iterable[dict[str, torch.Tensor]], *, quantize: bool, dtype: torch.dtype,
+                   device="cpu", group: Group | None = None, max_seq_len: int = 4096,
+                   kernels: str = "torch") -> Transformer:
+    """build_engine's Transformer from the full state given part by part (engine-named: any of the
+    embedding, whole layers, the final norm and lm_head; random_parts.py draws them,
+    checkpoint_parts.py reads them), each part quantized by round-to-nearest where `quantize` (args
+    are then the quantized model's) and this rank's shard of it kept before the next part comes:
+    a rank's peak is its shard plus one part."""
+    group = group or SingleGroup()
+    local, state, vocab_start = args, {}, 0
+    for part in parts:
+        if quantize:
+            from .awq import quantize_state
+
+            part = quantize_state(part, args.quant_group)
+        if group.size > 1:
+            from .sharding import shard_state
+
+            local, part, vocab_start = shard_state(args, part, group.rank, group.size)
+            # A shard that is a view (a rank's vocabulary rows) would keep the whole tensor alive.
+            part = {k: v.clone() if v.untyped_storage().nbytes() > v.nbytes else v for k, v in part.items()}
+        state.update(part)
+    return engine_of_shard(local, state, vocab_start, args.vocab_size, dtype=dtype, device=device, group=group,
+                           max_seq_len=max_seq_len, kernels=kernels)
+
+
 def engine_of_shard(local: ModelArgs, state: dict[str, torch.Tensor], vocab_start: int, full_vocab: int, *,
                     dtype: torch.dtype, device="cpu", group: Group | None = None, max_seq_len: int = 4096,
                     compile: bool | None = None, kernels: str = "torch") -> Transformer:

@@ -1,0 +1,84 @@
+"""A real checkpoint's engine read part by part from its safetensors files: every engine a worker
+process builds (a TP rank's shard, a split's group, loading.load_engine), and an AWQ checkpoint's
+engine where no hf-* peer needs its transformers twin (loading.load_model(hf_twin=False)).
+
+The whole way (loading._pretrained or _awq_pretrained, then weights.engine_from_hf or
+build_engine) holds the full model on each rank before its shard is taken: 140 GB for Llama-3-70B
+in bf16 on each of 8 GPUs; for an AWQ checkpoint its 40 GB of packed tensors plus a 140 GB
+dequantized twin for the hf-* peers, more than an H200 holds. Here each part (the embedding, one
+layer, the final norm with lm_head) is read from the files alone, named as the engine names it,
+quantized by round-to-nearest under --quant awq (a plain checkpoint; an AWQ one is packed already)
+and this rank's shard of it kept (weights.engine_by_part): a rank's peak is its shard plus one
+part. The engine equals the whole way's bit for bit (tests/test_checkpoint_parts.py).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..comm.group import Group
+from .args import ModelArgs
+from .awq import quantized_args
+from .awq_checkpoint import state_from_awq_tensors
+from .checkpoint_files import check_tensors, needed_tensors, read_tensors, tensor_files
+from .transformer import Transformer
+from .weights import engine_by_part, engine_named, hf_layer
+
+
+@dataclass(frozen=True)
+class CheckpointRecipe:
+    """What a real checkpoint's engine is read from when it is built, part by part."""
+    folder: Path
+    files: dict[str, str]  # tensor name -> the safetensors file holding it (checkpoint_files.tensor_files)
+    needed: tuple[str, ...]  # the tensors read, in the model's order (checkpoint_files.needed_tensors)
+    args: ModelArgs  # the checkpoint's own: quant "awq" for an AWQ checkpoint
+    dtype: torch.dtype  # a plain checkpoint's weights are read in it, as from_pretrained(dtype=) would
+    quant: str  # the engine's layer projections: none or awq (an AWQ checkpoint: awq)
+
+    @property
+    def packed(self) -> bool:
+        """An AWQ checkpoint: its projections are read as the 4-bit tensors they are."""
+        return self.args.quant == "awq"
+
+    def engine(self, *, dtype: torch.dtype, device="cpu", group: Group | None = None, max_seq_len: int = 4096,
+               kernels: str = "torch") -> Transformer:
+        """This rank's engine, as the whole way builds it, with no more than one part of the model
+        read at a time."""
+        quantize = self.quant == "awq" and not self.packed
+        args = quantized_args(self.args) if quantize else self.args
+        return engine_by_part(args, self._parts(device), quantize=quantize, dtype=dtype, device=device, group=group,
+                              max_seq_len=max_seq_len, kernels=kernels)
+
+    def _parts(self, device) -> Iterator[dict[str, torch.Tensor]]:
+        """Engine-named parts: the embedding, layer 0, ..., layer L - 1, then norm and lm_head."""
+        for _, names in itertools.groupby(self.needed, key=hf_layer):
+            # No name here holds the read tensors while the part is away (they go with it).
+            yield self._named(self._read(list(names), device))
+
+    def _read(self, names: list[str], device) -> dict[str, torch.Tensor]:
+        """The named tensors on `device`, each a copy: none refers to the file's mapping, which goes
+        (with its resident pages) once the part is read (models/pages.py says why that matters)."""
+        tensors = read_tensors(self.folder, self.files, names)
+        # An AWQ checkpoint's int32 codes and fp16 scales stay as they are (the engine converts the rest).
+        return {name: t.to(device=device, dtype=None if self.packed else self.dtype, copy=True)
+                for name, t in tensors.items()}
+
+    def _named(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return state_from_awq_tensors(self.args, tensors) if self.packed else engine_named(self.args, tensors)
+
+
+def checkpoint_recipe(folder: Path, config, args: ModelArgs, dtype: torch.dtype,
+                      quant: str) -> CheckpointRecipe | None:
+    """The recipe of a model folder's safetensors checkpoint (args: its own, ModelArgs.from_hf_config
+    before the quantization_config left `config`), after checking it holds every tensor the model
+    needs (a UserError before any weight is read); None where the folder has no safetensors."""
+    files = tensor_files(folder)
+    if not files:
+        return None
+    needed = tuple(needed_tensors(config, awq=args.quant == "awq"))
+    check_tensors(folder, files, needed)
+    return CheckpointRecipe(folder, files, needed, args, dtype, "awq" if args.quant == "awq" else quant)
