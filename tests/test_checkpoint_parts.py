@@ -253,3 +253,27 @@ def test_a_written_random_checkpoint_reads_as_the_random_model(tmp_path, spec, a
     other = load_model(spec, weights="random", dtype=DTYPE, seed=5, quant=quant)
     assert mismatches(got, engine_of(other, quant=quant, dtype=DTYPE, max_seq_len=64)) != []
     assert main(["no-such-preset", str(tmp_path / "x")]) == 2
+
+
+def test_a_load_that_cannot_fit_its_gpu_is_refused_before_any_weight_is_placed(tmp_path, monkeypatch):
+    """A whole model, an AWQ checkpoint with its twin, or a rank's engine whose weights alone exceed
+    the GPU's free memory: a UserError at once (torch would run out of memory minutes later). The
+    GPU is a stand-in here: 139 GB free of 143 (an H200)."""
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (139_000_000_000, 143_000_000_000))
+    shapes = loading._random_model  # the meta device's model of a folder's shapes alone is built
+
+    def random_model(config, dtype, device, seed):
+        assert torch.device(device).type == "meta", "a model was built"
+        return shapes(config, dtype, device, seed)
+
+    monkeypatch.setattr(loading, "_random_model", random_model)
+    with pytest.raises(UserError, match=r"^llama-3-70b in bfloat16 needs at least 141\.\d GB on cuda, which has "
+                                        r"139\.0 GB free of 143\.0 GB \(--tp and --split"):
+        load_model("llama-3-70b", weights="random", dtype=torch.bfloat16, device="cuda")
+    folder = str(awq_checkpoint(tmp_path / "model"))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (50_000, 143_000_000_000))
+    with pytest.raises(UserError, match="AWQ tensors and their dequantized twin in bfloat16"):
+        load_model(folder, dtype=torch.bfloat16, device="cuda")
+    loaded = load_model(folder, dtype=torch.bfloat16, device="cuda", by_part=True)  # nothing placed yet
+    with pytest.raises(UserError, match=r"engine \(a rank's share of 2\) needs at least 0\.0 GB on cuda"):
+        engine_of(loaded, quant="awq", dtype=torch.bfloat16, device="cuda", group=StandInGroup(0, 2))

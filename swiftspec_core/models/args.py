@@ -79,6 +79,13 @@ class ModelArgs:
         return bytes_per_param * (layers + head)
 
 
+    def stored_bytes(self, bytes_per_param: int = 2) -> int:
+        """Bytes the weights take in memory: weight_bytes and the embedding table where lm_head is
+        not it (norms and biases left out: a lower bound, for refusing what cannot fit)."""
+        return self.weight_bytes(bytes_per_param) + (0 if self.tie_embeddings else
+                                                     bytes_per_param * self.vocab_size * self.dim)
+
+
 def awq_bytes(params: int, group: int) -> int:
     """Bytes of `params` layer weights in AWQ (models/awq.py): a 4-bit code each, and per group of
     `group` inputs of an output column a 4-bit zero point and an fp16 scale."""

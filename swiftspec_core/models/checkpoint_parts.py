@@ -48,10 +48,16 @@ class CheckpointRecipe:
                kernels: str = "torch") -> Transformer:
         """This rank's engine, as the whole way builds it, with no more than one part of the model
         read at a time."""
-        quantize = self.quant == "awq" and not self.packed
-        args = quantized_args(self.args) if quantize else self.args
-        return engine_by_part(args, self._parts(device), quantize=quantize, dtype=dtype, device=device, group=group,
-                              max_seq_len=max_seq_len, kernels=kernels)
+        return engine_by_part(self.engine_args(), self._parts(device), quantize=self.quantizes, dtype=dtype,
+                              device=device, group=group, max_seq_len=max_seq_len, kernels=kernels)
+
+    @property
+    def quantizes(self) -> bool:
+        """A plain checkpoint under --quant awq: its projections are quantized by round-to-nearest."""
+        return self.quant == "awq" and not self.packed
+
+    def engine_args(self) -> ModelArgs:
+        return quantized_args(self.args) if self.quantizes else self.args
 
     def _parts(self, device) -> Iterator[dict[str, torch.Tensor]]:
         """Engine-named parts: the embedding, layer 0, ..., layer L - 1, then norm and lm_head."""

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import torch
 
-from ..comm.group import Group
+from ..comm.group import Group, SingleGroup
 from ..errors import UserError
 from . import demo_pair
 from .args import ModelArgs
 from .checkpoint_parts import CheckpointRecipe, checkpoint_recipe
+from .fits import check_fits
 from .presets import PRESETS, Preset
 from .random_parts import RandomRecipe
 from .tiny_tokenizer import tiny_tokenizer
@@ -109,6 +110,7 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
         return _shapes_only(spec, config, args, tokenizer, dtype, recipe, source if gguf_file is None else None)
     if args.quant == "awq":
         return _awq_pretrained(spec, source, config, args, tokenizer, dtype, device)
+    check_fits(f"{spec} in {_name(dtype)}", args.stored_bytes(dtype.itemsize), device)
     return _loaded(spec, _pretrained(spec, source, gguf_file, dtype, device), tokenizer, weights)
 
 
@@ -151,27 +153,24 @@ def _is_awq(config) -> bool:
 
 def _awq_pretrained(spec: str, source, config, args: ModelArgs, tokenizer, dtype, device: torch.device) -> LoadedModel:
     """An AWQ checkpoint: its packed tensors for our engine, and a transformers model holding their
-    dequantization (transformers itself would need an AWQ package to load it)."""
-    from .awq import AWQWeight, dequantize
+    dequantization, its twin (transformers itself would need an AWQ package to load it), made on
+    `device` a weight at a time (no second copy of it anywhere)."""
+    from .awq import PARTS, AWQWeight, dequantize
     from .awq_checkpoint import read_awq_checkpoint, state_from_awq_tensors
 
     folder = Path(source) if Path(source).is_dir() else _hub_folder(spec, source)
-    tensors = read_awq_checkpoint(folder, config)
+    check_fits(f"{spec}'s AWQ tensors and their dequantized twin in {_name(dtype)} (hf-ar and hf-assisted run it)",
+               args.stored_bytes() + ModelArgs.from_hf_config(config).stored_bytes(dtype.itemsize), device)
+    tensors = read_awq_checkpoint(folder, config)  # holds every tensor the model needs (check_tensors)
     state = {k: v.to(device) for k, v in state_from_awq_tensors(args, tensors).items()}
-    hf_state = {}
-    for name, t in tensors.items():
-        if name.endswith(".qweight"):
-            base = name.removesuffix(".qweight")
-            packed = AWQWeight(t, tensors[base + ".qzeros"], tensors[base + ".scales"])
-            hf_state[base + ".weight"] = dequantize(packed, dtype)
-        elif not name.endswith((".qzeros", ".scales")):
-            hf_state[name] = t.to(dtype)
-    hf = _random_model(config, dtype, device, seed=0)
-    missing, unexpected = hf.load_state_dict(hf_state, strict=False)
-    if unexpected or [m for m in missing if m != "lm_head.weight"]:
-        raise UserError(f"AWQ checkpoint {spec}: tensors do not fit its config (missing {missing[:3]}, "
-                        f"unexpected {unexpected[:3]})")
-    hf.tie_weights()
+    hf = _random_model(config, dtype, device, seed=0)  # its values are replaced here
+    with torch.no_grad():
+        for name, p in hf.named_parameters():  # a tied lm_head once, as the embedding
+            base = name.removesuffix(".weight")
+            if f"{base}.qweight" in tensors:
+                p.copy_(dequantize(AWQWeight(*(tensors[f"{base}.{part}"].to(device) for part in PARTS)), dtype))
+            else:
+                p.copy_(tensors[name])
     loaded = _loaded(spec, hf, tokenizer, "real")
     loaded.awq = (args, state)
     return loaded
@@ -245,6 +244,7 @@ def _random_loaded(spec: str, config, tokenizer, dtype, device: torch.device, se
         return LoadedModel(name=spec, hf=None, tokenizer=tokenizer, weights="random",
                            max_context=config.max_position_embeddings,
                            parts=RandomRecipe(config, seed, dtype, device, quant))
+    check_fits(f"{spec} in {_name(dtype)}", ModelArgs.from_hf_config(config).stored_bytes(dtype.itemsize), device)
     return _loaded(spec, _random_model(config, dtype, device, seed), tokenizer, "random")
 
 
@@ -292,6 +292,10 @@ def _loaded(spec: str, hf, tokenizer, weights: str) -> LoadedModel:
     hf.eval().requires_grad_(False)
     return LoadedModel(name=spec, hf=hf, tokenizer=tokenizer, weights=weights,
                        max_context=hf.config.max_position_embeddings)
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _first_line(e: Exception) -> str:
@@ -370,6 +374,9 @@ def engine_of(loaded: LoadedModel, *, quant: str = "none", vocab_bound: int = 0,
         if quant != loaded.parts.quant:
             raise ValueError(f"{loaded.name} was loaded for an engine of quant {loaded.parts.quant!r}, "
                              f"not {quant!r}")
+        group = how.get("group") or SingleGroup()
+        check_fits(f"{loaded.name}'s engine" + (f" (a rank's share of {group.size})" if group.size > 1 else ""),
+                   loaded.parts.engine_args().stored_bytes(how["dtype"].itemsize) // group.size, how.get("device", "cpu"))
         engine = loaded.parts.engine(**how)
     elif loaded.awq is not None:
         engine = build_engine(*loaded.awq, **how)

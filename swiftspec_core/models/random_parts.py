@@ -43,11 +43,13 @@ class RandomRecipe:
                kernels: str = "torch") -> Transformer:
         """This rank's engine of the random model, as weights.engine_from_hf(quant=self.quant) builds
         it from that model, with no more than one part of the model in the dtype at a time."""
+        args = self.engine_args()
+        return engine_by_part(args, self._parts(args), quantize=self.quant == "awq", dtype=dtype, device=device,
+                              group=group, max_seq_len=max_seq_len, kernels=kernels)
+
+    def engine_args(self) -> ModelArgs:
         args = ModelArgs.from_hf_config(self.config)
-        awq = self.quant == "awq"
-        args = quantized_args(args) if awq else args
-        return engine_by_part(args, self._parts(args), quantize=awq, dtype=dtype, device=device, group=group,
-                              max_seq_len=max_seq_len, kernels=kernels)
+        return quantized_args(args) if self.quant == "awq" else args
 
     def _parts(self, args: ModelArgs) -> Iterator[dict[str, torch.Tensor]]:
         """The engine-named parts in the transformers model's order: the embedding, layer 0, ...,
