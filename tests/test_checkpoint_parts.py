@@ -258,7 +258,7 @@ def test_a_written_random_checkpoint_reads_as_the_random_model(tmp_path, spec, a
 def test_a_load_that_cannot_fit_its_gpu_is_refused_before_any_weight_is_placed(tmp_path, monkeypatch):
     """A whole model, an AWQ checkpoint with its twin, or a rank's engine whose weights alone exceed
     the GPU's free memory: a UserError at once (torch would run out of memory minutes later). The
-    GPU is a stand-in here: 139 GB free of 143 (an H200)."""
+    GPU is a stand-in here: 139 GB free of 143."""
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (139_000_000_000, 143_000_000_000))
     shapes = loading._random_model  # the meta device's model of a folder's shapes alone is built
 
@@ -277,3 +277,29 @@ def test_a_load_that_cannot_fit_its_gpu_is_refused_before_any_weight_is_placed(t
     loaded = load_model(folder, dtype=torch.bfloat16, device="cuda", by_part=True)  # nothing placed yet
     with pytest.raises(UserError, match=r"engine \(a rank's share of 2\) needs at least 0\.0 GB on cuda"):
         engine_of(loaded, quant="awq", dtype=torch.bfloat16, device="cuda", group=StandInGroup(0, 2))
+
+
+def test_no_hub_layout_outlives_its_tiling_while_an_engine_is_built(tmp_path, monkeypatch):
+    """An engine built part by part (drawn, or read) hands its state over whole: when use_kernels
+    tiles the AWQ layers for the fused kernels, nothing else holds the hub's layout, which goes
+    layer by layer (the GPU held both at once: 75 GB at the peak for the 70B's 40, session 40)."""
+    import gc
+    import weakref
+
+    from swiftspec_core.models.transformer import AWQLinear, Transformer
+
+    freed = []
+
+    def use_kernels(self, kernels):  # what "fused" does to the AWQ layers, on the CPU
+        hub = weakref.ref(self.layers[0].w_down.qweight)
+        for module in self.modules():
+            if isinstance(module, AWQLinear):
+                module.tile_()
+        gc.collect()
+        freed.append(hub() is None)
+
+    monkeypatch.setattr(Transformer, "use_kernels", use_kernels)
+    load_engine("tiny-llama", weights="random", dtype=torch.float32, max_seq_len=64, quant="awq")
+    load_engine(str(awq_checkpoint(tmp_path / "model")), weights="real", dtype=torch.float32, max_seq_len=64,
+                quant="awq")
+    assert freed == [True, True]

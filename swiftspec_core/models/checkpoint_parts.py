@@ -3,9 +3,9 @@ process builds (a TP rank's shard, a split's group, loading.load_engine), and an
 engine where no hf-* peer needs its transformers twin (loading.load_model(hf_twin=False)).
 
 The whole way (loading._pretrained or _awq_pretrained, then weights.engine_from_hf or
-build_engine) holds the full model on each rank before its shard is taken: 140 GB for Llama-3-70B
-in bf16 on each of 8 GPUs; for an AWQ checkpoint its 40 GB of packed tensors plus a 140 GB
-dequantized twin for the hf-* peers, more than an H200 holds. Here each part (the embedding, one
+build_engine) holds the full model on each rank before its shard is taken: 141 GB for Llama-3-70B
+in bf16 on each of 8 GPUs; for an AWQ checkpoint its 40 GB of packed tensors plus a 141 GB
+dequantized twin for the hf-* peers, more than an H200's 150 GB. Here each part (the embedding, one
 layer, the final norm with lm_head) is read from the files alone, named as the engine names it,
 quantized by round-to-nearest under --quant awq (a plain checkpoint; an AWQ one is packed already)
 and this rank's shard of it kept (weights.engine_by_part): a rank's peak is its shard plus one

@@ -1,5 +1,6 @@
 """Refuse a load that cannot fit its GPU before any weight is placed there: torch would run out of
-memory only after minutes of reading or drawing (a 70B model in bf16 takes 141 GB; an H200 has 139)."""
+memory only after minutes of reading or drawing (a 70B model takes 141 GB in bf16, 282 GB in fp32; an
+H200 has 150 GB: 140 GiB)."""
 from __future__ import annotations
 
 import torch

@@ -2,8 +2,8 @@
 rank's shard (loading.load_engine).
 
 The plain way to it (loading._random_model, then weights.engine_from_hf) builds the transformers
-model at full size in the dtype first: 140 GB for Llama-3-70B in bf16, more than an H200 holds,
-for an AWQ engine of about 40 GB, or a TP 2 rank's bf16 shard of 70 GB. Here each part of the
+model at full size in the dtype first: 141 GB for Llama-3-70B in bf16, nearly all of an H200's
+150 GB, for an AWQ engine of about 40 GB, or a TP 2 rank's bf16 shard of 70 GB. Here each part of the
 model (the embedding, one layer, the final norm with lm_head) is drawn by the same rule, in the
 same order, from the same generator (weights.init_random_ over the transformers model's
 parameters, whose names and shapes a meta-device copy gives), its projections quantized by

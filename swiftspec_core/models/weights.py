@@ -153,7 +153,7 @@ def build_engine(args: ModelArgs, state: dict[str, torch.Tensor], *, dtype: torc
 
         local, state, vocab_start = shard_state(args, state, group.rank, group.size)
     return engine_of_shard(local, state, vocab_start, args.vocab_size, dtype=dtype, device=device, group=group,
-                           max_seq_len=max_seq_len, compile=compile, kernels=kernels)
+                           max_seq_len=max_seq_len, compile=compile, kernels=kernels, consume=group.size > 1)
 
 
 def engine_by_part(args: ModelArgs, parts: Iterable[dict[str, torch.Tensor]], *, quantize: bool, dtype: torch.dtype,
@@ -179,20 +179,25 @@ def engine_by_part(args: ModelArgs, parts: Iterable[dict[str, torch.Tensor]], *,
             part = {k: v.clone() if v.untyped_storage().nbytes() > v.nbytes else v for k, v in part.items()}
         state.update(part)
     return engine_of_shard(local, state, vocab_start, args.vocab_size, dtype=dtype, device=device, group=group,
-                           max_seq_len=max_seq_len, kernels=kernels)
+                           max_seq_len=max_seq_len, kernels=kernels, consume=True)
 
 
 def engine_of_shard(local: ModelArgs, state: dict[str, torch.Tensor], vocab_start: int, full_vocab: int, *,
                     dtype: torch.dtype, device="cpu", group: Group | None = None, max_seq_len: int = 4096,
-                    compile: bool | None = None, kernels: str = "torch") -> Transformer:
+                    compile: bool | None = None, kernels: str = "torch", consume: bool = False) -> Transformer:
     """build_engine's Transformer from a state already sharded for `group` (sharding.shard_state:
-    local args, local state, first vocab row; the full model's vocabulary size)."""
+    local args, local state, first vocab row; the full model's vocabulary size). consume: `state`
+    is the caller's to give up, and is emptied once loaded, so that it keeps no AWQ tensor in the
+    hub's layout alive while the fused kernels' layout replaces it (use_kernels): the GPU measured
+    75 GB at the peak for the AWQ Llama-3-70B's 40 GB (session 40, memory_stages.py)."""
     group = group or SingleGroup()
     model = Transformer(local, dtype=dtype, device="meta", group=group, vocab_start=vocab_start,
                         full_vocab=full_vocab, max_seq_len=max_seq_len)
     # AWQ tensors (int32 codes, fp16 scales) keep their dtype; everything else takes `dtype`.
     model.load_state_dict({k: v.to(device=device, dtype=dtype) if v.is_floating_point() and not k.endswith(".scales")
                            else v.to(device=device) for k, v in state.items()}, strict=True, assign=True)
+    if consume:
+        state.clear()
     model.requires_grad_(False)
     # The rope tables were made on the meta device; make them for real now.
     from .rope import rope_tables
