@@ -124,7 +124,8 @@ def load_queries(dataset: Dataset, data_dir: Path | None, limit: int) -> list[Qu
 
 def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
     """The first `limit` questions of a file in the question format (see datasets.yaml); an empty
-    file, a malformed line, bytes that are not UTF-8 or a question_id met twice is a user error."""
+    file, a malformed line, bytes that are not UTF-8 or a question_id met twice is a user error,
+    past `limit` too (a later run with a larger --limit would meet it only after hours of rows)."""
     queries, ids = [], set()
     try:
         f = open(path, "rb")  # bytes: a line that is not UTF-8 is named by its number
@@ -132,8 +133,6 @@ def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
         raise UserError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
     with f:
         for lineno, raw in enumerate(f, start=1):
-            if len(queries) >= limit:
-                break
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -144,7 +143,8 @@ def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
             if query.question_id in ids:
                 raise UserError(f"{path}:{lineno}: question_id {query.question_id} appears twice")
             ids.add(query.question_id)
-            queries.append(query)
+            if len(queries) < limit:
+                queries.append(query)
     if not queries:
         raise UserError(f"{path} holds no questions")
     return queries

@@ -1,5 +1,6 @@
-"""What --target and --draft name, checked before anything loads (runner.validate): a preset, a
-model folder, a .gguf file or a hub id."""
+"""What --target and --draft name, and what their weights allow, checked before anything loads
+(runner.validate): a preset, a model folder, a .gguf file or a hub id; the hf-* peers and replayed
+acceptance against the weights they need."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,3 +41,26 @@ def check_model_spec(spec: str, flag: str, weights: str = "real") -> None:
     if HUB_ID.match(spec):
         return  # a hub id: whether it exists is known only when loading
     raise UserError(f"{flag} {spec}: unknown preset (known: {', '.join(PRESETS)}), and no such path")
+
+
+def check_peers_have_a_model(systems: list[str], target: str, weights: str, quant: str) -> None:
+    """The hf-* peers run the target's transformers model, which a random target under --quant awq
+    never has (its engine is drawn layer by layer: loading.draws_layer_by_layer)."""
+    from swiftspec_core.models.loading import draws_layer_by_layer
+
+    from .systems import SYSTEMS
+
+    peers = [s for s in systems if not SYSTEMS[s].on_engine]
+    if peers and draws_layer_by_layer(target, weights, quant):
+        raise UserError(f"--quant awq with random weights: {', '.join(peers)} cannot run, as the target's "
+                        f"AWQ engine is drawn layer by layer and no transformers model of it is built")
+
+
+def check_replay_weights(replay_path: Path | None, acceptance: str, target: str, weights: str) -> None:
+    """Replayed acceptance is for random weights: its rounds emit the drafted tokens the recording
+    accepted, not the target's greedy ones, so rows of a real target would claim outputs it never made."""
+    from swiftspec_core.models.loading import is_random
+
+    if replay_path is not None and not is_random(target, weights):
+        raise UserError(f"--acceptance {acceptance} is for --weights random (replayed rounds are not the "
+                        f"target's own tokens); add --weights random, or measure with --acceptance real")

@@ -19,7 +19,7 @@ from swiftspec_core.errors import UserError
 
 from . import datasets as ds
 from . import kernel_choice, placement
-from .model_spec import check_model_spec
+from .model_spec import check_model_spec, check_peers_have_a_model, check_replay_weights
 from .results import ResultsTable, package_commit, prompt_sha, results_file, row_from_result, row_key
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -111,10 +111,10 @@ def validate(o: RunOptions) -> Checked:
         raise UserError(f"--worker-timeout must be above 0 seconds (got {o.worker_timeout:g})")
     if o.weights not in ("real", "random"):
         raise UserError(f"--weights {o.weights}: choose real or random")
-    _check_replay_weights(replay_path, o)
+    check_replay_weights(replay_path, o.acceptance, o.target, o.weights)
     if o.quant not in awq.QUANT_METHODS:
         raise UserError(f"--quant {o.quant}: choose {' or '.join(awq.QUANT_METHODS)}")
-    _check_peers_have_a_model(systems, o)
+    check_peers_have_a_model(systems, o.target, o.weights, o.quant)
     device = resolve_device(o.device)
     dtype = o.dtype or ("bfloat16" if device == "cuda" else "float32")
     if dtype not in DTYPES:
@@ -143,29 +143,6 @@ def validate(o: RunOptions) -> Checked:
     persistent_target = kernel_choice.persistent_target(o, kernel_choice.known_args(o.target), systems)
     return Checked(o, systems, split, queries, device, dtype, out, needs_draft, replay, digest, graft_sizes, kernels,
                    persistent_target)
-
-
-def _check_peers_have_a_model(systems: list[str], o: RunOptions) -> None:
-    """The hf-* peers run the target's transformers model, which a random target under --quant awq
-    never has (its engine is drawn layer by layer: loading.draws_layer_by_layer)."""
-    from swiftspec_core.models.loading import draws_layer_by_layer
-
-    from .systems import SYSTEMS
-
-    peers = [s for s in systems if not SYSTEMS[s].on_engine]
-    if peers and draws_layer_by_layer(o.target, o.weights, o.quant):
-        raise UserError(f"--quant awq with random weights: {', '.join(peers)} cannot run, as the target's "
-                        f"AWQ engine is drawn layer by layer and no transformers model of it is built")
-
-
-def _check_replay_weights(replay_path: Path | None, o: RunOptions) -> None:
-    """Replayed acceptance is for random weights: its rounds emit the drafted tokens the recording
-    accepted, not the target's greedy ones, so rows of a real target would claim outputs it never made."""
-    from swiftspec_core.models.loading import is_random
-
-    if replay_path is not None and not is_random(o.target, o.weights):
-        raise UserError(f"--acceptance {o.acceptance} is for --weights random (replayed rounds are not the "
-                        f"target's own tokens); add --weights random, or measure with --acceptance real")
 
 
 def _check_positive(value: int, flag: str) -> None:
@@ -300,11 +277,14 @@ def parent_device(c: Checked) -> str:
 
 
 def _load(role: str, spec: str, **how):
+    from huggingface_hub.utils import logging as hub_logging
     from transformers.utils import logging as hf_logging
 
     from swiftspec_core.models.loading import load_model
 
-    hf_logging.disable_progress_bar()  # keep stderr for errors: a bad input is one line there
+    # Keep stderr for errors, a bad input's one line: no progress bars, no hub retry warnings (offline).
+    hf_logging.disable_progress_bar()
+    hub_logging.set_verbosity_error()
     typer.echo(f"loading {role} {spec} ...")
     return load_model(spec, **how)  # the draft gets its own copy, even when it names the target
 

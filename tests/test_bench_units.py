@@ -57,6 +57,13 @@ def test_read_jsonl(tmp_path):
     f.write_text("\n\n")
     with pytest.raises(UserError, match=r"qa.jsonl holds no questions"):
         ds.read_jsonl("qa", f, limit=5)
+    # A line past --limit is checked too: a later run with a larger limit would meet it mid-run.
+    f.write_text('{"question_id": 1, "turns": ["a"]}\n{"question_id": 2, "turns": ["b"]}\n{"turns": ["c"]}\n')
+    with pytest.raises(UserError, match=r"qa.jsonl:3: malformed line"):
+        ds.read_jsonl("qa", f, limit=1)
+    f.write_bytes(b'{"question_id": 1, "turns": ["a"]}\n\xff\n')
+    with pytest.raises(UserError, match=r"qa.jsonl:2: not UTF-8"):
+        ds.read_jsonl("qa", f, limit=1)
 
 
 def test_no_local_copy_and_no_hub_is_a_user_error(monkeypatch, tmp_path):
