@@ -3,6 +3,8 @@
 acceptance against the weights they need."""
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from swiftspec_core.errors import UserError
@@ -13,10 +15,12 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
                 "pytorch_model.bin.index.json")
 
 
-def check_model_spec(spec: str, flag: str, weights: str = "real") -> None:
+def check_model_spec(spec: str, flag: str, weights: str = "real", quant: str = "none") -> None:
     """Catch what can be caught before loading: a preset name; a model folder (config.json, and
-    weight files unless --weights random); a .gguf file (its magic bytes); or something shaped
-    like a hub id (owner/name). Anything else is an unknown preset or path."""
+    weight files unless --weights random; an AWQ checkpoint only as the --target of --quant awq:
+    loading.check_quant's rule, asked again once a hub id's config is known); a .gguf file (its
+    magic bytes); or something shaped like a hub id (owner/name). Anything else is an unknown
+    preset or path."""
     from swiftspec_core.models.loading import HUB_ID
     from swiftspec_core.models.presets import PRESETS
 
@@ -28,6 +32,8 @@ def check_model_spec(spec: str, flag: str, weights: str = "real") -> None:
             raise UserError(f"{flag} {spec}: not a model folder (no config.json)")
         if weights == "real" and not any((path / f).is_file() for f in WEIGHT_FILES):
             raise UserError(f"{flag} {spec}: the folder holds no weights ({' or '.join(WEIGHT_FILES[::2])})")
+        if weights == "real" and _is_awq_folder(path) and quant != "awq":
+            raise UserError(f"{flag} {spec} is an AWQ checkpoint: it runs as the target, with --quant awq")
         return
     if path.is_file():
         if path.suffix != ".gguf":
@@ -64,3 +70,35 @@ def check_replay_weights(replay_path: Path | None, acceptance: str, target: str,
     if replay_path is not None and not is_random(target, weights):
         raise UserError(f"--acceptance {acceptance} is for --weights random (replayed rounds are not the "
                         f"target's own tokens); add --weights random, or measure with --acceptance real")
+
+
+def _is_awq_folder(path: Path) -> bool:
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return False  # loading reports what is wrong with it
+    quant = config.get("quantization_config") if isinstance(config, dict) else None
+    return isinstance(quant, dict) and quant.get("quant_method") == "awq"
+
+
+def model_sha(spec: str, weights: str) -> str:
+    """A local model folder's or .gguf file's fingerprint: sha256 of its config.json and of each
+    weight file's name and size (not its bytes: 140 GB would take minutes); "" for a preset, a hub
+    id or random weights (their name says what they are; "" reads back from a CSV as it was)."""
+    path = Path(spec).expanduser()
+    if weights != "real" or spec in _presets() or not path.exists():
+        return ""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(f for f in path.iterdir() if f.is_file() and (
+        f.name == "config.json" or f.suffix in (".safetensors", ".bin", ".gguf") or f.name.endswith(".index.json")))
+    for f in files:
+        digest.update(f"{f.name}\0{f.stat().st_size}\0".encode())
+        if f.name.endswith(".json"):
+            digest.update(f.read_bytes())
+    return digest.hexdigest()
+
+
+def _presets():
+    from swiftspec_core.models.presets import PRESETS
+
+    return PRESETS

@@ -58,7 +58,7 @@ def write(preset_name: str, folder: Path, *, awq: bool, seed: int = 0, device: s
         save_file({k: v.contiguous().cpu() for k, v in tensors.items()}, str(folder / file), metadata={"format": "pt"})
         weight_map.update(dict.fromkeys(tensors, file))
         total += sum(v.nbytes for v in tensors.values())
-    config.torch_dtype = "bfloat16"
+    config.dtype = "bfloat16"
     if awq:
         config.quantization_config = dict(quant_method="awq", bits=4, group_size=group, version="gemm", zero_point=True)
     config.save_pretrained(folder)

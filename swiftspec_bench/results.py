@@ -25,6 +25,10 @@ ROW_SCHEMA = pa.schema([
     ("target", pa.string()),
     ("draft", pa.string()),
     ("draft_noise", pa.float64()),  # --draft-noise: the draft is the target plus this relative noise
+    # A local model folder's or file's fingerprint (model_spec.model_sha; "" for presets and hub
+    # ids): a folder whose model was replaced since is not resumed under the same name (absent in older rows)
+    ("target_sha", pa.string()),
+    ("draft_sha", pa.string()),
     ("dataset", pa.string()),
     ("question_id", pa.string()),
     ("turn", pa.int64()),  # 1-based
@@ -310,6 +314,16 @@ class ResultsTable:
             if made is not None and now is not None and made != now:
                 raise UserError(f"{self.run_dir} holds rows of {row['dataset']} question {row['question_id']} "
                                 "made from another prompt text; use another --out to keep them apart")
+
+    def check_models(self, columns: dict) -> None:
+        """A user error if DIR holds rows of this run's target or draft, named as this run names it,
+        made from a model folder that has changed since (target_sha / draft_sha)."""
+        for row in self.rows:
+            for role in ("target", "draft"):
+                made, now = row.get(f"{role}_sha"), columns[f"{role}_sha"]
+                if row[role] == columns[role] and made and now and made != now:
+                    raise UserError(f"{self.run_dir} holds rows of --{role} {row[role]} made from another model "
+                                    "there (its config or weight files have changed); use another --out")
 
     def append(self, row: dict) -> None:
         missing = [c for c in COLUMNS if c not in row]

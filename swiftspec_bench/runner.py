@@ -19,7 +19,7 @@ from swiftspec_core.errors import UserError
 
 from . import datasets as ds
 from . import kernel_choice, placement
-from .model_spec import check_model_spec, check_peers_have_a_model, check_replay_weights
+from .model_spec import check_model_spec, check_peers_have_a_model, check_replay_weights, model_sha
 from .results import ResultsTable, package_commit, prompt_sha, results_file, row_from_result, row_key
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -121,7 +121,7 @@ def validate(o: RunOptions) -> Checked:
         raise UserError(f"--dtype {dtype}: choose {', '.join(DTYPES)}")
     needs_draft = any(SYSTEMS[s].needs_draft for s in systems)
     noise.check_draft_noise(o.draft_noise, o.weights, o.target, o.draft if needs_draft else o.target)
-    check_model_spec(o.target, "--target", o.weights)
+    check_model_spec(o.target, "--target", o.weights, o.quant)  # the draft's projections stay plain
     if needs_draft:
         check_model_spec(o.draft, "--draft", o.weights)
     kernels = kernel_choice.choose_sets(o, device, dtype, o.target, o.draft if needs_draft else None,
@@ -190,13 +190,16 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
     from .systems import graft_settings, label
 
     o = c.options
-    columns = dict(target=o.target, draft=o.draft, device=c.device, weights=_expected_weights(o.target, o.weights),
+    columns = dict(target=o.target, draft=o.draft, target_sha=model_sha(o.target, o.weights),
+                   draft_sha=model_sha(o.draft, o.weights) if c.needs_draft else "",
+                   device=c.device, weights=_expected_weights(o.target, o.weights),
                    acceptance="replayed" if c.replay else "real", replay_source=c.replay_digest,
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
                    max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant,
                    **graft_settings(o.graft, o.graft_len, c.graft_sizes))
     table.check_settings(columns)
     table.check_prompts({(q.dataset, q.question_id): prompt_sha(q.turns) for q in c.queries})
+    table.check_models(columns)
     # Each system under each kernel set, once a row name (ar runs fused under persistent where the
     # persistent kernel does not take its target).
     by_name = {}
@@ -234,7 +237,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
 
     from swiftspec_core.decoders.base import SpecSettings
     from swiftspec_core.models import noise
-    from swiftspec_core.models.loading import check_pair
+    from swiftspec_core.models.loading import check_pair, check_quant
 
     from .systems import SYSTEMS, LoadedPair
 
@@ -245,9 +248,11 @@ def execute(p: Planned, table: ResultsTable) -> None:
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=parent_device(c), seed=o.seed)
     peers = any(not SYSTEMS[s].on_engine for s in c.systems)  # an AWQ checkpoint's twin is theirs alone
     target = _load("target", o.target, **how, quant=o.quant, hf_twin=peers)  # the draft's projections stay plain
+    check_quant(target, o.quant)
     longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:
+        check_quant(draft, "none")
         check_pair(target, draft, c.systems)
         noise.draft_from_target(target, draft, o.draft_noise, o.seed, o.quant)
     # A pair a kernel set, their engines on the same loaded weights.

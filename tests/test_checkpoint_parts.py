@@ -303,3 +303,84 @@ def test_no_hub_layout_outlives_its_tiling_while_an_engine_is_built(tmp_path, mo
     load_engine(str(awq_checkpoint(tmp_path / "model")), weights="real", dtype=torch.float32, max_seq_len=64,
                 quant="awq")
     assert freed == [True, True]
+
+
+def _break(folder: Path, how: str) -> str:
+    """Damage a sharded checkpoint folder (one file a part) as a user's copy might be; returns the
+    error its headers give."""
+    from safetensors.torch import load_file, save_file
+
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    layer1 = index["weight_map"]["model.layers.1.mlp.down_proj.weight"]
+    if how == "file gone":
+        (folder / layer1).unlink()
+        return "no such file, though the checkpoint's index names it"
+    if how == "truncated":
+        data = (folder / layer1).read_bytes()
+        (folder / layer1).write_bytes(data[: len(data) // 2])
+        return "cannot read its header"
+    if how == "tensor gone from its file":
+        tensors = load_file(str(folder / layer1))
+        del tensors["model.layers.1.mlp.down_proj.weight"]
+        save_file(tensors, str(folder / layer1), metadata={"format": "pt"})
+        return "holds no model.layers.1.mlp.down_proj.weight, though the checkpoint's index says it does"
+    config = json.loads((folder / "config.json").read_text())
+    if how == "config's ffn":
+        config["intermediate_size"] = 64
+        message = r"model.layers.0.mlp.gate_proj.weight is \[96, 64\], but the model's config.json makes it \[64, 64\]"
+    else:  # "config's layers"
+        config["num_hidden_layers"] = 1
+        message = "holds layer 1, but config.json makes 1 layers"
+    (folder / "config.json").write_text(json.dumps(config))
+    return message
+
+
+@pytest.mark.parametrize("how", ["file gone", "truncated", "tensor gone from its file", "config's ffn", "config's layers"])
+def test_a_damaged_checkpoint_is_one_error_before_any_weight_is_read(tmp_path, monkeypatch, how):
+    """Every way a folder loads (the run's own process whole or on the meta device, a worker by part)
+    reads its files' headers first: a missing or cut file, a tensor the index promises that its file
+    lacks, a config.json the tensors do not fit (the ffn: a TP rank's slices would have run a wrong
+    model; extra layers: transformers would drop them) is one UserError, no weight read."""
+    folder = save_checkpoint(tmp_path / "model", "tiny-llama", seed=1, shard_size="100KB")
+    says = _break(folder, how)
+    from swiftspec_core.models import checkpoint_files
+
+    monkeypatch.setattr(checkpoint_files, "read_tensors", lambda *a: pytest.fail("a weight was read"))
+    monkeypatch.setattr(loading, "_pretrained", lambda *a: pytest.fail("the whole way ran"))
+    for how_loaded in (dict(), dict(device="meta"), dict(by_part=True)):
+        with pytest.raises(UserError, match=says):
+            load_model(str(folder), **how_loaded)
+
+
+def test_an_awq_checkpoint_is_refused_as_a_draft_or_without_quant_awq_before_loading(tmp_path, monkeypatch):
+    folder = str(awq_checkpoint(tmp_path / "model"))
+    monkeypatch.setattr(loading, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
+    base = ["run", "--datasets", "gsm8k", "--limit", "1", "--max-new-tokens", "4", "--data-dir", str(DATA_DIR),
+            "--device", "cpu", "--out", str(tmp_path / "out")]
+    for extra in (["--target", folder, "--systems", "ar"],
+                  ["--target", folder, "--draft", folder, "--systems", "chain", "--quant", "awq"]):
+        res = CliRunner().invoke(app, base + extra)
+        assert res.exit_code == 2 and res.stderr.count("\n") == 1, (res.stdout, res.stderr)
+        assert "is an AWQ checkpoint: it runs as the target, with --quant awq" in res.stderr
+
+
+def test_a_folder_whose_model_was_replaced_is_not_resumed_under_its_name(tmp_path):
+    """Rows record the model folder's fingerprint (config.json, weight files' names and sizes): a
+    resume after the folder got another model is refused instead of mixing the two under one name."""
+    import shutil
+
+    folder = save_checkpoint(tmp_path / "model", "tiny-llama", seed=1)
+    out = tmp_path / "run"
+    base = ["run", "--target", str(folder), "--systems", "ar", "--datasets", "gsm8k", "--max-new-tokens", "4",
+            "--data-dir", str(DATA_DIR), "--device", "cpu", "--out", str(out)]
+    res = CliRunner().invoke(app, base + ["--limit", "1"])
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    assert pd.read_parquet(out / "results.parquet").target_sha.str.len().eq(64).all()
+    res = CliRunner().invoke(app, base + ["--limit", "2"])  # the same folder: resumed
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    shutil.rmtree(folder)
+    save_checkpoint(folder, "tiny-qwen2", seed=1)
+    res = CliRunner().invoke(app, base + ["--limit", "3"])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, (res.stdout, res.stderr)
+    assert f"holds rows of --target {folder} made from another model there" in res.stderr
+    assert len(pd.read_parquet(out / "results.parquet")) == 2

@@ -82,14 +82,14 @@ def awq_args(config, where: str) -> ModelArgs:
     return ModelArgs.from_hf_config(config)
 
 
-def read_awq_checkpoint(folder: Path, config) -> dict[str, torch.Tensor]:
-    """Every tensor of an AWQ checkpoint folder whose config (quantization_config removed) is
-    `config`, after checking it holds every one its config needs."""
+def read_awq_checkpoint(folder: Path, config, group: int) -> dict[str, torch.Tensor]:
+    """Every tensor of an AWQ checkpoint folder (quantization group `group`) whose config
+    (quantization_config removed) is `config`, after checking it holds every one its config needs."""
     folder = Path(folder)
     files = tensor_files(folder)
     if not files:
         raise UserError(f"{folder}: an AWQ checkpoint needs model.safetensors (or its index)")
-    check_tensors(folder, files, needed_tensors(config, awq=True))
+    check_tensors(folder, files, needed_tensors(config, group))
     return read_tensors(folder, files, files)
 
 
@@ -98,4 +98,4 @@ def load_awq_checkpoint(folder: Path, config) -> tuple[ModelArgs, dict[str, torc
     args = awq_args(config, str(folder))
     plain = copy.deepcopy(config)
     del plain.quantization_config
-    return args, state_from_awq_tensors(args, read_awq_checkpoint(folder, plain))
+    return args, state_from_awq_tensors(args, read_awq_checkpoint(folder, plain, args.quant_group))

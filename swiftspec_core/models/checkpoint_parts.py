@@ -81,10 +81,12 @@ def checkpoint_recipe(folder: Path, config, args: ModelArgs, dtype: torch.dtype,
                       quant: str) -> CheckpointRecipe | None:
     """The recipe of a model folder's safetensors checkpoint (args: its own, ModelArgs.from_hf_config
     before the quantization_config left `config`), after checking it holds every tensor the model
-    needs (a UserError before any weight is read); None where the folder has no safetensors."""
+    needs, of the shapes it makes them (a UserError before any weight is read); None where the folder
+    has no safetensors."""
     files = tensor_files(folder)
     if not files:
         return None
-    needed = tuple(needed_tensors(config, awq=args.quant == "awq"))
-    check_tensors(folder, files, needed)
+    shapes = needed_tensors(config, args.quant_group if args.quant == "awq" else None)
+    check_tensors(folder, files, shapes)
+    needed = tuple(shapes)
     return CheckpointRecipe(folder, files, needed, args, dtype, "awq" if args.quant == "awq" else quant)

@@ -101,12 +101,15 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
         del config.quantization_config  # the model transformers builds is the plain one
     if weights == "random":
         return _random_loaded(spec, config, tokenizer, dtype, device, seed, quant, by_part)
-    recipe = None
-    if gguf_file is None and (device.type == "meta" or by_part or (args.quant == "awq" and not hf_twin)):
-        folder = Path(source) if Path(source).is_dir() else None if device.type == "meta" else _hub_folder(spec, source)
-        # A checkpoint that lacks a tensor is refused here, before any weight is read or worker started.
-        recipe = checkpoint_recipe(folder, config, args, dtype, quant) if folder else None
-    if device.type == "meta" or recipe is not None:  # (no safetensors files: the whole way below)
+    alone = by_part or (args.quant == "awq" and not hf_twin)  # an engine alone is wanted
+    folder = Path(source) if gguf_file is None and Path(source).is_dir() else None
+    if folder is None and gguf_file is None and alone and device.type != "meta":
+        folder = _hub_folder(spec, source)
+    # Every way a safetensors checkpoint loads, its files' headers are checked first (checkpoint_files.
+    # check_tensors): a missing or damaged file or tensor, or one config.json does not make, is one
+    # error line before any weight is read or worker started.
+    recipe = checkpoint_recipe(folder, config, args, dtype, quant) if folder else None
+    if device.type == "meta" or (recipe is not None and alone):  # (no safetensors files: the whole way below)
         return _shapes_only(spec, config, args, tokenizer, dtype, recipe, source if gguf_file is None else None)
     if args.quant == "awq":
         return _awq_pretrained(spec, source, config, args, tokenizer, dtype, device)
@@ -161,7 +164,7 @@ def _awq_pretrained(spec: str, source, config, args: ModelArgs, tokenizer, dtype
     folder = Path(source) if Path(source).is_dir() else _hub_folder(spec, source)
     check_fits(f"{spec}'s AWQ tensors and their dequantized twin in {_name(dtype)} (hf-ar and hf-assisted run it)",
                args.stored_bytes() + ModelArgs.from_hf_config(config).stored_bytes(dtype.itemsize), device)
-    tensors = read_awq_checkpoint(folder, config)  # holds every tensor the model needs (check_tensors)
+    tensors = read_awq_checkpoint(folder, config, args.quant_group)  # every tensor the model needs (check_tensors)
     state = {k: v.to(device) for k, v in state_from_awq_tensors(args, tensors).items()}
     hf = _random_model(config, dtype, device, seed=0)  # its values are replaced here
     with torch.no_grad():
@@ -362,14 +365,21 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
                      quant=quant, vocab_bound=vocab_bound)
 
 
+def check_quant(loaded: LoadedModel, quant: str) -> None:
+    """UserError unless an engine of `quant` can be built on the loaded model: an AWQ checkpoint runs
+    as the target, under --quant awq (a draft's projections stay plain). A run's own process asks
+    first, where every engine would be built in workers."""
+    if loaded.awq is not None and quant != "awq":
+        raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")
+
+
 def engine_of(loaded: LoadedModel, *, quant: str = "none", vocab_bound: int = 0, **how) -> Transformer:
     """Our engine on a loaded model (build_engine's keywords in `how`), taking ids up to vocab_bound
     (the pair's larger table: Transformer.accept_tokens_below): an AWQ checkpoint's own packed
     tensors (quant must say awq); a random model loaded part by part drawn (and quantized, under
     awq) part by part (random_parts.py); else the transformers model's weights, quantized by
     round-to-nearest where quant is awq (weights.engine_from_hf)."""
-    if loaded.awq is not None and quant != "awq":
-        raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")
+    check_quant(loaded, quant)
     if loaded.parts is not None:
         if quant != loaded.parts.quant:
             raise ValueError(f"{loaded.name} was loaded for an engine of quant {loaded.parts.quant!r}, "

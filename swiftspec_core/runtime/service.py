@@ -64,10 +64,13 @@ class Request:
 
 
 def _engines(plan: WorkerPlan, ctx):
+    from transformers.utils import logging as hf_logging
+
     from ..kernels.awq_dequantize import use_for_prefills
     from ..models.loading import load_engine
     from ..models.transformer import engine_kernels
 
+    hf_logging.disable_progress_bar()  # a worker's stderr is the run's terminal: errors only
     dtype = getattr(torch, plan.dtype)
     kernels_of = lambda draft: engine_kernels(  # noqa: E731
         plan.kernels, draft, persistent_target=plan.persistent_target and ctx.group.size == 1)
