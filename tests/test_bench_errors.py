@@ -359,7 +359,7 @@ def test_a_kernel_list_plans_each_system_under_each_set_once_a_row_name(tmp_path
     queries = [SimpleNamespace(dataset="qa", question_id=i, turns=("hi",)) for i in (1, 2)]
     checked = SimpleNamespace(options=o, systems=["ar", "tree"], split=None, queries=queries, device="cuda",
                               dtype="bfloat16", replay=None, replay_digest="", kernels=("fused", "persistent"),
-                              persistent_target=False, graft_sizes=(3, 2))
+                              persistent_target=False, graft_sizes=(3, 2), needs_draft=True)
     planned = runner.plan(checked, ResultsTable(tmp_path))
     assert list(planned.labels.values()) == ["ar:fused", "tree:fused", "tree:persistent"]
     assert [(planned.labels[u], q.question_id) for u, q, _ in planned.todo] == [
