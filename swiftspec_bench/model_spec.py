@@ -18,9 +18,10 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 def check_model_spec(spec: str, flag: str, weights: str = "real", quant: str = "none") -> None:
     """Catch what can be caught before loading: a preset name; a model folder (config.json, and
     weight files unless --weights random; an AWQ checkpoint only as the --target of --quant awq:
-    loading.check_quant's rule, asked again once a hub id's config is known); a .gguf file (its
+    awq_checkpoint.check_quant's rule, asked again once a hub id's config is known); a .gguf file (its
     magic bytes); or something shaped like a hub id (owner/name). Anything else is an unknown
     preset or path."""
+    from swiftspec_core.models.awq_checkpoint import check_quant
     from swiftspec_core.models.loading import HUB_ID
     from swiftspec_core.models.presets import PRESETS
 
@@ -32,8 +33,8 @@ def check_model_spec(spec: str, flag: str, weights: str = "real", quant: str = "
             raise UserError(f"{flag} {spec}: not a model folder (no config.json)")
         if weights == "real" and not any((path / f).is_file() for f in WEIGHT_FILES):
             raise UserError(f"{flag} {spec}: the folder holds no weights ({' or '.join(WEIGHT_FILES[::2])})")
-        if weights == "real" and _is_awq_folder(path) and quant != "awq":
-            raise UserError(f"{flag} {spec} is an AWQ checkpoint: it runs as the target, with --quant awq")
+        if weights == "real":
+            check_quant(f"{flag} {spec}", _is_awq_folder(path), quant)
         return
     if path.is_file():
         if path.suffix != ".gguf":
@@ -73,12 +74,13 @@ def check_replay_weights(replay_path: Path | None, acceptance: str, target: str,
 
 
 def _is_awq_folder(path: Path) -> bool:
+    from swiftspec_core.models.awq_checkpoint import is_awq_quantization
+
     try:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):
         return False  # loading reports what is wrong with it
-    quant = config.get("quantization_config") if isinstance(config, dict) else None
-    return isinstance(quant, dict) and quant.get("quant_method") == "awq"
+    return isinstance(config, dict) and is_awq_quantization(config.get("quantization_config"))
 
 
 def model_sha(spec: str, weights: str) -> str:

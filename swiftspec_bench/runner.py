@@ -237,7 +237,8 @@ def execute(p: Planned, table: ResultsTable) -> None:
 
     from swiftspec_core.decoders.base import SpecSettings
     from swiftspec_core.models import noise
-    from swiftspec_core.models.loading import check_pair, check_quant
+    from swiftspec_core.models.awq_checkpoint import check_quant
+    from swiftspec_core.models.loading import check_pair
 
     from .systems import SYSTEMS, LoadedPair
 
@@ -248,11 +249,11 @@ def execute(p: Planned, table: ResultsTable) -> None:
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=parent_device(c), seed=o.seed)
     peers = any(not SYSTEMS[s].on_engine for s in c.systems)  # an AWQ checkpoint's twin is theirs alone
     target = _load("target", o.target, **how, quant=o.quant, hf_twin=peers)  # the draft's projections stay plain
-    check_quant(target, o.quant)
+    check_quant(target.name, target.awq is not None, o.quant)
     longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:
-        check_quant(draft, "none")
+        check_quant(draft.name, draft.awq is not None, "none")
         check_pair(target, draft, c.systems)
         noise.draft_from_target(target, draft, o.draft_noise, o.seed, o.quant)
     # A pair a kernel set, their engines on the same loaded weights.

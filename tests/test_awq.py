@@ -14,7 +14,7 @@ from swiftspec_core.decoders import DECODERS, SpecSettings
 from swiftspec_core.errors import UserError
 from swiftspec_core.models import awq
 from swiftspec_core.models.args import ModelArgs
-from swiftspec_core.models.awq_checkpoint import load_awq_checkpoint, state_from_awq_tensors
+from swiftspec_core.models.awq_checkpoint import state_from_awq_tensors
 from swiftspec_core.models.sharding import check_awq_shards, shard_state
 from swiftspec_core.models.weights import build_engine, random_state
 from swiftspec_core.runtime.launch import run_workers
@@ -140,22 +140,21 @@ def test_hub_folder_loads(tmp_path):
     cfg = AutoConfig.for_model("llama", hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                                num_attention_heads=4, num_key_value_heads=2, vocab_size=200,
                                max_position_embeddings=256, rms_norm_eps=1e-6, quantization_config=quant)
-    (tmp_path / "config.json").write_text(json.dumps(cfg.to_dict()))
-    got_args, got = load_awq_checkpoint(tmp_path, AutoConfig.from_pretrained(tmp_path))
-    assert got_args.quant == "awq" and got_args.quant_group == 128
-    assert all(torch.equal(got[k], state[k]) for k in state) and sorted(got) == sorted(state)
-    cfg.quantization_config = quant | dict(bits=8)
-    with pytest.raises(UserError, match="4-bit GEMM"):
-        load_awq_checkpoint(tmp_path, cfg)
-
-    # load_model / engine_of: the engine holds the checkpoint's own tensors, the transformers model
-    # their dequantization (what the hf-* peers run), and the two compute the same logits.
     from swiftspec_core.models.loading import engine_of, load_model
     from swiftspec_core.models.tiny_tokenizer import tiny_tokenizer
 
     tiny_tokenizer().save_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps(cfg.to_dict() | dict(quantization_config=quant | dict(bits=8))))
+    with pytest.raises(UserError, match="4-bit GEMM"):
+        load_model(str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps(cfg.to_dict()))
     loaded = load_model(str(tmp_path))
-    assert loaded.awq is not None and loaded.weights == "real"
+    got_args, got = loaded.awq
+    assert got_args.quant == "awq" and got_args.quant_group == 128 and loaded.weights == "real"
+    assert all(torch.equal(got[k], state[k]) for k in state) and sorted(got) == sorted(state)
+
+    # load_model / engine_of: the engine holds the checkpoint's own tensors, the transformers model
+    # their dequantization (what the hf-* peers run), and the two compute the same logits.
     shapes = load_model(str(tmp_path), device="meta")  # shapes only: the args, no tensors
     assert shapes.awq[0] == loaded.awq[0] and not shapes.awq[1]
     assert all(p.is_meta for p in shapes.hf.parameters())

@@ -78,7 +78,6 @@ class ModelArgs:
             return awq_bytes(layers, self.quant_group) + bytes_per_param * head
         return bytes_per_param * (layers + head)
 
-
     def stored_bytes(self, bytes_per_param: int = 2) -> int:
         """Bytes the weights take in memory: weight_bytes and the embedding table where lm_head is
         not it (norms and biases left out: a lower bound, for refusing what cannot fit)."""

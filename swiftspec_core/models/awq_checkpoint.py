@@ -1,6 +1,6 @@
 """AWQ checkpoints as AutoAWQ publishes them on the hub (a folder or a hub id whose config.json
 says quantization_config.quant_method = "awq", version "gemm", 4 bits with zero points), read
-straight from their safetensors into the engine's state: q/k/v and gate/up joined along N as the
+straight from their safetensors (checkpoint_parts.py, part by part or whole) into the engine's state: q/k/v and gate/up joined along N as the
 engine's wqkv and w_gate_up (a join along N keeps every group: groups run along K), every other
 tensor under the engine's name.
 
@@ -9,15 +9,11 @@ load such a checkpoint at all.
 """
 from __future__ import annotations
 
-import copy
-from pathlib import Path
-
 import torch
 
 from ..errors import UserError
 from .args import ModelArgs
 from .awq import PARTS, AWQWeight
-from .checkpoint_files import check_tensors, needed_tensors, read_tensors, tensor_files
 from .weights import hf_layer
 
 
@@ -82,20 +78,17 @@ def awq_args(config, where: str) -> ModelArgs:
     return ModelArgs.from_hf_config(config)
 
 
-def read_awq_checkpoint(folder: Path, config, group: int) -> dict[str, torch.Tensor]:
-    """Every tensor of an AWQ checkpoint folder (quantization group `group`) whose config
-    (quantization_config removed) is `config`, after checking it holds every one its config needs."""
-    folder = Path(folder)
-    files = tensor_files(folder)
-    if not files:
-        raise UserError(f"{folder}: an AWQ checkpoint needs model.safetensors (or its index)")
-    check_tensors(folder, files, needed_tensors(config, group))
-    return read_tensors(folder, files, files)
+def is_awq_quantization(quant) -> bool:
+    """Whether a config's quantization_config (a dict as config.json holds it, transformers' object,
+    or None) is AWQ's."""
+    quant = quant or {}
+    return (quant if isinstance(quant, dict) else quant.to_dict()).get("quant_method") == "awq"
 
 
-def load_awq_checkpoint(folder: Path, config) -> tuple[ModelArgs, dict[str, torch.Tensor]]:
-    """(args, engine state) of an AWQ checkpoint folder whose transformers config is `config`."""
-    args = awq_args(config, str(folder))
-    plain = copy.deepcopy(config)
-    del plain.quantization_config
-    return args, state_from_awq_tensors(args, read_awq_checkpoint(folder, plain, args.quant_group))
+def check_quant(name: str, awq_checkpoint: bool, quant: str) -> None:
+    """UserError unless an engine of `quant` can be built on the model `name`: an AWQ checkpoint runs
+    as the target, under --quant awq (a draft's projections stay plain). A run asks before loading
+    (a folder's config.json: model_spec) and once loaded (a hub id), where every engine would be
+    built in workers."""
+    if awq_checkpoint and quant != "awq":
+        raise UserError(f"{name} is an AWQ checkpoint: it runs as the target, with --quant awq")

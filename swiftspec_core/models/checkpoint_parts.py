@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from ..comm.group import Group
+from ..errors import UserError
 from .args import ModelArgs
 from .awq import quantized_args
 from .awq_checkpoint import state_from_awq_tensors
@@ -82,9 +83,11 @@ def checkpoint_recipe(folder: Path, config, args: ModelArgs, dtype: torch.dtype,
     """The recipe of a model folder's safetensors checkpoint (args: its own, ModelArgs.from_hf_config
     before the quantization_config left `config`), after checking it holds every tensor the model
     needs, of the shapes it makes them (a UserError before any weight is read); None where the folder
-    has no safetensors."""
+    has no safetensors (an AWQ checkpoint: a UserError, it is read from them alone)."""
     files = tensor_files(folder)
     if not files:
+        if args.quant == "awq":
+            raise UserError(f"{folder}: an AWQ checkpoint needs model.safetensors (or its index)")
         return None
     shapes = needed_tensors(config, args.quant_group if args.quant == "awq" else None)
     check_tensors(folder, files, shapes)

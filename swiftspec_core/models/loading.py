@@ -24,6 +24,7 @@ from ..comm.group import Group, SingleGroup
 from ..errors import UserError
 from . import demo_pair
 from .args import ModelArgs
+from .awq_checkpoint import check_quant, is_awq_quantization
 from .checkpoint_parts import CheckpointRecipe, checkpoint_recipe
 from .fits import check_fits
 from .presets import PRESETS, Preset
@@ -103,7 +104,7 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
         return _random_loaded(spec, config, tokenizer, dtype, device, seed, quant, by_part)
     alone = by_part or (args.quant == "awq" and not hf_twin)  # an engine alone is wanted
     folder = Path(source) if gguf_file is None and Path(source).is_dir() else None
-    if folder is None and gguf_file is None and alone and device.type != "meta":
+    if folder is None and gguf_file is None and (alone or args.quant == "awq") and device.type != "meta":
         folder = _hub_folder(spec, source)
     # Every way a safetensors checkpoint loads, its files' headers are checked first (checkpoint_files.
     # check_tensors): a missing or damaged file or tensor, or one config.json does not make, is one
@@ -112,7 +113,7 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
     if device.type == "meta" or (recipe is not None and alone):  # (no safetensors files: the whole way below)
         return _shapes_only(spec, config, args, tokenizer, dtype, recipe, source if gguf_file is None else None)
     if args.quant == "awq":
-        return _awq_pretrained(spec, source, config, args, tokenizer, dtype, device)
+        return _awq_pretrained(spec, recipe, config, tokenizer, dtype, device)
     check_fits(f"{spec} in {_name(dtype)}", args.stored_bytes(dtype.itemsize), device)
     return _loaded(spec, _pretrained(spec, source, gguf_file, dtype, device), tokenizer, weights)
 
@@ -150,21 +151,25 @@ def _shapes_only(spec: str, config, args: ModelArgs, tokenizer, dtype, recipe: C
 
 
 def _is_awq(config) -> bool:
-    quant = getattr(config, "quantization_config", None) or {}
-    return (quant if isinstance(quant, dict) else quant.to_dict()).get("quant_method") == "awq"
+    return is_awq_quantization(getattr(config, "quantization_config", None))
 
 
-def _awq_pretrained(spec: str, source, config, args: ModelArgs, tokenizer, dtype, device: torch.device) -> LoadedModel:
-    """An AWQ checkpoint: its packed tensors for our engine, and a transformers model holding their
-    dequantization, its twin (transformers itself would need an AWQ package to load it), made on
-    `device` a weight at a time (no second copy of it anywhere)."""
+
+def _awq_pretrained(spec: str, recipe: CheckpointRecipe | None, config, tokenizer, dtype,
+                    device: torch.device) -> LoadedModel:
+    """An AWQ checkpoint (its files checked: checkpoint_recipe): its packed tensors for our engine,
+    and a transformers model holding their dequantization, its twin (transformers itself would need
+    an AWQ package to load it), made on `device` a weight at a time (no second copy of it anywhere)."""
     from .awq import PARTS, AWQWeight, dequantize
-    from .awq_checkpoint import read_awq_checkpoint, state_from_awq_tensors
+    from .awq_checkpoint import state_from_awq_tensors
+    from .checkpoint_files import read_tensors
 
-    folder = Path(source) if Path(source).is_dir() else _hub_folder(spec, source)
+    if recipe is None:  # a GGUF file
+        raise UserError(f"{spec}: an AWQ checkpoint is read from its safetensors files")
+    args = recipe.args
     check_fits(f"{spec}'s AWQ tensors and their dequantized twin in {_name(dtype)} (hf-ar and hf-assisted run it)",
                args.stored_bytes() + ModelArgs.from_hf_config(config).stored_bytes(dtype.itemsize), device)
-    tensors = read_awq_checkpoint(folder, config, args.quant_group)  # every tensor the model needs (check_tensors)
+    tensors = read_tensors(recipe.folder, recipe.files, recipe.files)
     state = {k: v.to(device) for k, v in state_from_awq_tensors(args, tensors).items()}
     hf = _random_model(config, dtype, device, seed=0)  # its values are replaced here
     with torch.no_grad():
@@ -365,21 +370,13 @@ def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", se
                      quant=quant, vocab_bound=vocab_bound)
 
 
-def check_quant(loaded: LoadedModel, quant: str) -> None:
-    """UserError unless an engine of `quant` can be built on the loaded model: an AWQ checkpoint runs
-    as the target, under --quant awq (a draft's projections stay plain). A run's own process asks
-    first, where every engine would be built in workers."""
-    if loaded.awq is not None and quant != "awq":
-        raise UserError(f"{loaded.name} is an AWQ checkpoint: it runs as the target, with --quant awq")
-
-
 def engine_of(loaded: LoadedModel, *, quant: str = "none", vocab_bound: int = 0, **how) -> Transformer:
     """Our engine on a loaded model (build_engine's keywords in `how`), taking ids up to vocab_bound
     (the pair's larger table: Transformer.accept_tokens_below): an AWQ checkpoint's own packed
     tensors (quant must say awq); a random model loaded part by part drawn (and quantized, under
     awq) part by part (random_parts.py); else the transformers model's weights, quantized by
     round-to-nearest where quant is awq (weights.engine_from_hf)."""
-    check_quant(loaded, quant)
+    check_quant(loaded.name, loaded.awq is not None, quant)
     if loaded.parts is not None:
         if quant != loaded.parts.quant:
             raise ValueError(f"{loaded.name} was loaded for an engine of quant {loaded.parts.quant!r}, "
