@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from swiftspec_core.errors import UserError
@@ -98,6 +100,22 @@ def model_sha(spec: str, weights: str) -> str:
         if f.name.endswith(".json"):
             digest.update(f.read_bytes())
     return digest.hexdigest()
+
+
+def row_spelling(spec: str, spelled: Iterable[str]) -> str:
+    """How rows already made name the local model folder or file `spec` names (one of `spelled`,
+    which names the same path relatively or absolutely, with a trailing slash or through a link), so
+    that one model makes one row key whatever its spelling; else `spec` itself."""
+    path = Path(spec).expanduser()
+    if not spec or spec in _presets() or not path.exists():
+        return spec
+    for other in dict.fromkeys(spelled):
+        if other in (spec, "") or other in _presets():
+            continue
+        other_path = Path(other).expanduser()
+        if other_path.exists() and os.path.samefile(other_path, path):
+            return other
+    return spec
 
 
 def _presets():

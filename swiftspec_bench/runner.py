@@ -19,7 +19,7 @@ from swiftspec_core.errors import UserError
 
 from . import datasets as ds
 from . import kernel_choice, placement
-from .model_spec import check_model_spec, check_peers_have_a_model, check_replay_weights, model_sha
+from .model_spec import check_model_spec, check_peers_have_a_model, check_replay_weights, model_sha, row_spelling
 from .results import ResultsTable, package_commit, prompt_sha, results_file, row_from_result, row_key
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -190,7 +190,10 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
     from .systems import graft_settings, label
 
     o = c.options
-    columns = dict(target=o.target, draft=o.draft, target_sha=model_sha(o.target, o.weights),
+    # A model folder named otherwise than its rows name it (./m/ and /abs/m) keeps their name.
+    target, draft = (row_spelling(spec, [row[role] for row in table.rows])
+                     for role, spec in (("target", o.target), ("draft", o.draft)))
+    columns = dict(target=target, draft=draft, target_sha=model_sha(o.target, o.weights),
                    draft_sha=model_sha(o.draft, o.weights) if c.needs_draft else "",
                    device=c.device, weights=_expected_weights(o.target, o.weights),
                    acceptance="replayed" if c.replay else "real", replay_source=c.replay_digest,
@@ -213,7 +216,7 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
     turns = [(q, t) for q in c.queries for t in range(1, len(q.turns) + 1)]
     order = ([(u, q, t) for q, t in turns for u in labels] if o.interleave else
              [(u, q, t) for u in labels for q, t in turns])
-    todo = [(u, q, t) for u, q, t in order if not table.is_done(_key(labels[u], o.target, o.draft, q, t))]
+    todo = [(u, q, t) for u, q, t in order if not table.is_done(_key(labels[u], target, draft, q, t))]
     return Planned(c, labels, columns, todo)
 
 

@@ -387,3 +387,29 @@ def test_resume_refuses_other_graft_settings_and_prompt_texts(tmp_path):
     mine.write_text(json.dumps(line | {"turns": ["Say bye."]}) + "\n")  # edited since
     res = invoke(run_args(out, systems_list="ar", datasets=str(mine)))
     assert res.exit_code == 2 and "question 1 made from another prompt text" in res.stderr, res.stderr
+
+
+def test_one_model_folder_spelled_three_ways_resumes_as_one(tmp_path, monkeypatch, decodes):
+    """Rows name a model folder as the run that made them did; a resume naming the same folder
+    relatively, absolutely, with a trailing slash or through a link keeps those rows (one row key),
+    and a folder that only shares a prefix with it is another model."""
+    from swiftspec_bench.random_checkpoint import write
+
+    write("tiny-llama", tmp_path / "model", awq=False, seed=1)
+    (tmp_path / "link").symlink_to(tmp_path / "model")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+
+    def run(target: str):
+        decodes.clear()
+        res = invoke(["run", "--target", target, "--systems", "ar", "--datasets", "gsm8k", "--limit", "1",
+                      "--max-new-tokens", "4", "--data-dir", str(DATA_DIR), "--out", str(out), "--device", "cpu"])
+        assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+        return len(timed(decodes))
+
+    assert run("model") == 1
+    for spelling in ("./model/", str(tmp_path / "model"), "link", "model//"):
+        assert run(spelling) == 0, spelling
+    assert pd.read_parquet(out / "results.parquet").target.tolist() == ["model"]
+    write("tiny-llama", tmp_path / "model2", awq=False, seed=1)
+    assert run("model2") == 1
