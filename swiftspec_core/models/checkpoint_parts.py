@@ -1,6 +1,7 @@
-"""A real checkpoint's engine read part by part from its safetensors files: every engine a worker
-process builds (a TP rank's shard, a split's group, loading.load_engine), and an AWQ checkpoint's
-engine where no hf-* peer needs its transformers twin (loading.load_model(hf_twin=False)).
+"""A real checkpoint's engine read part by part from its safetensors or .bin files
+(checkpoint_files.py): every engine a worker process builds (a TP rank's shard, a split's group,
+loading.load_engine), and an AWQ checkpoint's engine (from its safetensors alone) where no hf-* peer
+needs its transformers twin (loading.load_model(hf_twin=False)).
 
 The whole way (loading._pretrained or _awq_pretrained, then weights.engine_from_hf or
 build_engine) holds the full model on each rank before its shard is taken: 141 GB for Llama-3-70B
@@ -34,7 +35,7 @@ from .weights import engine_by_part, engine_named, hf_layer
 class CheckpointRecipe:
     """What a real checkpoint's engine is read from when it is built, part by part."""
     folder: Path
-    files: dict[str, str]  # tensor name -> the safetensors file holding it (checkpoint_files.tensor_files)
+    files: dict[str, str]  # tensor name -> the safetensors or .bin file holding it (checkpoint_files.tensor_files)
     needed: tuple[str, ...]  # the tensors read, in the model's order (checkpoint_files.needed_tensors)
     args: ModelArgs  # the checkpoint's own: quant "awq" for an AWQ checkpoint
     dtype: torch.dtype  # a plain checkpoint's weights are read in it, as from_pretrained(dtype=) would
@@ -80,14 +81,15 @@ class CheckpointRecipe:
 
 def checkpoint_recipe(folder: Path, config, args: ModelArgs, dtype: torch.dtype,
                       quant: str) -> CheckpointRecipe | None:
-    """The recipe of a model folder's safetensors checkpoint (args: its own, ModelArgs.from_hf_config
-    before the quantization_config left `config`), after checking it holds every tensor the model
-    needs, of the shapes it makes them (a UserError before any weight is read); None where the folder
-    has no safetensors (an AWQ checkpoint: a UserError, it is read from them alone)."""
+    """The recipe of a model folder's safetensors or .bin checkpoint (args: its own,
+    ModelArgs.from_hf_config before the quantization_config left `config`), after checking it holds
+    every tensor the model needs, of the shapes it makes them (a UserError before any weight is
+    read); None where the folder has neither (an AWQ checkpoint: a UserError, it is read from its
+    safetensors alone)."""
     files = tensor_files(folder)
+    if args.quant == "awq" and not any(file.endswith(".safetensors") for file in files.values()):
+        raise UserError(f"{folder}: an AWQ checkpoint needs model.safetensors (or its index)")
     if not files:
-        if args.quant == "awq":
-            raise UserError(f"{folder}: an AWQ checkpoint needs model.safetensors (or its index)")
         return None
     shapes = needed_tensors(config, args.quant_group if args.quant == "awq" else None)
     check_tensors(folder, files, shapes)

@@ -80,8 +80,8 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
     Tiny presets are random whatever `weights` says (they have no real weights). quant: what its
     engine's layer projections will be (engine_of). by_part: an engine alone is wanted (a
     worker's), so no transformers model is built: engine_of draws its random weights
-    (random_parts.py) or reads its safetensors files (checkpoint_parts.py) part by part. A random
-    model under quant "awq" is always drawn so (draws_layer_by_layer), an AWQ checkpoint read so
+    (random_parts.py) or reads its safetensors or .bin files (checkpoint_parts.py) part by part. A
+    random model under quant "awq" is always drawn so (draws_layer_by_layer), an AWQ checkpoint read so
     where not hf_twin (no hf-* peer runs it: its dequantized twin would be 3.5x its size).
     device="meta": shapes only, no weight read or drawn (_shapes_only)."""
     if weights not in ("real", "random"):
@@ -106,11 +106,11 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
     folder = Path(source) if gguf_file is None and Path(source).is_dir() else None
     if folder is None and gguf_file is None and (alone or args.quant == "awq") and device.type != "meta":
         folder = _hub_folder(spec, source)
-    # Every way a safetensors checkpoint loads, its files' headers are checked first (checkpoint_files.
-    # check_tensors): a missing or damaged file or tensor, or one config.json does not make, is one
-    # error line before any weight is read or worker started.
+    # Every way a safetensors or .bin checkpoint loads, its files' headers are checked first
+    # (checkpoint_files.check_tensors): a missing or damaged file or tensor, or one config.json does
+    # not make, is one error line before any weight is read or worker started.
     recipe = checkpoint_recipe(folder, config, args, dtype, quant) if folder else None
-    if device.type == "meta" or (recipe is not None and alone):  # (no safetensors files: the whole way below)
+    if device.type == "meta" or (recipe is not None and alone):  # (no safetensors or .bin: the whole way below)
         return _shapes_only(spec, config, args, tokenizer, dtype, recipe, source if gguf_file is None else None)
     if args.quant == "awq":
         return _awq_pretrained(spec, recipe, config, tokenizer, dtype, device)
@@ -185,11 +185,15 @@ def _awq_pretrained(spec: str, recipe: CheckpointRecipe | None, config, tokenize
 
 
 def _hub_folder(spec: str, hub_id: str) -> Path:
-    """The local folder of a hub id's config and safetensors files (downloaded where not cached)."""
+    """The local folder of a hub id's config and weight files (downloaded where not cached): its
+    safetensors, or where it has none its .bin files."""
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(hub_id, allow_patterns=["*.json", "*.safetensors"]))
+        folder = Path(snapshot_download(hub_id, allow_patterns=["*.json", "*.safetensors"]))
+        if any(folder.glob("*.safetensors")):
+            return folder
+        return Path(snapshot_download(hub_id, allow_patterns=["*.json", "pytorch_model*.bin"]))
     except Exception as e:  # offline, no such repository
         raise UserError(f"cannot download the checkpoint of {spec!r}: {_first_line(e)}") from e
 
