@@ -16,8 +16,8 @@ python3 -m pip install -q --no-deps -e . > /dev/null 2>&1
 START=$(date +%s); O=$OUT/c1; mkdir -p $O
 { echo "commit $SWIFTSPEC_COMMIT, $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,memory.total --format=csv; } > $O/env.log
 t() { echo "($(( $(date +%s) - START )) s)"; }
-{ echo "# nvidia-h200, commit $SWIFTSPEC_COMMIT: python3 -m pytest -q tests/test_gpu.py tests/test_checkpoint_parts.py"
-  time timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_checkpoint_parts.py; } \
+{ echo "# nvidia-h200, commit $SWIFTSPEC_COMMIT: python3 -m pytest -q tests/test_gpu.py tests/test_checkpoint_parts.py tests/test_checkpoint_checks.py"
+  time timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_checkpoint_parts.py tests/test_checkpoint_checks.py; } \
     > $O/gpu-tests-$SWIFTSPEC_COMMIT.log 2>&1
 echo "tests: $(grep -E 'passed|failed' $O/gpu-tests-$SWIFTSPEC_COMMIT.log | tail -1) $(t)"
 for m in llama-3-8b llama-3.2-1b; do
