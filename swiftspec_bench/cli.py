@@ -237,9 +237,10 @@ def compare(
         if format not in cmp.FORMATS:
             raise UserError(f"--format {format}: choose {', '.join(cmp.FORMATS)}")
         frame = read_frame(run_dir)
+        cmp.check_one_setting(frame, run_dir)
         summary = cmp.summarize(frame, baseline)
     typer.echo(cmp.render(summary, format))
-    for line in cmp.footer(frame, format):
+    for line in cmp.footer(frame, summary, format):
         typer.echo(line)
     if lossless.report(frame, lambda table: cmp.render(table, format), typer.echo) is False:
         raise typer.Exit(1)
@@ -248,16 +249,18 @@ def compare(
 @app.command()
 def plot(
     run_dir: Path = typer.Argument(..., help="A run folder (holds results.parquet or results.csv)."),
-    out: Optional[Path] = typer.Option(None, help="Figure folder (default: RUN_DIR/figures).", show_default=False),
+    out: Optional[str] = typer.Option(None, help="Figure folder (default: RUN_DIR/figures).", show_default=False),
 ) -> None:
     """Figures (PNG and PDF): speed per dataset, per-query speed with its tail, accepted length."""
     from . import compare as cmp
     from . import plot as plots
     from .results import read_frame
+    from .run_folder import named_folder
 
     with user_errors():
         frame = read_frame(run_dir)
-        fig_dir = out or Path(run_dir) / "figures"
+        cmp.check_one_setting(frame, run_dir)
+        fig_dir = named_folder(out) if out is not None else Path(run_dir) / "figures"
         if fig_dir.exists() and not fig_dir.is_dir():
             raise UserError(f"--out {fig_dir} is an existing file, not a folder")
         written = plots.plot_run(frame, fig_dir)

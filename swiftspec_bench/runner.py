@@ -126,8 +126,7 @@ def validate(o: RunOptions) -> Checked:
         check_model_spec(o.draft, "--draft", o.weights)
     kernels = kernel_choice.choose_sets(o, device, dtype, o.target, o.draft if needs_draft else None,
                                         placement.draft_gpus(systems, o.tp, split))
-    out = Path(o.out)
-    check_out_dir(out)
+    out = check_out_dir(o.out)
     data_dir = ds.resolve_data_dir(o.data_dir)
     placement.check_processes(device, o.tp, split)
     placement.check_awq_shards(o.target, o.quant, systems, o.tp, split)
