@@ -39,6 +39,7 @@ DEFAULT_TREE_BS = 12
 DEFAULT_TREE_W = 8
 DEFAULT_CHAIN_K = 7
 DEFAULT_SEED = 0
+INTERRUPTED = 130  # typer's exit status for Ctrl-C it caught itself
 RUN_LOG = "run.log"  # in the run folder: the tracebacks of a run that ended by a fault
 DEFAULT_GRAFT = "ngram"
 DEFAULT_GRAFT_LEN = 6
@@ -64,6 +65,8 @@ def user_errors(log: Path | None = None):
     except KeyboardInterrupt:
         _fail("interrupted")
     except Exception as exc:
+        if Interrupts.seen:  # Ctrl-C inside an import can surface as any error (see Interrupts)
+            _fail("interrupted")
         torch = sys.modules.get("torch")  # imported by then if it ran out of memory (this module does not import it)
         if torch is None or not isinstance(exc, torch.OutOfMemoryError):
             raise
@@ -82,6 +85,38 @@ def _memory_summary(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     end = text.find(" is free.")
     return text[:end + len(" is free")] if end >= 0 else text[:200]
+
+
+class Interrupts:
+    """Whether Ctrl-C came (main's handler notes it, then raises KeyboardInterrupt as Python's own
+    does). Ctrl-C in a run's first ~2.5 s lands in the imports of torch, numpy and transformers:
+    there it ended without the error line, by a bare exit 130 or by SIGINT itself (9 of 12 tries
+    at 0.8-3.5 s), or in a traceback where an import turned it into another error (ImportError
+    "cannot load module more than once per process", RecursionError, ModuleNotFoundError); so any
+    error after it is taken for the interruption it is."""
+    seen = False
+
+    @classmethod
+    def install(cls) -> None:
+        """main's: the handler (where the shell has not set Ctrl-C ignored), and Python's report of
+        an "exception ignored" left out where the exception is the Ctrl-C (raised inside an import
+        lock's callback, it would print a traceback; the run ends by raise_if_seen instead)."""
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, cls.handler)
+        report = sys.unraisablehook
+        sys.unraisablehook = lambda u: None if isinstance(u.exc_value, KeyboardInterrupt) else report(u)
+
+    @classmethod
+    def handler(cls, signum, frame):
+        cls.seen = True
+        raise KeyboardInterrupt
+
+    @classmethod
+    def raise_if_seen(cls):
+        """Where a Ctrl-C went into an import that swallowed it (1 of 21 tries at 0.4-0.55 s): the
+        run must not go on as if it had not come."""
+        if cls.seen:
+            raise KeyboardInterrupt
 
 
 class Terminated(KeyboardInterrupt):
@@ -210,13 +245,15 @@ def run(
 
     with user_errors(log=Path(out) / RUN_LOG), sigterm_interrupts():
         checked = runner.validate(runner.RunOptions(**options))  # before any model loads
+        Interrupts.raise_if_seen()
         with locked(checked.out):
             table = ResultsTable(checked.out)  # what an earlier run into --out finished
             planned = runner.plan(checked, table)
             if not planned.todo:
                 typer.echo(f"nothing to do: {checked.out} holds every row of this run")
                 return
-            runner.execute(planned, table)
+            runner.execute(planned, table)  # its model loads import more: checked again after it
+        Interrupts.raise_if_seen()
     typer.echo(f"wrote {len(table.rows)} rows to {checked.out}/results.parquet and results.csv")
 
 
@@ -237,9 +274,10 @@ def compare(
         if format not in cmp.FORMATS:
             raise UserError(f"--format {format}: choose {', '.join(cmp.FORMATS)}")
         frame = read_frame(run_dir)
+        cmp.check_one_setting(frame, run_dir)
         summary = cmp.summarize(frame, baseline)
     typer.echo(cmp.render(summary, format))
-    for line in cmp.footer(frame, format):
+    for line in cmp.footer(frame, summary, format):
         typer.echo(line)
     if lossless.report(frame, lambda table: cmp.render(table, format), typer.echo) is False:
         raise typer.Exit(1)
@@ -248,16 +286,18 @@ def compare(
 @app.command()
 def plot(
     run_dir: Path = typer.Argument(..., help="A run folder (holds results.parquet or results.csv)."),
-    out: Optional[Path] = typer.Option(None, help="Figure folder (default: RUN_DIR/figures).", show_default=False),
+    out: Optional[str] = typer.Option(None, help="Figure folder (default: RUN_DIR/figures).", show_default=False),
 ) -> None:
     """Figures (PNG and PDF): speed per dataset, per-query speed with its tail, accepted length."""
     from . import compare as cmp
     from . import plot as plots
     from .results import read_frame
+    from .run_folder import named_folder
 
     with user_errors():
         frame = read_frame(run_dir)
-        fig_dir = out or Path(run_dir) / "figures"
+        cmp.check_one_setting(frame, run_dir)
+        fig_dir = named_folder(out) if out is not None else Path(run_dir) / "figures"
         if fig_dir.exists() and not fig_dir.is_dir():
             raise UserError(f"--out {fig_dir} is an existing file, not a folder")
         written = plots.plot_run(frame, fig_dir)
@@ -305,7 +345,13 @@ def main() -> None:
     # (one prompt's prefill took 1 ms or 70 ms); waiting passively kept them much steadier. Set
     # before torch loads (run imports it); an OMP_WAIT_POLICY already given wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    sys.exit(run_app(sys.argv[1:]))
+    Interrupts.install()
+    code = run_app(sys.argv[1:])
+    if Interrupts.seen:  # a Ctrl-C that passed through a C extension's import can leave Python set to
+        sys.stdout.flush()  # end itself by SIGINT at exit (status -2, not 2): the status is ours
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def run_app(args: list[str]) -> int:
@@ -318,16 +364,23 @@ def run_app(args: list[str]) -> int:
         from click.exceptions import UsageError
 
     try:
-        return app(args, prog_name="swiftspec-bench", standalone_mode=False) or 0
+        code = app(args, prog_name="swiftspec-bench", standalone_mode=False) or 0
     except UsageError as exc:
         if not exc.format_message().strip():  # no arguments at all: the help was the answer
             return 2
         where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
         typer.echo(f"error: {where}{' '.join(exc.format_message().split())} (--help lists the options)", err=True)
         return 2
-    except typer.Abort:  # Ctrl-C outside a command's own handling (while typer parses)
+    except typer.Abort:  # Ctrl-C outside a command's own handling (other typer versions)
+        code = INTERRUPTED
+    except Exception:
+        if not Interrupts.seen:
+            raise
+        code = INTERRUPTED
+    if code == INTERRUPTED:  # typer 0.2x: Ctrl-C outside a command's own handling (its imports) is a bare exit 130
         typer.echo("error: interrupted", err=True)
         return 2
+    return code
 
 
 if __name__ == "__main__":

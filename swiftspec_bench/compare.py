@@ -12,11 +12,31 @@ import pandas as pd
 from swiftspec_core.errors import UserError
 
 from .placement import shared_gpu_systems
+from .results import RUN_SETTINGS, SETTINGS_IF_USED
 
 FORMATS = ("table", "csv", "markdown")
 OVERALL = "overall"
 QUERY = ["target", "dataset", "question_id", "turn"]
 PAIR = ["target", "draft"]  # rows of different drafts are summarized apart, even for one target
+
+
+def check_one_setting(frame: pd.DataFrame, where) -> None:
+    """A user error where one (target, draft)'s rows were made with different run settings
+    (results.RUN_SETTINGS): a run refuses to resume into a folder of other settings, so such rows
+    were put together by hand, and they cannot be held against each other (ar's 8 tokens against
+    tree's 4 read as a divergence; 4-token speeds averaged with 8-token ones)."""
+    for (target, draft), rows in frame.groupby(PAIR, sort=False):
+        for name in (n for n in RUN_SETTINGS if n in rows):
+            unused = (None, "") if name in SETTINGS_IF_USED else (None,)  # --graft off's graft_len
+            values = list(dict.fromkeys(v for v in rows[name] if not _missing(v) and v not in unused))
+            if len(values) > 1:
+                raise UserError(f"{where}: the rows of {target} / {draft} were made with different {name} "
+                                f"({', '.join(str(v) for v in values)}); compare and plot take rows of one run's "
+                                "settings (runs keep them apart: another --out each)")
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
 def pick_baseline(frame: pd.DataFrame, baseline: str | None) -> str:
@@ -69,25 +89,58 @@ def _stats(rows: pd.DataFrame) -> dict:
 
 
 def summarize(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """One row per (target, draft, dataset, system), then per (target, draft, system) over every dataset."""
+    """One row per (target, draft, dataset, system), then per (target, draft, system) over every dataset.
+    attrs: the baseline, and the systems that ran other queries than the baseline (partial)."""
     base = pick_baseline(frame, baseline)
     systems = list(dict.fromkeys(frame["system"]))
-    out = []
+    out, partial = [], []
     for (target, draft), by_pair in frame.groupby(PAIR, sort=False):
         datasets = list(dict.fromkeys(by_pair["dataset"]))
         for dataset in datasets + [OVERALL]:
             rows = by_pair if dataset == OVERALL else by_pair[by_pair["dataset"] == dataset]
-            stats = {s: _stats(rows[rows["system"] == s]) for s in systems if (rows["system"] == s).any()}
-            base_speed = stats[base]["mean_tok_s"] if base in stats else float("nan")
-            for system, st in stats.items():
-                out.append({"target": target, "draft": draft, "dataset": dataset, "system": system, **st,
-                            "speedup": st["mean_tok_s"] / base_speed if base_speed else float("nan")})
+            by_system = {s: rows[rows["system"] == s] for s in systems if (rows["system"] == s).any()}
+            for system, own in by_system.items():
+                speedup, alike = _speedup(own, by_system.get(base))
+                if not alike and system not in partial:
+                    partial.append(system)
+                out.append({"target": target, "draft": draft, "dataset": dataset, "system": system,
+                            **_stats(own), "speedup": speedup})
     columns = ["target", "draft", "dataset", "system", "queries", "mean_tok_s", "median_tok_s", "p5_tok_s",
                "p95_ms_per_token", "speedup", "mean_accepted", "prefill_ms", "round_ms", "target_ms", "draft_ms",
                "link_ms"]
     summary = pd.DataFrame(out, columns=columns)
     summary.attrs["baseline"] = base
+    summary.attrs["partial"] = partial
     return summary
+
+
+def _speedup(rows: pd.DataFrame, base_rows: pd.DataFrame | None) -> tuple[float, bool]:
+    """(rows' mean tokens/s over the baseline's, both on the queries both ran; whether the two ran
+    the same queries, or there is no baseline to hold them against).
+    A folder may hold a system on fewer queries than the baseline (a resumed run with another
+    --limit or --datasets, a run stopped midway): means over different queries are not a speedup
+    (the same rule as placement.best_split's)."""
+    if base_rows is None:
+        return float("nan"), True
+    key = ["dataset", "question_id", "turn"]
+    speeds = [r.set_index(key)["tokens_per_s"].astype(float) for r in (rows, base_rows)]
+    shared = speeds[0].index.intersection(speeds[1].index)
+    base_speed = speeds[1][shared].mean() if len(shared) else float("nan")
+    alike = len(shared) == len(speeds[0]) == len(speeds[1])
+    return (speeds[0][shared].mean() / base_speed if base_speed else float("nan")), alike
+
+
+def speedup_lines(summary: pd.DataFrame) -> list[str]:
+    """What the speedup column is, under every format's table (the table format's title says the
+    baseline too; markdown and csv have no title), and which systems ran other queries than the
+    baseline, so that their speedup is not the ratio of the mean_tok_s shown."""
+    base = summary.attrs.get("baseline")
+    lines = [f"speedup: mean tokens/s over {base}'s, on the queries both ran"]
+    partial = summary.attrs.get("partial") or []
+    if partial:
+        lines.append(f"note: {', '.join(partial)} and {base} ran different queries: each speedup counts only the "
+                     "queries both ran, mean_tok_s every query a system ran")
+    return lines
 
 
 def lockstep_note(frame: pd.DataFrame) -> str | None:
@@ -136,10 +189,10 @@ def _short_commit(commit) -> str:
     return found[1][:7] + (found[2] or "") if found else commit
 
 
-def footer(frame: pd.DataFrame, fmt: str) -> list[str]:
-    """The lines `compare` prints under its table: what the rows are, then the notes (markdown:
-    after an empty line, which ends the table there)."""
-    return ([""] if fmt == "markdown" else []) + [rows_line(frame)] + notes(frame)
+def footer(frame: pd.DataFrame, summary: pd.DataFrame, fmt: str) -> list[str]:
+    """The lines `compare` prints under its table: what the rows are, what the speedup is, then
+    the notes (markdown: after an empty line, which ends the table there)."""
+    return ([""] if fmt == "markdown" else []) + [rows_line(frame)] + speedup_lines(summary) + notes(frame)
 
 
 def notes(frame: pd.DataFrame) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -133,8 +134,8 @@ def read_jsonl(name: str, path: Path, limit: int) -> list[Query]:
         raise UserError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
     with f:
         for lineno, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
+            try:  # a byte-order mark (Windows editors write one) is not part of the first question
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError:
                 raise UserError(f"{path}:{lineno}: not UTF-8 text") from None
             if not line.strip():
@@ -156,12 +157,20 @@ def _parse_question(name: str, line: str, where: str) -> Query:
         row = json.loads(line)
         if not isinstance(row, dict):
             raise ValueError(f"want a JSON object, got a JSON {_json_kind(row)}")
-        turns = row["turns"]
+        turns, qid = row["turns"], row["question_id"]
         if not isinstance(turns, list) or not turns or not all(isinstance(t, str) for t in turns):
             raise ValueError("`turns` must be a non-empty list of strings")
-        return Query(name, str(row["question_id"]), str(row.get("category") or ""), tuple(turns))
+        # null, true, [1, 2] or NaN would name rows "None", "True", "[1, 2]", "nan"
+        if isinstance(qid, bool) or not isinstance(qid, (str, int, float)) or qid == "" or \
+                (isinstance(qid, float) and not math.isfinite(qid)):
+            raise ValueError(f"`question_id` must be a number or a non-empty string, not {json.dumps(qid)}")
+        # JSON's \ud800 escapes decode to lone surrogates, which no UTF-8 tokenizer or results file takes
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+        return Query(name, str(qid), str(row.get("category") or ""), tuple(turns))
     except (ValueError, KeyError, TypeError) as exc:
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+        what = (f"missing field {exc}" if isinstance(exc, KeyError) else
+                "a \\ud800-\\udfff escape that is half a character, not text" if isinstance(exc, UnicodeEncodeError)
+                else str(exc).splitlines()[0])
         raise UserError(f"{where}: malformed line ({what})") from None
 
 

@@ -202,7 +202,7 @@ def validate(models: str, tp: str, m: str, context: str, ops: str, impl: str, tr
                 n, k, _ = gemm_shape(shard_args(name, t), proj)
                 if k % 8:  # 16-byte loads of the weight rows
                     raise UserError(f"{name} at --tp {t}: {proj}'s K = {k} is not a multiple of 8")
-    check_out_dir(opts.out)
+    check_out_dir(out)
     return opts
 
 

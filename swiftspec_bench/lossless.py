@@ -22,7 +22,9 @@ and classed by the reference's top-2 logit margin there:
 - placement: ar at another TP degree against ar on one process, in a 16-bit dtype: the ranks'
   partial sums round differently (on 2xH200, llama-3-8b, ar@tp2 and ar parted at a token where
   the two top-2 pairs shared nothing, every margin under 0.13), so it is reported, not failed;
-  that TP computes the same function is checked in fp32 and float64 by the tests.
+  that TP computes the same function is checked in fp32 and float64 by the tests;
+- unchecked: no other system decoded the query on the same target kernels: the row is its own
+  reference, so it passes nothing (a folder of tree alone is not lossless, only unchecked).
 Replayed rows follow drawn acceptance, not the target: they are not compared.
 """
 from __future__ import annotations
@@ -48,7 +50,7 @@ CONFIG = ["draft", "draft_noise"]
 # calling a divergence real. fp16 rounds finer than bf16 and shares the bound; fp32 gets none.
 NEAR_TIE_MARGIN_BF16 = 0.25
 NEAR_TIE_MARGIN = {"bfloat16": NEAR_TIE_MARGIN_BF16, "float16": NEAR_TIE_MARGIN_BF16, "float32": 0.0}
-CLASSES = ["identical", "near-tie", "real", "agreement", "follows", "placement"]
+CLASSES = ["identical", "near-tie", "real", "agreement", "follows", "placement", "unchecked"]
 COLUMNS = ["system", *QUERY, "draft", "differs_from", "position", "ref_margin", "bound", "class"]
 
 
@@ -141,6 +143,9 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             ref_seconds = _values(ref, "runner_ups")
             earlier = (system, config, *[query[c] for c in QUERY[:-1]])
             bucket = classes.setdefault((row["target"], row["draft"], system), {c: 0 for c in CLASSES})
+            if not ((rows[KERNELS] == row[KERNELS]) & (rows["system"] != system)).any():
+                bucket["unchecked"] += 1
+                continue
             if row["output_sha"] == ref["output_sha"]:
                 bucket["identical"] += 1
                 continue
@@ -171,8 +176,18 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(found, columns=COLUMNS), summary
 
 
-def verdict(divergences: pd.DataFrame) -> tuple[bool, str]:
-    """(whether the check passes, its one-line verdict)."""
+def verdict(divergences: pd.DataFrame, summary: pd.DataFrame | None = None) -> tuple[bool, str]:
+    """(whether the check passes, its one-line verdict); with check()'s summary, it says where
+    rows had nothing to be compared with (all of them: not checked)."""
+    unchecked = int(summary["unchecked"].sum()) if summary is not None else 0
+    if unchecked and unchecked == summary["queries"].sum():
+        return True, ("lossless: not checked (no query was decoded by two systems on the same target kernels: "
+                      "nothing to compare; run ar beside them)")
+    passed, line = _verdict(divergences)
+    return passed, line + (f" ({unchecked} rows unchecked: no other system decoded their query)" if unchecked else "")
+
+
+def _verdict(divergences: pd.DataFrame) -> tuple[bool, str]:
     counts = divergences["class"].value_counts()
     real, near = int(counts.get("real", 0)), int(counts.get("near-tie", 0))
     others = ", ".join(f"{int(counts[c])} {c}" for c in ("near-tie", "agreement", "follows", "placement") if counts.get(c, 0))
@@ -200,7 +215,7 @@ def report(frame: pd.DataFrame, render, echo) -> bool | None:
         echo("lossless: not checked (acceptance replayed: tokens follow the drawn lengths)")
         return None
     divergences, summary = check(frame)
-    passed, line = verdict(divergences)
+    passed, line = verdict(divergences, summary)
     echo(line)
     if len(divergences):
         echo(render(shown(divergences)))

@@ -52,6 +52,17 @@ def check_model_spec(spec: str, flag: str, weights: str = "real", quant: str = "
     raise UserError(f"{flag} {spec}: unknown preset (known: {', '.join(PRESETS)}), and no such path")
 
 
+def check_tree_width(tree_w: int, systems: list[str], draft: str, shape) -> None:
+    """The tree decoders give each expanded node its --tree-w best children: at most the draft's
+    vocabulary (torch's top-k failed past it, mid-run). `shape`: the draft's ModelArgs or config
+    (anything with vocab_size), None where it is not known yet (then checked once it loads)."""
+    from swiftspec_core.decoders import GRAFTING  # the tree decoders
+
+    vocab = getattr(shape, "vocab_size", None)
+    if vocab and tree_w > vocab and any(s in GRAFTING for s in systems):
+        raise UserError(f"--tree-w {tree_w}: a node has at most {vocab} children (the vocabulary of --draft {draft})")
+
+
 def check_peers_have_a_model(systems: list[str], target: str, weights: str, quant: str) -> None:
     """The hf-* peers run the target's transformers model, which a random target under --quant awq
     never has (its engine is drawn layer by layer: loading.draws_layer_by_layer)."""

@@ -123,10 +123,12 @@ def speed_by_target_gpus(frame: pd.DataFrame, out: Path) -> list[Path]:
 
     def draw(ax, rows):
         table, others = by_target_gpus(rows)
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for family in table.columns:
             ax.plot(table.index, table[family].to_numpy(), marker="o", label=family)
-        for system, speed in others.items():
-            ax.axhline(speed, ls="--", lw=0.8, label=system)
+        for i, (system, speed) in enumerate(others.items(), start=len(table.columns)):
+            # a color each, after the split families': axhline alone draws every line in the first
+            ax.axhline(speed, ls="--", lw=0.8, color=colors[i % len(colors)], label=system)
         ax.set_xticks(table.index)
         ax.set_xlabel("GPUs of the target group")
         ax.legend(fontsize="small")

@@ -103,6 +103,7 @@ SETTINGS_IF_USED = ("graft_len", "graft_ngram")
 # (unquantized weights), so a run resumes into a folder of older rows.
 SETTINGS_BEFORE_COLUMN = {"quant": "none"}
 # What compare and plot read from every row.
+NUMBER_COLUMNS = ("turn", "new_tokens", "latency_s", "tokens_per_s", "rounds")
 SUMMARY_COLUMNS = ("system", "target", "draft", "dataset", "question_id", "turn", "new_tokens", "latency_s",
                    "tokens_per_s", "rounds", "accepted_lengths", "output_sha")
 
@@ -196,7 +197,10 @@ def read_rows(run_dir: Path) -> list[dict]:
         rows = _csv_rows(path)
     else:
         try:  # the bytes of one open: a run replacing the file meanwhile cannot mix two versions
-            table = pq.read_table(pa.BufferReader(path.read_bytes()))
+            # One thread: arrow's read pool, still winding down when a command exits right after
+            # (plot's and compare's errors), aborted the process at exit ("terminate called without
+            # an active exception", exit 134) in 12 of 40 runs (pyarrow 26; apache/arrow#34314)
+            table = pq.read_table(pa.BufferReader(path.read_bytes()), use_threads=False)
         except Exception as exc:
             raise UserError(f"{path} is not a readable results file ({type(exc).__name__})") from None
         rows = table.to_pylist()
@@ -214,7 +218,7 @@ def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
     """The results of DIR as a DataFrame; a user error if DIR holds none or they lack a column in `needs`."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: no such folder")
+        raise UserError(f"{run_dir}: " + ("a file, not a run folder" if run_dir.exists() else "no such folder"))
     path = results_file(run_dir)
     if path is None:
         raise UserError(f"{run_dir} holds no {PARQUET} or {CSV} (run `swiftspec-bench run --out {run_dir}` first)")
@@ -225,6 +229,10 @@ def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
     missing = [c for c in needs if c not in frame.columns]
     if missing:
         raise UserError(f"{path} lacks the columns {', '.join(missing)}")
+    # Another tool's table may name a column alike and hold text there (a CSV of ours is typed by ROW_SCHEMA)
+    text = [c for c in NUMBER_COLUMNS if c in needs and not pd.api.types.is_numeric_dtype(frame[c])]
+    if text:
+        raise UserError(f"{path}: the columns {', '.join(text)} hold no numbers; not a results table of swiftspec-bench")
     return frame
 
 

@@ -14,10 +14,20 @@ from .results import read_rows, results_file
 LOCK = ".lock"
 
 
-def check_out_dir(out: Path) -> None:
-    """A user error unless `out` is (or can be made) a folder we can write whose results file, if
-    any, is readable. Writes nothing that stays: writability is tried with a temporary file in
-    `out` or in its nearest existing parent (os.access says yes to root on read-only mounts)."""
+def named_folder(text: str | Path, flag: str = "--out") -> Path:
+    """A folder option as given; an empty one is a user error (Path("") is the current folder, which
+    would take a run's rows or a plot's figures unasked)."""
+    if isinstance(text, str) and not text.strip():
+        raise UserError(f"{flag} is empty: name a folder (. for the current one)")
+    return Path(text)
+
+
+def check_out_dir(text: str | Path) -> Path:
+    """`--out` as a Path; a user error unless it is (or can be made) a folder we can write whose
+    results file, if any, is readable. Writes nothing that stays: writability is tried with a
+    temporary file in `out` or in its nearest existing parent (os.access says yes to root on
+    read-only mounts)."""
+    out = named_folder(text)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is an existing file, not a folder")
     parent = out
@@ -32,6 +42,7 @@ def check_out_dir(out: Path) -> None:
         raise UserError(f"--out {out}: cannot write in {parent} ({exc.strerror or type(exc).__name__})") from None
     if results_file(out) is not None:
         read_rows(out)
+    return out
 
 
 def _alive(pid: int) -> bool:

@@ -19,10 +19,12 @@ from swiftspec_core.errors import UserError
 
 from . import datasets as ds
 from . import kernel_choice, placement
-from .model_spec import check_model_spec, check_peers_have_a_model, check_replay_weights, model_sha, row_spelling
+from .model_spec import (check_model_spec, check_peers_have_a_model, check_replay_weights, check_tree_width,
+                         model_sha, row_spelling)
 from .results import ResultsTable, package_commit, prompt_sha, results_file, row_from_result, row_key
 
 DTYPES = ("float32", "bfloat16", "float16")
+SEED_BOUND = 2 ** 62
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def validate(o: RunOptions) -> Checked:
     systems = parse_system_list(o.systems)
     _check_positive(o.tp, "--tp")
     split = parse_split(o.split) if o.split is not None else None  # --split "": a user error, not no split
-    check_placement(systems, o.tp, split, o.split)
+    check_placement(systems, o.tp, split, o.split, o.draft_steps)
     replay_path = parse_acceptance(o.acceptance)
     datasets = ds.parse_dataset_list(o.datasets)
     for value, flag in ((o.limit, "--limit"), (o.max_new_tokens, "--max-new-tokens"), (o.tree_bs, "--tree-bs"),
@@ -106,6 +108,8 @@ def validate(o: RunOptions) -> Checked:
         _check_positive(value, flag)
     if o.draft_steps is not None:
         _check_positive(o.draft_steps, "--draft-steps")
+    if abs(o.seed) >= SEED_BOUND:  # torch's generators take 64 bits, with the noise's offset added
+        raise UserError(f"--seed {o.seed}: must be within +-2^62")
     graft_sizes = _check_graft(o.graft, o.graft_len, o.graft_ngram)
     if not o.worker_timeout > 0:
         raise UserError(f"--worker-timeout must be above 0 seconds (got {o.worker_timeout:g})")
@@ -124,10 +128,10 @@ def validate(o: RunOptions) -> Checked:
     check_model_spec(o.target, "--target", o.weights, o.quant)  # the draft's projections stay plain
     if needs_draft:
         check_model_spec(o.draft, "--draft", o.weights)
+        check_tree_width(o.tree_w, systems, o.draft, kernel_choice.known_args(o.draft))
     kernels = kernel_choice.choose_sets(o, device, dtype, o.target, o.draft if needs_draft else None,
                                         placement.draft_gpus(systems, o.tp, split))
-    out = Path(o.out)
-    check_out_dir(out)
+    out = check_out_dir(o.out)
     data_dir = ds.resolve_data_dir(o.data_dir)
     placement.check_processes(device, o.tp, split)
     placement.check_awq_shards(o.target, o.quant, systems, o.tp, split)
@@ -258,6 +262,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     if draft is not None:
         check_quant(draft.name, draft.awq is not None, "none")
         check_pair(target, draft, c.systems)
+        check_tree_width(o.tree_w, c.systems, o.draft, draft.config)  # a shape not known before loading
         noise.draft_from_target(target, draft, o.draft_noise, o.seed, o.quant)
     # A pair a kernel set, their engines on the same loaded weights.
     pairs = {k: LoadedPair(target, draft, dtype=how["dtype"], device=c.device, seed=o.seed, max_seq_len=longest,

@@ -81,8 +81,12 @@ def spans_processes(system: System, tp: int, split: tuple[int, int] | None) -> b
     return system.on_engine and (split is not None if system.name == "swiftspec" else tp > 1)
 
 
-def check_placement(systems: list[str], tp: int, split: tuple[int, int] | None, split_text: str | None) -> None:
-    """A user error where --tp or --split places none of the run's systems: it would be ignored."""
+def check_placement(systems: list[str], tp: int, split: tuple[int, int] | None, split_text: str | None,
+                    draft_steps: int | None = None) -> None:
+    """A user error where --tp or --split places none of the run's systems, or --draft-steps
+    (swiftspec's d) is given without swiftspec: it would be ignored."""
+    if draft_steps is not None and "swiftspec" not in systems:
+        raise UserError(f"--draft-steps {draft_steps} sets swiftspec's d, and --systems has no swiftspec")
     if split is not None and not any(spans_processes(SYSTEMS[s], 1, split) for s in systems):
         raise UserError(f"--split {split_text} places swiftspec's target and draft, and --systems has no swiftspec")
     if tp > 1 and not any(spans_processes(SYSTEMS[s], tp, None) for s in systems):

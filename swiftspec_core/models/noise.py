@@ -19,8 +19,8 @@ def check_draft_noise(noise: float, weights: str, target: str, draft: str) -> No
     """Before loading: noise needs random weights and a draft of the target's shape."""
     from .presets import PRESETS
 
-    if noise < 0:
-        raise UserError(f"--draft-noise must be at least 0 (got {noise})")
+    if not noise >= 0 or noise == float("inf"):  # NaN compares false: it would draw a draft of NaNs
+        raise UserError(f"--draft-noise must be a finite number of at least 0 (got {noise})")
     if not noise:
         return
     if weights != "random" and not (PRESETS.get(target) and PRESETS[target].is_tiny):
