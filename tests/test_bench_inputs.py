@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from swiftspec_bench import cli, kernel_choice, runner
 from swiftspec_bench.cli import app
-from test_bench_errors import assert_user_error, base_args, write_jsonl
+from test_bench_errors import assert_user_error, base_args
 
 
 @pytest.mark.parametrize("line, says", [
