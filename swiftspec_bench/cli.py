@@ -1,6 +1,7 @@
 """`swiftspec-bench`: run systems on dataset prompts and record one row per query; compare; plot."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -347,8 +348,13 @@ def main() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     Interrupts.install()
     code = run_app(sys.argv[1:])
-    if Interrupts.seen:  # a Ctrl-C that passed through a C extension's import can leave Python set to
-        sys.stdout.flush()  # end itself by SIGINT at exit (status -2, not 2): the status is ours
+    if Interrupts.seen:
+        # A Ctrl-C that passed through a C extension's import can leave Python set to end itself by
+        # SIGINT at exit (status -2, not 2), so the status is set by os._exit; the exit handlers
+        # run first, as at a normal exit (multiprocessing's: else the resource tracker of a --split
+        # run warns of leaked semaphores after the error line).
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import numbers
 import os
 import subprocess
 from pathlib import Path
@@ -229,8 +230,10 @@ def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
     missing = [c for c in needs if c not in frame.columns]
     if missing:
         raise UserError(f"{path} lacks the columns {', '.join(missing)}")
-    # Another tool's table may name a column alike and hold text there (a CSV of ours is typed by ROW_SCHEMA)
-    text = [c for c in NUMBER_COLUMNS if c in needs and not pd.api.types.is_numeric_dtype(frame[c])]
+    # Another tool's table may name a column alike and hold text there (a CSV of ours is typed by
+    # ROW_SCHEMA); a column of ours may be empty (None) where its rows do not measure it.
+    text = [c for c in NUMBER_COLUMNS if c in needs and not pd.api.types.is_numeric_dtype(frame[c])
+            and frame[c].map(lambda v: v is not None and not isinstance(v, numbers.Number)).any()]
     if text:
         raise UserError(f"{path}: the columns {', '.join(text)} hold no numbers; not a results table of swiftspec-bench")
     return frame
