@@ -278,9 +278,11 @@ def compare(
         cmp.check_one_setting(frame, run_dir)
         summary = cmp.summarize(frame, baseline)
     typer.echo(cmp.render(summary, format))
+    # --format csv: stdout is the CSV alone (a program reads it), what the rows are and the check on stderr
+    say = (lambda text: typer.echo(text, err=True)) if format == "csv" else typer.echo
     for line in cmp.footer(frame, summary, format):
-        typer.echo(line)
-    if lossless.report(frame, lambda table: cmp.render(table, format), typer.echo) is False:
+        say(line)
+    if lossless.report(frame, lambda table: cmp.render(table, format), say) is False:
         raise typer.Exit(1)
 
 

@@ -3,6 +3,7 @@ MT-bench's second turn (asked after the system's own first answer, through the c
 warm-up, the run folder (settings, lock, csv) and user datasets. Prompts: tests/fixtures."""
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -109,6 +110,11 @@ def test_compare_reports_lossless(run_dir):
     assert md.exit_code == 0 and md.stdout.startswith("| target | draft | dataset | system |")
     csv = invoke(["compare", str(run_dir), "--format", "csv"])
     assert csv.exit_code == 0 and csv.stdout.splitlines()[0].startswith("target,draft,dataset,system,queries")
+    # stdout is the CSV alone, for a program to read; what the rows are and the check go to stderr
+    table = pd.read_csv(io.StringIO(csv.stdout))
+    assert len(table) == len(invoke(["compare", str(run_dir), "--format", "markdown"]).stdout.split("\n\n")[0]
+                             .splitlines()) - 2
+    assert "lossless: yes" in csv.stderr and "rows: " in csv.stderr
 
 
 def test_compare_exits_1_on_a_tampered_sha(run_dir, tmp_path):
