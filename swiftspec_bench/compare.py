@@ -12,7 +12,7 @@ import pandas as pd
 from swiftspec_core.errors import UserError
 
 from .placement import shared_gpu_systems
-from .results import RUN_SETTINGS, SETTINGS_IF_USED
+from .results import RUN_SETTINGS, unused_setting
 
 FORMATS = ("table", "csv", "markdown")
 OVERALL = "overall"
@@ -27,8 +27,8 @@ def check_one_setting(frame: pd.DataFrame, where) -> None:
     tree's 4 read as a divergence; 4-token speeds averaged with 8-token ones)."""
     for (target, draft), rows in frame.groupby(PAIR, sort=False):
         for name in (n for n in RUN_SETTINGS if n in rows):
-            unused = (None, "") if name in SETTINGS_IF_USED else (None,)  # --graft off's graft_len
-            values = list(dict.fromkeys(v for v in rows[name] if not _missing(v) and v not in unused))
+            # (None: a column older rows lack, NaN in a frame; --graft off's graft_len)
+            values = list(dict.fromkeys(v for v in rows[name] if not _missing(v) and not unused_setting(name, v)))
             if len(values) > 1:
                 raise UserError(f"{where}: the rows of {target} / {draft} were made with different {name} "
                                 f"({', '.join(str(v) for v in values)}); compare and plot take rows of one run's "

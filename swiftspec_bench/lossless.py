@@ -138,14 +138,14 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         query = dict(zip(QUERY, key[len(CONFIG):]))
         for _, row in rows.iterrows():
             system, dtype = row["system"], row.get("dtype")
-            ref, ref_name = _reference(rows, row)
-            ref_tokens, ref_margins = _values(ref, "output_tokens"), _values(ref, "margins")
-            ref_seconds = _values(ref, "runner_ups")
-            earlier = (system, config, *[query[c] for c in QUERY[:-1]])
             bucket = classes.setdefault((row["target"], row["draft"], system), {c: 0 for c in CLASSES})
             if not ((rows[KERNELS] == row[KERNELS]) & (rows["system"] != system)).any():
                 bucket["unchecked"] += 1
                 continue
+            ref, ref_name = _reference(rows, row)
+            ref_tokens, ref_margins = _values(ref, "output_tokens"), _values(ref, "margins")
+            ref_seconds = _values(ref, "runner_ups")
+            earlier = (system, config, *[query[c] for c in QUERY[:-1]])
             if row["output_sha"] == ref["output_sha"]:
                 bucket["identical"] += 1
                 continue

@@ -12,9 +12,6 @@ from pathlib import Path
 from swiftspec_core.errors import UserError
 
 GGUF_MAGIC = b"GGUF"
-# Files that hold a HF folder's weights (single file or sharded with an index).
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json")
 
 
 def check_model_spec(spec: str, flag: str, weights: str = "real", quant: str = "none") -> None:
@@ -24,6 +21,7 @@ def check_model_spec(spec: str, flag: str, weights: str = "real", quant: str = "
     magic bytes); or something shaped like a hub id (owner/name). Anything else is an unknown
     preset or path."""
     from swiftspec_core.models.awq_checkpoint import check_quant
+    from swiftspec_core.models.checkpoint_files import CHECKPOINT_NAMES
     from swiftspec_core.models.loading import HUB_ID
     from swiftspec_core.models.presets import PRESETS
 
@@ -33,8 +31,10 @@ def check_model_spec(spec: str, flag: str, weights: str = "real", quant: str = "
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise UserError(f"{flag} {spec}: not a model folder (no config.json)")
-        if weights == "real" and not any((path / f).is_file() for f in WEIGHT_FILES):
-            raise UserError(f"{flag} {spec}: the folder holds no weights ({' or '.join(WEIGHT_FILES[::2])})")
+        # a HF folder's weights: one file, or shards with their index (a GGUF file is named itself)
+        if weights == "real" and not any((path / f).is_file() for names in CHECKPOINT_NAMES for f in names):
+            raise UserError(f"{flag} {spec}: the folder holds no weights "
+                            f"({' or '.join(single for _, single in CHECKPOINT_NAMES)})")
         if weights == "real":
             check_quant(f"{flag} {spec}", _is_awq_folder(path), quant)
         return
@@ -100,8 +100,8 @@ def model_sha(spec: str, weights: str) -> str:
     """A local model folder's or .gguf file's fingerprint: sha256 of its config.json and of each
     weight file's name and size (not its bytes: 140 GB would take minutes); "" for a preset, a hub
     id or random weights (their name says what they are; "" reads back from a CSV as it was)."""
-    path = Path(spec).expanduser()
-    if weights != "real" or spec in _presets() or not path.exists():
+    path = _local_path(spec)
+    if weights != "real" or path is None:
         return ""
     digest = hashlib.sha256()
     files = [path] if path.is_file() else sorted(f for f in path.iterdir() if f.is_file() and (
@@ -117,16 +117,21 @@ def row_spelling(spec: str, spelled: Iterable[str]) -> str:
     """How rows already made name the local model folder or file `spec` names (one of `spelled`,
     which names the same path relatively or absolutely, with a trailing slash or through a link), so
     that one model makes one row key whatever its spelling; else `spec` itself."""
-    path = Path(spec).expanduser()
-    if not spec or spec in _presets() or not path.exists():
+    path = _local_path(spec)
+    if path is None:
         return spec
     for other in dict.fromkeys(spelled):
-        if other in (spec, "") or other in _presets():
-            continue
-        other_path = Path(other).expanduser()
-        if other_path.exists() and os.path.samefile(other_path, path):
+        other_path = _local_path(other) if other != spec else None
+        if other_path is not None and os.path.samefile(other_path, path):
             return other
     return spec
+
+
+def _local_path(spec: str) -> Path | None:
+    """The file or folder a model spec names on this machine; None for a preset (named first, as
+    check_model_spec takes it), a hub id or nothing."""
+    path = Path(spec).expanduser()
+    return path if spec and spec not in _presets() and path.exists() else None
 
 
 def _presets():

@@ -100,6 +100,11 @@ RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "replay_sour
 # Run settings a run may not have used (None: --graft off's graft_len; "" where a CSV held None):
 # checked only where both sides have one.
 SETTINGS_IF_USED = ("graft_len", "graft_ngram")
+
+
+def unused_setting(name: str, value) -> bool:
+    """Whether `value` says the run did not use setting `name` (SETTINGS_IF_USED's None or "")."""
+    return name in SETTINGS_IF_USED and value in (None, "")
 # Run settings whose column came later, and the value every row written before it ran with
 # (unquantized weights), so a run resumes into a folder of older rows.
 SETTINGS_BEFORE_COLUMN = {"quant": "none"}
@@ -311,7 +316,7 @@ class ResultsTable:
             for name in RUN_SETTINGS:
                 if name not in row or name not in settings:
                     continue
-                if name in SETTINGS_IF_USED and (row[name] in (None, "") or settings[name] in (None, "")):
+                if unused_setting(name, row[name]) or unused_setting(name, settings[name]):
                     continue
                 if row[name] != settings[name]:
                     raise UserError(f"{self.run_dir} holds rows made with {name}={row[name]} (this run: "
