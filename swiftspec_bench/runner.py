@@ -247,7 +247,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     from swiftspec_core.models.awq_checkpoint import check_quant
     from swiftspec_core.models.loading import check_pair
 
-    from .systems import SYSTEMS, LoadedPair
+    from .systems import SYSTEMS, LoadedPair, close_each
 
     c, o = p.checked, p.checked.options
     settings = SpecSettings(tree_bs=o.tree_bs, tree_w=o.tree_w, draft_steps=o.draft_steps, chain_k=o.chain_k,
@@ -275,9 +275,10 @@ def execute(p: Planned, table: ResultsTable) -> None:
                                **placement.floors(first, c.device))
     try:
         _decode_all(p, table, pairs, settings, columns)
-    finally:
-        for pair in pairs.values():
-            pair.close()
+    except BaseException:
+        close_each(pairs.values(), quietly=True)
+        raise
+    close_each(pairs.values())
 
 
 def parent_device(c: Checked) -> str:

@@ -200,8 +200,22 @@ class LoadedPair:
         return self.draft is not None and is_awq_twin(self.target, self.draft, self.quant)
 
     def close(self) -> None:
-        for name in list(self._pools):
-            self._pools.pop(name).close()
+        close_each([self._pools.pop(name) for name in list(self._pools)])
+
+
+def close_each(things, *, quietly: bool = False) -> None:
+    """Close each (pairs, or worker pools), even when one before it raised; then raise the first
+    error. quietly: another error is on its way out and is the one to report: a pool's error now
+    is its echo (its workers got the same SIGTERM, sent to the whole process group by `timeout`, or
+    it is that error again) and must not replace it."""
+    first = None
+    for thing in things:
+        try:
+            thing.close()
+        except Exception as exc:
+            first = first or exc
+    if first is not None and not quietly:
+        raise first
 
 
 def run_query(system_name: str, pair: LoadedPair, prompt_ids: list[int], *, max_new_tokens: int,

@@ -181,6 +181,34 @@ def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path, placement, whole_group):
     assert res.exit_code == 0 and "nothing to do" in res.stdout, (res.stdout, res.stderr)
 
 
+def test_sigterm_is_reported_over_the_workers_it_killed(tmp_path, monkeypatch):
+    """`timeout` sends SIGTERM to the run and its workers at once: a worker killed by it may be
+    seen dead (its pool's error) before the run closes its pools. The run's own SIGTERM is the one
+    to report (a close racing it replaced it once in CI: "rank 0 (target) died: killed by SIGTERM").
+    Here both happen, in that order, every time."""
+    from swiftspec_bench import runner, systems
+    from swiftspec_bench.interrupts import Terminated
+    from swiftspec_core.errors import Fault
+
+    def decode_all(*a, **k):
+        raise Terminated()
+
+    closed = []
+
+    def close(self):
+        closed.append(self)
+        raise Fault("rank 0 (target) died: killed by SIGTERM (exit code -15)")
+
+    monkeypatch.setattr(runner, "_decode_all", decode_all)
+    monkeypatch.setattr(systems.LoadedPair, "close", close)
+    data, out = write_prompts(tmp_path / "data"), tmp_path / "out"
+    res = CliRunner().invoke(app, ["run", "--target", "tiny-llama", "--systems", "ar", "--datasets", "gsm8k",
+                                   "--limit", "1", "--data-dir", str(data), "--out", str(out), "--device", "cpu",
+                                   "--kernels", "torch"])
+    assert res.exit_code == 2 and res.stderr == "error: interrupted (SIGTERM)\n", (res.stderr, res.exception)
+    assert len(closed) == 1 and not (out / ".lock").exists()  # the pools still closed, the folder unlocked
+
+
 def test_a_worker_that_never_beat_is_told_by_the_start_up_limit(monkeypatch):
     """Before its first heartbeat a worker has START_S, not the worker timeout: the error names the
     limit that applied (it said "no heartbeat for 120.1 s (worker timeout 30 s)")."""
