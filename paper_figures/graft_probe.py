@@ -27,7 +27,8 @@ from swiftspec_bench.compare import render
 from swiftspec_bench.systems import SYSTEMS, LoadedPair, run_query
 from swiftspec_core.decoders.base import SpecSettings, drafter_args, reuse
 from swiftspec_core.decoders.drafter import Drafter
-from swiftspec_core.models.loading import check_pair, eos_ids, load_model
+from swiftspec_core.models.loading import load_model
+from swiftspec_core.models.vocab import check_pair, eos_ids
 
 
 class StepTimer:

@@ -201,7 +201,9 @@ def run(
 
 @app.command()
 def compare(
-    run_dir: Path = typer.Argument(..., help="A run folder (holds results.parquet or results.csv)."),
+    run_dirs: list[Path] = typer.Argument(..., help="Run folders (each holds results.parquet or results.csv): "
+                                                    "their rows together, e.g. an ar baseline and a sweep's folder.",
+                                          show_default=False),
     baseline: Optional[str] = typer.Option(None, help="System speedups are relative to (default: ar, else "
                                                       "hf-ar, else the first).", show_default=False),
     format: str = typer.Option("table", "--format", help="table | csv | markdown."),
@@ -210,13 +212,11 @@ def compare(
     (exit 1 on a divergence that is not a bf16 near-tie)."""
     from . import compare as cmp
     from . import lossless
-    from .results import read_frame
 
     with user_errors():
         if format not in cmp.FORMATS:
             raise UserError(f"--format {format}: choose {', '.join(cmp.FORMATS)}")
-        frame = read_frame(run_dir)
-        cmp.check_one_setting(frame, run_dir)
+        frame = cmp.read_runs(run_dirs)
         summary = cmp.summarize(frame, baseline)
     typer.echo(cmp.render(summary, format))
     # --format csv: stdout is the CSV alone (a program reads it), what the rows are and the check on stderr
@@ -229,19 +229,21 @@ def compare(
 
 @app.command()
 def plot(
-    run_dir: Path = typer.Argument(..., help="A run folder (holds results.parquet or results.csv)."),
-    out: Optional[str] = typer.Option(None, help="Figure folder (default: RUN_DIR/figures).", show_default=False),
+    run_dirs: list[Path] = typer.Argument(..., help="Run folders (each holds results.parquet or results.csv).",
+                                          show_default=False),
+    out: Optional[str] = typer.Option(None, help="Figure folder (default: RUN_DIR/figures of one run folder).",
+                                      show_default=False),
 ) -> None:
     """Figures (PNG and PDF): speed per dataset, per-query speed with its tail, accepted length."""
     from . import compare as cmp
     from . import plot as plots
-    from .results import read_frame
     from .run_folder import named_folder
 
     with user_errors():
-        frame = read_frame(run_dir)
-        cmp.check_one_setting(frame, run_dir)
-        fig_dir = named_folder(out) if out is not None else Path(run_dir) / "figures"
+        if out is None and len(run_dirs) > 1:
+            raise UserError("plot of several run folders: name the figures' folder with --out")
+        frame = cmp.read_runs(run_dirs)
+        fig_dir = named_folder(out) if out is not None else Path(run_dirs[0]) / "figures"
         if fig_dir.exists() and not fig_dir.is_dir():
             raise UserError(f"--out {fig_dir} is an existing file, not a folder")
         written = plots.plot_run(frame, fig_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,8 @@ import pandas as pd
 from swiftspec_core.errors import UserError
 
 from .placement import shared_gpu_systems
-from .results import RUN_SETTINGS, unused_setting
+from .results import KEY, read_frame
+from .run_settings import RUN_SETTINGS, unused_setting
 
 FORMATS = ("table", "csv", "markdown")
 OVERALL = "overall"
@@ -20,19 +22,50 @@ QUERY = ["target", "dataset", "question_id", "turn"]
 PAIR = ["target", "draft"]  # rows of different drafts are summarized apart, even for one target
 
 
+def read_runs(run_dirs: list[Path]) -> pd.DataFrame:
+    """The rows of one or more run folders as one frame (an ar baseline run once, beside each
+    folder of a tree sweep), checked to stand together: a system's query measured in one folder
+    only, a question asked in one text (prompt_sha), and each (target, draft)'s rows made with
+    one value of each setting their systems use (check_one_setting)."""
+    run_dirs = list({Path(d).resolve(): Path(d) for d in run_dirs}.values())  # a folder named twice is read once
+    frames = [read_frame(d) for d in run_dirs]
+    where = " + ".join(str(d) for d in run_dirs)
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if len(frames) > 1:
+        frame["folder"] = [str(d) for d, f in zip(run_dirs, frames) for _ in range(len(f))]
+        twice = frame[frame.duplicated(list(KEY), keep=False)]
+        if len(twice):
+            r = twice.iloc[0]
+            folders = " and ".join(twice[(twice[list(KEY)] == r[list(KEY)]).all(axis=1)].folder)
+            raise UserError(f"{r.system} on {r.dataset} question {r.question_id} turn {r.turn} ({r.target} / "
+                            f"{r.draft}) is in both {folders}: name each folder's rows once (a system's "
+                            "query is measured in one run)")
+        if "prompt_sha" in frame:
+            asked = frame.dropna(subset=["prompt_sha"]).groupby(["dataset", "question_id"]).prompt_sha.nunique()
+            if (asked > 1).any():
+                dataset, question = asked[asked > 1].index[0]
+                raise UserError(f"{where}: {dataset} question {question} was asked in different texts in these "
+                                "folders (prompt_sha): their rows are not the same query")
+        frame = frame.drop(columns="folder")
+    check_one_setting(frame, where)
+    return frame
+
+
 def check_one_setting(frame: pd.DataFrame, where) -> None:
-    """A user error where one (target, draft)'s rows were made with different run settings
-    (results.RUN_SETTINGS): a run refuses to resume into a folder of other settings, so such rows
-    were put together by hand, and they cannot be held against each other (ar's 8 tokens against
+    """A user error where one (target, draft)'s rows were made with different values of a run
+    setting (run_settings.RUN_SETTINGS) that their systems use (SETTING_USERS there): a run refuses
+    to resume into a folder of other settings, so such rows were put together by hand or come
+    from several folders, and they cannot be held against each other (ar's 8 tokens against
     tree's 4 read as a divergence; 4-token speeds averaged with 8-token ones)."""
     for (target, draft), rows in frame.groupby(PAIR, sort=False):
         for name in (n for n in RUN_SETTINGS if n in rows):
             # (None: a column older rows lack, NaN in a frame; --graft off's graft_len)
-            values = list(dict.fromkeys(v for v in rows[name] if not _missing(v) and not unused_setting(name, v)))
+            values = list(dict.fromkeys(v for v, s in zip(rows[name], rows["system"])
+                                        if not _missing(v) and not unused_setting(name, v, s)))
             if len(values) > 1:
                 raise UserError(f"{where}: the rows of {target} / {draft} were made with different {name} "
-                                f"({', '.join(str(v) for v in values)}); compare and plot take rows of one run's "
-                                "settings (runs keep them apart: another --out each)")
+                                f"({', '.join(str(v) for v in values)}); compare and plot take rows of one "
+                                "value of each setting their systems use (runs keep them apart: another --out each)")
 
 
 def _missing(value) -> bool:

@@ -17,6 +17,8 @@ import pyarrow.parquet as pq
 
 from swiftspec_core.errors import UserError
 
+from .run_settings import RUN_SETTINGS, SETTINGS_BEFORE_COLUMN, unused_setting
+
 PARQUET = "results.parquet"
 CSV = "results.csv"
 
@@ -92,22 +94,6 @@ ROW_SCHEMA = pa.schema([
 COLUMNS = ROW_SCHEMA.names
 LIST_COLUMNS = [f.name for f in ROW_SCHEMA if pa.types.is_list(f.type)]
 KEY = ("system", "target", "draft", "dataset", "question_id", "turn")
-# Settings that change what a row measures and that its key does not name (the key names the
-# target, the draft, and the system's placement and fixed d): a run may only resume into a DIR
-# whose rows were made with the same.
-RUN_SETTINGS = ("max_new_tokens", "dtype", "weights", "acceptance", "replay_source", "device", "tree_bs", "tree_w",
-                "chain_k", "seed", "draft_noise", "quant", "graft_len", "graft_ngram")
-# Run settings a run may not have used (None: --graft off's graft_len; "" where a CSV held None):
-# checked only where both sides have one.
-SETTINGS_IF_USED = ("graft_len", "graft_ngram")
-
-
-def unused_setting(name: str, value) -> bool:
-    """Whether `value` says the run did not use setting `name` (SETTINGS_IF_USED's None or "")."""
-    return name in SETTINGS_IF_USED and value in (None, "")
-# Run settings whose column came later, and the value every row written before it ran with
-# (unquantized weights), so a run resumes into a folder of older rows.
-SETTINGS_BEFORE_COLUMN = {"quant": "none"}
 # What compare and plot read from every row.
 NUMBER_COLUMNS = ("turn", "new_tokens", "latency_s", "tokens_per_s", "rounds")
 SUMMARY_COLUMNS = ("system", "target", "draft", "dataset", "question_id", "turn", "new_tokens", "latency_s",
@@ -310,13 +296,16 @@ class ResultsTable:
                 return row
         return None
 
-    def check_settings(self, settings: dict) -> None:
-        """A user error if DIR's rows were made with other RUN_SETTINGS than this run's."""
+    def check_settings(self, settings: dict, systems=None) -> None:
+        """A user error if DIR's rows were made with other RUN_SETTINGS than this run's, in a
+        setting both a row's system and one of this run's `systems` (names; None: any) use."""
         for row in self.rows:
             for name in RUN_SETTINGS:
                 if name not in row or name not in settings:
                     continue
-                if unused_setting(name, row[name]) or unused_setting(name, settings[name]):
+                if unused_setting(name, row[name], row["system"]) or unused_setting(name, settings[name]):
+                    continue
+                if systems is not None and all(unused_setting(name, settings[name], s) for s in systems):
                     continue
                 if row[name] != settings[name]:
                     raise UserError(f"{self.run_dir} holds rows made with {name}={row[name]} (this run: "

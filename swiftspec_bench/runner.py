@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -204,7 +205,7 @@ def plan(c: Checked, table: ResultsTable) -> Planned:
                    tree_bs=o.tree_bs, tree_w=o.tree_w, chain_k=o.chain_k, dtype=c.dtype, seed=o.seed,
                    max_new_tokens=o.max_new_tokens, draft_noise=o.draft_noise, quant=o.quant,
                    **graft_settings(o.graft, o.graft_len, c.graft_sizes))
-    table.check_settings(columns)
+    table.check_settings(columns, c.systems)
     table.check_prompts({(q.dataset, q.question_id): prompt_sha(q.turns) for q in c.queries})
     table.check_models(columns)
     # Each system under each kernel set, once a row name (ar runs fused under persistent where the
@@ -245,7 +246,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     from swiftspec_core.decoders.base import SpecSettings
     from swiftspec_core.models import noise
     from swiftspec_core.models.awq_checkpoint import check_quant
-    from swiftspec_core.models.loading import check_pair
+    from swiftspec_core.models.vocab import check_pair
 
     from .systems import SYSTEMS, LoadedPair, close_each
 
@@ -255,9 +256,11 @@ def execute(p: Planned, table: ResultsTable) -> None:
     torch.manual_seed(o.seed)
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=parent_device(c), seed=o.seed)
     peers = any(not SYSTEMS[s].on_engine for s in c.systems)  # an AWQ checkpoint's twin is theirs alone
-    target = _load("target", o.target, **how, quant=o.quant, hf_twin=peers)  # the draft's projections stay plain
-    check_quant(target.name, target.awq is not None, o.quant)
-    longest = check_context(target, c.queries, o.max_new_tokens, settings)  # before the draft loads
+    # Every prompt must fit: checked before the target's weights load (minutes for a 70B), then for the caches' size
+    fits = partial(check_context, queries=c.queries, max_new_tokens=o.max_new_tokens, settings=settings)
+    target = _load("target", o.target, **how, quant=o.quant, hf_twin=peers, before_weights=fits)
+    check_quant(target.name, target.awq is not None, o.quant)  # the draft's projections stay plain
+    longest = fits(target.tokenizer, target.max_context)
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:
         check_quant(draft.name, draft.awq is not None, "none")
@@ -304,7 +307,7 @@ def _load(role: str, spec: str, **how):
     return load_model(spec, **how)  # the draft gets its own copy, even when it names the target
 
 
-def check_context(target, queries, max_new_tokens: int, settings) -> int:
+def check_context(tokenizer, max_context: int, queries, max_new_tokens: int, settings) -> int:
     """Every prompt must fit the target's context with its answer (decoders.base.positions_needed,
     the rule the decoders hold their caches to); a later turn is bounded by the earlier answers
     taking their whole budget (and is checked again, exactly, before it runs). Returns the most
@@ -312,24 +315,24 @@ def check_context(target, queries, max_new_tokens: int, settings) -> int:
     longest = 0
     for q in queries:
         turns = list(q.turns)
-        n = len(ds.chat_prompt_ids(target.tokenizer, turns, [""] * (len(turns) - 1)))
+        n = len(ds.chat_prompt_ids(tokenizer, turns, [""] * (len(turns) - 1)))
         n += max_new_tokens * (len(turns) - 1)
-        _check_fits(target, n, max_new_tokens, settings, f"{q.dataset} question {q.question_id}")
+        _check_fits(max_context, n, max_new_tokens, settings, f"{q.dataset} question {q.question_id}")
         longest = max(longest, positions_needed(n, max_new_tokens, settings))
-    return min(longest + 64, target.max_context)  # + the turn templates' few tokens
+    return min(longest + 64, max_context)  # + the turn templates' few tokens
 
 
-def _check_fits(target, prompt_tokens: int, max_new_tokens: int, settings, what: str) -> None:
+def _check_fits(max_context: int, prompt_tokens: int, max_new_tokens: int, settings, what: str) -> None:
     need = positions_needed(prompt_tokens, max_new_tokens, settings)
-    if need > target.max_context:
+    if need > max_context:
         raise UserError(f"{what}: prompt of {prompt_tokens} tokens + {max_new_tokens} new + one verification "
-                        f"tree need {need} positions; that exceeds the context of {target.max_context}")
+                        f"tree need {need} positions; that exceeds the context of {max_context}")
 
 
 def _decode_all(p: Planned, table: ResultsTable, pairs: dict, settings, columns: dict) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from swiftspec_core.models.loading import eos_ids
+    from swiftspec_core.models.vocab import eos_ids
 
     from . import systems
     from .replay_source import replay_seed
@@ -354,7 +357,7 @@ def _decode_all(p: Planned, table: ResultsTable, pairs: dict, settings, columns:
             progress.update(task, description=f"{name:<14} {q.dataset}/{q.question_id} turn {turn}")
             answers = [_earlier_answer(table, name, columns, q, t) for t in range(1, turn)]
             prompt = ds.chat_prompt_ids(tokenizer, list(q.turns[:turn]), answers)
-            _check_fits(pair.target, len(prompt), budget, settings, f"{q.dataset} question {q.question_id} turn {turn}")
+            _check_fits(pair.target.max_context, len(prompt), budget, settings, f"{q.dataset} question {q.question_id} turn {turn}")
             query = dict(max_new_tokens=budget, eos_ids=eos, settings=settings)
 
             def replayed() -> dict:

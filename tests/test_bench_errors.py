@@ -194,7 +194,7 @@ def context_filling_prompt(extra: int) -> str:
     return "x" * (2048 - 4 - max(DEFAULT_TREE_BS, DEFAULT_CHAIN_K + 1) - 1 - template + extra)
 
 
-def test_prompt_that_exactly_fills_the_context(tmp_path):
+def test_prompt_that_exactly_fills_the_context(tmp_path, monkeypatch):
     out = tmp_path / "out"
     fits = write_jsonl(tmp_path / "fits.jsonl", [{"question_id": 0, "turns": [context_filling_prompt(0)]}])
     res = CliRunner().invoke(app, base_args(out, **{"--datasets": str(fits),
@@ -203,6 +203,9 @@ def test_prompt_that_exactly_fills_the_context(tmp_path):
     assert len(pd.read_parquet(out / "results.parquet")) == 2
     over = write_jsonl(tmp_path / "over.jsonl", [{"question_id": 0, "turns": [context_filling_prompt(1)]}])
     out = tmp_path / "out2"
+    from swiftspec_core.models import loading  # one too long: found before any weight is drawn or read
+
+    monkeypatch.setattr(loading, "_random_loaded", lambda *a, **k: pytest.fail("weights drawn before the check"))
     assert_user_error(base_args(out, **{"--datasets": str(over), "--systems": "ar"}),
                       contains="exceeds the context of 2048", out=out, before_loading=False)
 

@@ -14,7 +14,8 @@ import torch
 from swiftspec_core.errors import UserError
 from swiftspec_core.models import demo_pair
 from swiftspec_core.models.args import ModelArgs
-from swiftspec_core.models.loading import LoadedModel, check_pair, eos_ids, load_model
+from swiftspec_core.models.loading import LoadedModel, load_model
+from swiftspec_core.models.vocab import check_pair, eos_ids
 from swiftspec_core.models.presets import PRESETS, Preset
 from swiftspec_core.models.tiny_tokenizer import BOS_ID, EOS_ID, VOCAB_SIZE, tiny_tokenizer
 from swiftspec_core.models.weights import build_engine, state_from_hf
@@ -175,7 +176,7 @@ def test_meta_loads_shapes_only(tmp_path):
     config included."""
     from transformers import GenerationConfig
 
-    from swiftspec_core.models.loading import eos_ids
+    from swiftspec_core.models.vocab import eos_ids
 
     src = load_model("tiny-llama", seed=5)
     src.hf.save_pretrained(tmp_path)

