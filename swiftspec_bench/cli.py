@@ -114,6 +114,7 @@ def _append_log(log: Path, exc: Fault) -> str | None:
 
 @app.command()
 def run(
+    ctx: typer.Context,
     target: str = typer.Option(DEFAULT_TARGET, help="Preset name, hub id, local HF folder or .gguf file."),
     draft: str = typer.Option(DEFAULT_DRAFT, help="Draft model: preset name, hub id, local folder or .gguf."),
     systems: str = typer.Option(DEFAULT_SYSTEMS, help="Comma list of systems."),
@@ -181,13 +182,19 @@ def run(
 ) -> None:
     """Decode the first --limit prompts of each dataset with each system; one row per query."""
     options = dict(locals())  # the options as given, by name (runner.RunOptions has one field each)
+    del options["ctx"]
     from . import runner
     from .results import ResultsTable
     from .run_folder import locked
+    from .run_settings import unused_flag_notes
 
     with user_errors(log=Path(out) / RUN_LOG), sigterm_interrupts():
         checked = runner.validate(runner.RunOptions(**options))  # before any model loads
         Interrupts.raise_if_seen()
+        # (by its name: typer 0.29 has its own copy of click's enum, 0.27 click's)
+        typed = [name for name in options if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"]
+        for note in unused_flag_notes(typed, checked.systems):
+            typer.echo(note)
         with locked(checked.out):
             table = ResultsTable(checked.out)  # what an earlier run into --out finished
             planned = runner.plan(checked, table)

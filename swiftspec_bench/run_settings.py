@@ -33,3 +33,15 @@ def unused_setting(name: str, value, system: str | None = None) -> bool:
     users = SETTING_USERS.get(name)
     return (name in SETTINGS_IF_USED and value in (None, "")) or (
         system is not None and users is not None and base_name(system) not in users)
+
+
+def unused_flag_notes(given: list[str], systems: list[str]) -> list[str]:
+    """A line for each setting given on the command line (run's parameter names: tree_bs) that none
+    of the run's systems uses: it changes nothing (its rows record it all the same)."""
+    notes = []
+    for name in given:
+        users = SETTING_USERS.get(name) or (TREES if name == "graft" else None)
+        if users is not None and not any(base_name(s) in users for s in systems):
+            flag, who = "--" + name.replace("_", "-"), ", ".join(users[:-1]) + " and " + users[-1]
+            notes.append(f"note: {flag} is for {who}; --systems runs none of them, so it changes nothing")
+    return notes

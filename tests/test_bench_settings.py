@@ -110,3 +110,16 @@ def test_a_run_resumes_a_baseline_folder_with_a_tree_setting_of_its_own(tmp_path
     assert res.exit_code == 0 and "lossless: yes" in res.stdout, res.stdout
     res = CliRunner().invoke(app, run_args(out, "tree", "gsm8k"))  # tree's rows were made at 4
     assert res.exit_code == 2 and "tree_bs=4" in res.stderr, res.stderr
+
+
+def test_a_setting_typed_for_systems_the_run_does_not_run_is_noted(tmp_path):
+    res = CliRunner().invoke(app, run_args(tmp_path / "a", "ar", "gsm8k") + ["--tree-bs", "4", "--graft", "off",
+                                                                          "--draft-noise", "0"])
+    assert res.exit_code == 0, res.stderr
+    notes = [line for line in res.stdout.splitlines() if line.startswith("note:")]
+    assert notes == ["note: --tree-bs is for tree and swiftspec; --systems runs none of them, so it changes nothing",
+                     "note: --graft is for tree and swiftspec; --systems runs none of them, so it changes nothing",
+                     "note: --draft-noise is for chain, tree, swiftspec and hf-assisted; --systems runs none of them, "
+                     "so it changes nothing"]
+    res = CliRunner().invoke(app, run_args(tmp_path / "b", "ar,chain", "gsm8k") + ["--chain-k", "3"])
+    assert res.exit_code == 0 and "note:" not in res.stdout, res.stdout  # typed for a system it runs
