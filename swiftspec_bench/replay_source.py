@@ -1,8 +1,9 @@
 """Replay profiles from a real-weight results table (`--acceptance replay:FILE`).
 
-For each (system, dataset) the profile pools, over the rows whose acceptance was measured, the per-round emitted lengths, the bonus-in-tree
-flags and the draft's mean child log-probs of the rows of the same system and tree settings
-(swiftspec: the same draft steps d where recorded, else the nearest d), grafted where the run grafts
+For each (system, dataset) the profile pools, over the rows whose acceptance was measured, the
+per-round emitted lengths, the bonus-in-tree flags and the draft's mean child log-probs of the rows
+of the same system and of the tree and chain settings it uses (run_settings.SETTING_USERS;
+swiftspec: the same draft steps d where recorded, else the nearest d), grafted where the run grafts
 (rows older than the `graft` column did not); from grafting rows, also how often a draft step's
 lookup fired and how many chain nodes each firing kept (rows older than those columns, and split
 rows, record none).
@@ -18,9 +19,10 @@ import pandas as pd
 from swiftspec_core.errors import UserError
 from swiftspec_core.replay import ReplayProfile
 
-from .results import PARQUET, read_csv, read_frame
 from .names import base_name
-from .systems import row_graft
+from .results import PARQUET, read_csv, read_frame
+from .run_settings import unused_setting
+from .systems import GRAFTING, row_graft
 
 REPLAYED = {"chain", "tree", "swiftspec"}  # ar emits one token a round: nothing to replay
 
@@ -43,31 +45,39 @@ class ReplaySource:
         real = frame[frame["acceptance"] == "real"].copy()  # measured, not themselves replayed
         real["base"] = [base_name(s) for s in real["system"]]  # tree@tp2 replays as tree
         real["graft"] = real["graft"].fillna("off") if "graft" in real else "off"
-        self.graft, self.real = graft, real
-        self.frame = real[(real["tree_bs"] == tree_bs) & (real["tree_w"] == tree_w) & (real["chain_k"] == chain_k)]
-        self.path = path
+        self.graft, self.real, self.path = graft, real, path
+        self.settings = dict(tree_bs=tree_bs, tree_w=tree_w, chain_k=chain_k)
 
     def check(self, systems: list[str], datasets: list[str]) -> None:
         """Every replayed (system, dataset) has recorded rounds: a user error before anything runs."""
         for system in systems:
             for dataset in datasets:
                 if system in REPLAYED and self._rows(system, dataset).empty:
-                    raise UserError(f"{self.path} has no measured {system} rows for {dataset} with these "
-                                    f"tree and graft settings: nothing to replay ({self._recorded(system)})")
+                    raise UserError(f"{self.path} has no measured {system} rows for {dataset} with the settings "
+                                    f"{system} uses: nothing to replay ({self._recorded(system)})")
+
+    def _used(self, system: str) -> dict:
+        """The tree and chain settings a system's acceptance depends on (run_settings.SETTING_USERS):
+        chain's rounds are the same at any --tree-bs, tree's at any --chain-k, so only these must match."""
+        return {name: value for name, value in self.settings.items() if not unused_setting(name, value, system)}
 
     def _recorded(self, system: str) -> str:
         """The settings the source's `system` rows were recorded with (what a run must ask to replay them)."""
         rows = self.real[self.real["base"] == system]
         if rows.empty:
             return f"it holds no measured {system} rows"
-        settings = sorted({f"--tree-bs {b} --tree-w {w} --chain-k {k} --graft {g}"
-                           for b, w, k, g in zip(rows["tree_bs"], rows["tree_w"], rows["chain_k"], rows["graft"])})
+        columns = [*self._used(system), *(["graft"] if system in GRAFTING else [])]
+        settings = sorted({" ".join(f"--{name.replace('_', '-')} {v}" for name, v in zip(columns, values))
+                           for values in zip(*(rows[name] for name in columns))})
         return f"its {system} rows were recorded with {'; '.join(settings)}"
 
     def _rows(self, system: str, dataset: str) -> pd.DataFrame:
-        frame = self.frame
-        return frame[(frame["base"] == system) & (frame["dataset"] == dataset)
-                     & (frame["graft"] == row_graft(system, self.graft))]
+        frame = self.real
+        keep = ((frame["base"] == system) & (frame["dataset"] == dataset)
+                & (frame["graft"] == row_graft(system, self.graft)))
+        for name, value in self._used(system).items():
+            keep &= frame[name] == value
+        return frame[keep]
 
     def profile(self, system: str, dataset: str, draft_steps: int | None = None) -> ReplayProfile | None:
         if system not in REPLAYED:

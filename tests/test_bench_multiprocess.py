@@ -77,7 +77,7 @@ def test_replay_needs_a_source_with_the_system(tmp_path):
     res = CliRunner().invoke(app, ["run", "--target", "tiny-llama", "--draft", "tiny-llama", "--systems", "tree",
                                    "--datasets", "gsm8k", "--data-dir", str(DATA_DIR), "--out", str(tmp_path / "z"),
                                    "--acceptance", f"replay:{real}"])
-    assert res.exit_code == 2 and "tree rows were recorded with --tree-bs 12 --tree-w 8 --chain-k 7 --graft off" \
+    assert res.exit_code == 2 and "tree rows were recorded with --tree-bs 12 --tree-w 8 --graft off" \
         in res.stderr, res.stderr
     res = CliRunner().invoke(app, ["run", "--systems", "ar", "--acceptance", "replay:/no/such", "--out",
                                    str(tmp_path / "y")])

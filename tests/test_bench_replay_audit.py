@@ -1,0 +1,48 @@
+"""Replayed acceptance (`--acceptance replay:FILE`) as a user meets it: which recordings a run may
+draw from, and the sources it refuses, each with one error line before any model loads."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from swiftspec_bench.cli import app
+from swiftspec_bench.replay_source import ReplaySource
+from swiftspec_bench.results import COLUMNS, ResultsTable
+
+DATA_DIR = Path(__file__).with_name("fixtures")
+
+
+def recorded(folder: Path, *rows: tuple[str, int, int]) -> Path:
+    """A real-acceptance source: one gsm8k row each (system, tree_bs, chain_k), graft off."""
+    table = ResultsTable(folder)
+    for i, (system, tree_bs, chain_k) in enumerate(rows):
+        table.append(dict.fromkeys(COLUMNS) | dict(
+            system=system, target="t", draft="d", dataset="gsm8k", question_id=str(i), turn=1, acceptance="real",
+            tree_bs=tree_bs, tree_w=8, chain_k=chain_k, graft="off", accepted_lengths=[3, 2], bonus_in_tree=[],
+            draft_topk_logprobs=[], draft_steps=2))
+    return folder
+
+
+def run_args(out: Path, source, *extra: str) -> list[str]:
+    return ["run", "--target", "tiny-llama", "--draft", "tiny-llama", "--weights", "random", "--device", "cpu",
+            "--datasets", "gsm8k", "--data-dir", str(DATA_DIR), "--limit", "1", "--max-new-tokens", "4",
+            "--out", str(out), "--acceptance", f"replay:{source}", *extra]
+
+
+def test_a_system_replays_whatever_the_settings_it_does_not_use(tmp_path):
+    # chain recorded at --tree-bs 8, tree at --chain-k 7: chain's rounds do not depend on --tree-bs
+    # nor tree's on --chain-k (run_settings.SETTING_USERS). Before: "no measured chain rows ... with
+    # these tree and graft settings", while the run's own note said --tree-bs changed nothing.
+    source = recorded(tmp_path / "src", ("chain", 8, 7), ("tree", 12, 7))
+    replay = ReplaySource(source, tree_bs=12, tree_w=8, chain_k=3, graft="off")
+    with pytest.raises(Exception, match=r"its chain rows were recorded with --chain-k 7\)$"):
+        replay.check(["chain"], ["gsm8k"])
+    replay = ReplaySource(source, tree_bs=12, tree_w=8, chain_k=7, graft="off")
+    replay.check(["chain", "tree"], ["gsm8k"])
+    assert replay.profile("chain", "gsm8k").emitted == (3, 2) == replay.profile("tree", "gsm8k").emitted
+    with pytest.raises(Exception, match=r"recorded with --tree-bs 12 --tree-w 8 --graft off\)$"):
+        ReplaySource(source, tree_bs=8, tree_w=8, chain_k=7, graft="off").check(["tree"], ["gsm8k"])
+    res = CliRunner().invoke(app, run_args(tmp_path / "out", source, "--systems", "chain", "--chain-k", "7"))
+    assert res.exit_code == 0, (res.stdout, res.stderr)
