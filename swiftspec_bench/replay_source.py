@@ -20,7 +20,7 @@ from swiftspec_core.errors import UserError
 from swiftspec_core.replay import ReplayProfile
 
 from .names import base_name
-from .results import PARQUET, read_csv, read_frame
+from .results import read_file_frame, read_frame
 from .run_settings import unused_setting
 from .systems import GRAFTING, row_graft
 
@@ -28,7 +28,7 @@ REPLAYED = {"chain", "tree", "swiftspec"}  # ar emits one token a round: nothing
 
 
 def parse_acceptance(text: str) -> Path | None:
-    """'real' -> None; 'replay:FILE' -> FILE (a results.parquet/.csv or a run folder)."""
+    """'real' -> None; 'replay:FILE' -> FILE (a run folder, or a results file: .parquet or .csv)."""
     if text == "real":
         return None
     if not text.startswith("replay:") or not text[len("replay:"):]:
@@ -128,14 +128,23 @@ def replay_seed(seed: int, dataset: str, question_id: str, turn: int) -> int:
     return int.from_bytes(digest[:4], "little")
 
 
+# What a source's rows must hold to be replayed (a results table of ours always does; another
+# tool's table, or a file cut short, may not)
+SOURCE_COLUMNS = ("system", "dataset", "acceptance", "tree_bs", "tree_w", "chain_k", "accepted_lengths",
+                  "bonus_in_tree", "draft_steps", "draft_topk_logprobs")
+LIST_COLUMNS = ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs", "graft_kept", "sent_paths")
+
+
 def _read(path: Path) -> pd.DataFrame:
-    if path.is_dir() or path.name == PARQUET:
-        return read_frame(path if path.is_dir() else path.parent)
-    if path.suffix == ".csv":
-        frame = read_csv(path)
-        lists = ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs", "graft_kept", "sent_paths")
-        for col in lists:  # empty where absent
-            if col in frame:
-                frame[col] = [[] if v is None else v for v in frame[col]]
-        return frame
-    raise UserError(f"--acceptance replay:{path}: expected a run folder, results.parquet or results.csv")
+    """The source's rows: a run folder's results file, or a results file named as such (a
+    .parquet or .csv of any name), checked as compare checks a folder's."""
+    if path.is_dir():
+        frame = read_frame(path, needs=SOURCE_COLUMNS)
+    elif path.suffix in (".parquet", ".csv"):
+        frame = read_file_frame(path, needs=SOURCE_COLUMNS)
+    else:
+        raise UserError(f"--acceptance replay:{path}: expected a run folder or a results file (.parquet or .csv)")
+    for col in LIST_COLUMNS:  # empty where absent (a CSV's empty field)
+        if col in frame:
+            frame[col] = [[] if v is None else v for v in frame[col]]
+    return frame

@@ -183,9 +183,12 @@ def read_rows(run_dir: Path) -> list[dict]:
     missing values None); [] if none. A run resuming DIR appends to these rows, so a folder holding
     only results.csv keeps them too."""
     path = results_file(run_dir)
-    if path is None:
-        return []
-    if path.name == CSV:
+    return [] if path is None else _file_rows(path)
+
+
+def _file_rows(path: Path) -> list[dict]:
+    """read_rows of one results file, a parquet or a CSV (by its suffix)."""
+    if path.suffix == ".csv":
         rows = _csv_rows(path)
     else:
         try:  # the bytes of one open: a run replacing the file meanwhile cannot mix two versions
@@ -214,7 +217,12 @@ def read_frame(run_dir: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
     path = results_file(run_dir)
     if path is None:
         raise UserError(f"{run_dir} holds no {PARQUET} or {CSV} (run `swiftspec-bench run --out {run_dir}` first)")
-    rows = read_rows(run_dir)
+    return read_file_frame(path, needs)
+
+
+def read_file_frame(path: Path, needs=SUMMARY_COLUMNS) -> pd.DataFrame:
+    """read_frame of one results file (a parquet, or a CSV by its suffix), with the same checks."""
+    rows = _file_rows(path)
     if not rows:
         raise UserError(f"{path} has no rows")
     frame = pd.DataFrame(rows)

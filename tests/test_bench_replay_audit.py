@@ -46,3 +46,31 @@ def test_a_system_replays_whatever_the_settings_it_does_not_use(tmp_path):
         ReplaySource(source, tree_bs=8, tree_w=8, chain_k=7, graft="off").check(["tree"], ["gsm8k"])
     res = CliRunner().invoke(app, run_args(tmp_path / "out", source, "--systems", "chain", "--chain-k", "7"))
     assert res.exit_code == 0, (res.stdout, res.stderr)
+
+
+def assert_one_error_line(args: list[str], contains: str, out: Path) -> None:
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and contains in lines[0], res.stderr
+    assert "loading" not in res.stdout and not out.exists()
+
+
+def test_a_source_file_is_checked_as_a_source_folder_is(tmp_path):
+    # Before: a .csv named directly skipped the folder's checks (a table without `acceptance`: a
+    # KeyError traceback; one of no rows alike), and a .parquet of another name than
+    # results.parquet was refused though a .csv of any name was taken.
+    source = recorded(tmp_path / "src", ("tree", 12, 7))
+    text = (source / "results.csv").read_text().splitlines()
+    header = text[0].split(",")
+    at = header.index('"acceptance"')
+    (tmp_path / "other.csv").write_text("\n".join(",".join(c for i, c in enumerate(line.split(",")) if i != at)
+                                                  for line in text) + "\n")
+    out = tmp_path / "out"
+    assert_one_error_line(run_args(out, tmp_path / "other.csv", "--systems", "tree", "--graft", "off"),
+                          "other.csv lacks the columns acceptance", out)
+    (tmp_path / "header.csv").write_text(text[0] + "\n")
+    assert_one_error_line(run_args(out, tmp_path / "header.csv", "--systems", "tree"), "header.csv has no rows", out)
+    (tmp_path / "copied.parquet").write_bytes((source / "results.parquet").read_bytes())
+    res = CliRunner().invoke(app, run_args(out, tmp_path / "copied.parquet", "--systems", "tree", "--graft", "off"))
+    assert res.exit_code == 0, (res.stdout, res.stderr)
