@@ -271,10 +271,10 @@ def run(opts: Options, cases: list[Case]) -> tuple[Path, int, list[str]]:
 
     from .runner import package_commit
 
+    kept = kernel_table.read_rows(opts.out)  # a damaged table is bad input: said before any GPU work
     if not torch.cuda.is_available():
         raise UserError("no CUDA GPU here: swiftspec-bench kernels times GPU kernels")
     device = torch.cuda.get_device_name()
-    kept = kernel_table.read_rows(opts.out)
     others = {r["device"] for r in kept} - {device}
     if others:
         raise UserError(f"--out {opts.out} holds rows measured on {', '.join(sorted(others))}, "

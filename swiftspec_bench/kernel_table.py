@@ -39,11 +39,14 @@ def read_rows(out: Path) -> list[dict]:
     path = out / CSV_NAME
     if not path.exists():
         return []
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if tuple(reader.fieldnames or ()) != COLUMNS:
-            raise UserError(f"--out {out}: {CSV_NAME} has columns {reader.fieldnames}, not this table's")
-        return [_typed(r) for r in reader]
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            if tuple(reader.fieldnames or ()) != COLUMNS:
+                raise UserError(f"--out {out}: {CSV_NAME} has columns {reader.fieldnames}, not this table's")
+            return [_typed(r) for r in reader]
+    except (ValueError, csv.Error) as exc:  # a number that does not parse; not UTF-8 (a ValueError too)
+        raise UserError(f"--out {out}: {CSV_NAME} is not a kernel table as this command writes it ({exc})") from None
 
 
 def _typed(raw: dict) -> dict:

@@ -1,5 +1,6 @@
-"""Replayed acceptance (`--acceptance replay:FILE`) as a user meets it: which recordings a run may
-draw from, and the sources it refuses, each with one error line before any model loads."""
+"""What an audit as a user found: replayed acceptance (`--acceptance replay:FILE`: which recordings
+a run may draw from, and the sources it refuses, each with one error line before any model loads),
+and the files `swiftspec-bench kernels` meets in its --out."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,6 +11,7 @@ from typer.testing import CliRunner
 from swiftspec_bench.cli import app
 from swiftspec_bench.replay_source import ReplaySource
 from swiftspec_bench.results import COLUMNS, ResultsTable
+from test_kernel_bench import fake_gpu  # noqa: F401 -- the fixture: a GPU that is not there
 
 DATA_DIR = Path(__file__).with_name("fixtures")
 
@@ -74,3 +76,20 @@ def test_a_source_file_is_checked_as_a_source_folder_is(tmp_path):
     (tmp_path / "copied.parquet").write_bytes((source / "results.parquet").read_bytes())
     res = CliRunner().invoke(app, run_args(out, tmp_path / "copied.parquet", "--systems", "tree", "--graft", "off"))
     assert res.exit_code == 0, (res.stdout, res.stderr)
+
+
+@pytest.mark.parametrize("damaged", [b"op,model,tp,m,context,impl,median_us,gbps,floor_us,device,commit,dtype\n"
+                                     b"gemm_qkv,llama-3.2-1b,one,1,,ours,2.0,1.0,1.0,Fake H200,c,bfloat16\n",
+                                     b"\xff\xfe not text\n"], ids=["a number that does not parse", "not UTF-8"])
+def test_a_damaged_kernel_table_in_out_is_one_error_line(tmp_path, fake_gpu, damaged):
+    # Before: the kernels command read --out's kernels.csv after it had started on the GPU, and a
+    # value that did not parse (or a file not UTF-8) ended in a ValueError traceback.
+    out = tmp_path / "k"
+    out.mkdir()
+    (out / "kernels.csv").write_bytes(damaged)
+    res = CliRunner().invoke(app, ["kernels", "--models", "llama-3.2-1b", "--tp", "1", "--m", "1", "--ops", "rmsnorm",
+                                   "--out", str(out)])
+    assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "kernels.csv is not a kernel table" in lines[0]
+    assert fake_gpu == [] and (out / "kernels.csv").read_bytes() == damaged
