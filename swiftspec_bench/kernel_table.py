@@ -51,6 +51,8 @@ def read_rows(out: Path) -> list[dict]:
 
 def _typed(raw: dict) -> dict:
     row = dict(raw)
+    if op_group(row["op"]) not in OPS or row["impl"] not in IMPLS:  # the table's order (_order) has no place for it
+        raise ValueError(f"op {row['op']!r} / impl {row['impl']!r} is not one of this command's")
     for c in INTS:
         row[c] = int(row[c]) if row[c] else None
     for c in FLOATS:

@@ -80,7 +80,10 @@ def test_a_source_file_is_checked_as_a_source_folder_is(tmp_path):
 
 @pytest.mark.parametrize("damaged", [b"op,model,tp,m,context,impl,median_us,gbps,floor_us,device,commit,dtype\n"
                                      b"gemm_qkv,llama-3.2-1b,one,1,,ours,2.0,1.0,1.0,Fake H200,c,bfloat16\n",
-                                     b"\xff\xfe not text\n"], ids=["a number that does not parse", "not UTF-8"])
+                                     b"op,model,tp,m,context,impl,median_us,gbps,floor_us,device,commit,dtype\n"
+                                     b"gemm_qkv,llama-3.2-1b,1,1,,triton,2.0,1.0,1.0,Fake H200,c,bfloat16\n",
+                                     b"\xff\xfe not text\n"],
+                         ids=["a number that does not parse", "an impl of no kernels run", "not UTF-8"])
 def test_a_damaged_kernel_table_in_out_is_one_error_line(tmp_path, fake_gpu, damaged):
     # Before: the kernels command read --out's kernels.csv after it had started on the GPU, and a
     # value that did not parse (or a file not UTF-8) ended in a ValueError traceback.
