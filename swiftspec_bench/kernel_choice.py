@@ -11,7 +11,7 @@ def choose_sets(o, device: str, dtype: str, target: str, draft: str | None, draf
     """--kernels as a comma list (one name, or several: every system runs under each, so a run
     compares kernel sets on the same queries; with --interleave, query by query): each resolved by
     choose, in order, repeats dropped (auto may resolve to one named beside it)."""
-    names = o.kernels.split(",")
+    names = [name.strip() for name in o.kernels.split(",")]  # "fused, persistent" as --systems takes a list
     if "" in names:
         raise UserError(f"--kernels {o.kernels}: an empty name in the list")
     return tuple(dict.fromkeys(choose(o, device, dtype, target, draft, draft_gpus, name) for name in names))

@@ -345,6 +345,12 @@ def test_a_kernel_list_runs_each_set_once():
         choose_sets(SimpleNamespace(**{**vars(o), "kernels": "fused,"}), "cuda", "bfloat16", *big, 1)
     with pytest.raises(UserError, match="--kernels persistent runs bfloat16 on a GPU"):
         choose_sets(SimpleNamespace(**{**vars(o), "kernels": "torch,persistent"}), "cpu", "float32", *big, 1)
+    # Spaces after the commas, as --systems and --datasets take them (before: "--kernels auto: choose
+    # torch, fused, persistent or auto", the name it refused among those it listed)
+    assert choose_sets(SimpleNamespace(**{**vars(o), "kernels": "torch, auto"}), "cpu", "float32", *big, 1) == (
+        "torch",)
+    with pytest.raises(UserError, match="an empty name"):
+        choose_sets(SimpleNamespace(**{**vars(o), "kernels": "torch, "}), "cpu", "float32", *big, 1)
 
 
 def test_a_kernel_list_plans_each_system_under_each_set_once_a_row_name(tmp_path):
