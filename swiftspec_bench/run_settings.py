@@ -2,6 +2,8 @@
 folder, and compare and plot put rows together, only where the settings they use agree."""
 from __future__ import annotations
 
+from swiftspec_core.errors import UserError
+
 from .names import base_name
 
 # Settings that change what a row measures and that its key does not name (the key names the
@@ -22,6 +24,16 @@ TREES = ("tree", "swiftspec")
 SETTING_USERS = {"tree_bs": TREES, "tree_w": TREES, "graft_len": TREES, "graft_ngram": TREES,
                  "chain_k": ("chain", "hf-assisted"), "draft_noise": DRAFTING, "acceptance": DRAFTING,
                  "replay_source": DRAFTING}
+# --seed's bound: torch's generators take 64 bits, with the draft noise's offset added
+SEED_BOUND = 2 ** 62
+
+
+def check_seed(seed: int, flag: str = "--seed") -> None:
+    """A UserError for a seed the random weights' generators cannot take (run, random_checkpoint)."""
+    if abs(seed) >= SEED_BOUND:
+        raise UserError(f"{flag} {seed}: must be within +-2^62")
+
+
 # Run settings whose column came later, and the value every row written before it ran with
 # (unquantized weights), so a run resumes into a folder of older rows.
 SETTINGS_BEFORE_COLUMN = {"quant": "none"}

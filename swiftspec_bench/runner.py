@@ -23,9 +23,9 @@ from . import kernel_choice, placement
 from .model_spec import (check_model_spec, check_peers_have_a_model, check_replay_weights, check_tree_width,
                          model_sha, row_spelling)
 from .results import ResultsTable, package_commit, prompt_sha, results_file, row_from_result, row_key
+from .run_settings import check_seed
 
 DTYPES = ("float32", "bfloat16", "float16")
-SEED_BOUND = 2 ** 62
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,7 @@ def validate(o: RunOptions) -> Checked:
         _check_positive(value, flag)
     if o.draft_steps is not None:
         _check_positive(o.draft_steps, "--draft-steps")
-    if abs(o.seed) >= SEED_BOUND:  # torch's generators take 64 bits, with the noise's offset added
-        raise UserError(f"--seed {o.seed}: must be within +-2^62")
+    check_seed(o.seed)
     graft_sizes = _check_graft(o.graft, o.graft_len, o.graft_ngram)
     if not o.worker_timeout > 0:
         raise UserError(f"--worker-timeout must be above 0 seconds (got {o.worker_timeout:g})")

@@ -96,3 +96,60 @@ def test_a_damaged_kernel_table_in_out_is_one_error_line(tmp_path, fake_gpu, dam
     lines = res.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "kernels.csv is not a kernel table" in lines[0]
     assert fake_gpu == [] and (out / "kernels.csv").read_bytes() == damaged
+
+
+# --- python3 -m swiftspec_bench.random_checkpoint PRESET FOLDER ------------------------------------
+
+def checkpoint(args: list[str], capsys) -> tuple[int, list[str]]:
+    from swiftspec_bench.random_checkpoint import main
+
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's usage errors exit
+        code = exc.code
+    return code, capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize("args, contains", [
+    ([], "the following arguments are required"),
+    (["tiny-llama", "{tmp}/new", "--seed", "x"], "--seed: invalid int value"),
+    (["tiny-llama", "{tmp}/new", "--seed", str(2 ** 70)], "must be within +-2^62"),
+    (["tiny-llama", "{tmp}/new", "--device", "gpu"], "invalid choice: 'gpu'"),
+    (["tiny-llama", ""], "FOLDER is empty"),
+    (["tiny-llama", "{tmp}/taken"], "holds files already"),
+    (["tiny-llama", "{tmp}/taken/config.json"], "is an existing file"),
+])
+def test_a_bad_checkpoint_folder_or_option_is_one_error_line(tmp_path, capsys, monkeypatch, args, contains):
+    # Before: argparse's usage text, a traceback for a file or a seed past 64 bits, a folder of
+    # another checkpoint written over (its other parts kept), "" written into the current folder.
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path / "taken")  # where "" would have written
+    code, lines = checkpoint([a.format(tmp=tmp_path) for a in args], capsys)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and contains in lines[0], lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"] and [p.name for p in (tmp_path / "taken").iterdir()] \
+        == ["config.json"]
+
+
+def test_an_interrupted_checkpoint_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    # Before: the parts written so far stayed in FOLDER, a checkpoint with parts missing.
+    import safetensors.torch
+
+    written = []
+
+    def save_then_stop(tensors, path, **kw):
+        if written:
+            raise KeyboardInterrupt
+        written.append(path)
+        save(tensors, path, **kw)
+
+    save = safetensors.torch.save_file
+    monkeypatch.setattr(safetensors.torch, "save_file", save_then_stop)
+    code, lines = checkpoint(["tiny-llama", str(tmp_path / "ck"), "--device", "cpu"], capsys)
+    assert code == 2 and lines == ["error: interrupted"] and written
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor its temporary sibling
+    monkeypatch.setattr(safetensors.torch, "save_file", save)
+    (tmp_path / "ck").mkdir()  # an empty folder is taken
+    assert checkpoint(["tiny-llama", str(tmp_path / "ck"), "--device", "cpu"], capsys)[0] == 0
+    assert (tmp_path / "ck" / "model.safetensors.index.json").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["ck"]
