@@ -25,7 +25,8 @@ and classed by the reference's top-2 logit margin there:
   that TP computes the same function is checked in fp32 and float64 by the tests;
 - unchecked: no other system decoded the query on the same target kernels: the row is its own
   reference, so it passes nothing (a folder of tree alone is not lossless, only unchecked).
-Replayed rows follow drawn acceptance, not the target: they are not compared.
+Replayed rows of a drafting system follow drawn acceptance, not the target: they are not compared
+(ar's rows of a replayed run decode as ar does anywhere: they are a reference like any other).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ import pandas as pd
 
 from .names import base_name
 from .placement import TP_LABEL, label_split
+from .run_settings import unused_setting
 
 QUERY = ["target", "dataset", "question_id", "turn"]
 KERNELS = "_target_kernels"  # check()'s column of each row's target_kernels(), read by _reference
@@ -127,8 +129,7 @@ def _reference(rows: pd.DataFrame, row: pd.Series) -> tuple[pd.Series, str]:
 def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every divergence: one row each, with its class; per (target, draft, system): queries and
     how many were identical to the reference or diverged in each class)."""
-    if "acceptance" in frame:
-        frame = frame[frame["acceptance"] != "replayed"]
+    frame = frame[~replayed_rows(frame)]
     frame = frame.assign(**{c: frame[c] if c in frame else None for c in CONFIG})
     frame = frame.assign(**{KERNELS: frame.apply(target_kernels, axis=1) if len(frame) else []})
     found, classes = [], {}
@@ -176,6 +177,15 @@ def check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(found, columns=COLUMNS), summary
 
 
+def replayed_rows(frame: pd.DataFrame) -> pd.Series:
+    """The rows whose tokens followed drawn acceptance lengths: a system that uses acceptance
+    (run_settings.SETTING_USERS: the drafting ones) under --acceptance replay."""
+    if "acceptance" not in frame or not len(frame):
+        return pd.Series(False, index=frame.index)
+    drafts = ~frame["system"].map(lambda system: unused_setting("acceptance", "replayed", system))
+    return (frame["acceptance"] == "replayed") & drafts
+
+
 def verdict(divergences: pd.DataFrame, summary: pd.DataFrame | None = None) -> tuple[bool, str]:
     """(whether the check passes, its one-line verdict); with check()'s summary, it says where
     rows had nothing to be compared with (all of them: not checked)."""
@@ -211,12 +221,14 @@ def report(frame: pd.DataFrame, render, echo) -> bool | None:
     """Print the check (tables through `render`, lines through `echo`): the verdict, then where
     anything diverged, the divergences and the per-system summary. Returns whether it passed
     (None: not checked)."""
-    if "acceptance" in frame and (frame["acceptance"] == "replayed").all():
+    replayed = int(replayed_rows(frame).sum())
+    divergences, summary = check(frame)
+    if replayed and summary["unchecked"].sum() == summary["queries"].sum():  # nothing else was compared
         echo("lossless: not checked (acceptance replayed: tokens follow the drawn lengths)")
         return None
-    divergences, summary = check(frame)
     passed, line = verdict(divergences, summary)
-    echo(line)
+    echo(line + (f"; {replayed} rows of replayed acceptance not compared (their tokens follow the drawn "
+                 "lengths)" if replayed else ""))
     if len(divergences):
         echo(render(shown(divergences)))
         echo(render(summary))

@@ -80,6 +80,26 @@ def test_a_system_alone_on_its_queries_is_not_called_lossless(tmp_path):
     assert res.exit_code == 0 and "lossless: not checked" in res.stdout and "lossless: yes" not in res.stdout
 
 
+def test_ar_rows_of_a_replayed_run_are_a_reference_and_drawn_rows_are_said(tmp_path):
+    # ar decodes as ar under --acceptance replay (it draws nothing). Before: an ar baseline run with
+    # replay beside a tree run of real acceptance was dropped from the check ("not checked: no
+    # query was decoded by two systems ... run ar beside them"), and a real ar beside replayed
+    # tree was called unchecked for that same reason, not for the replay.
+    baseline = folder_of(tmp_path / "ar", make_row("ar", acceptance="replayed"))
+    real_tree = folder_of(tmp_path / "tree", make_row("tree"))
+    res = CliRunner().invoke(app, ["compare", str(baseline), str(real_tree)])
+    assert res.exit_code == 0 and "lossless: yes" in res.stdout, res.stdout
+    real_ar = folder_of(tmp_path / "real-ar", make_row("ar"))
+    drawn_tree = folder_of(tmp_path / "drawn", make_row("tree", acceptance="replayed"))
+    res = CliRunner().invoke(app, ["compare", str(real_ar), str(drawn_tree)])
+    assert res.exit_code == 0 and "lossless: not checked (acceptance replayed" in res.stdout, res.stdout
+    # a pair of real acceptance beside a pair replayed: the one checked, the other said
+    drawn = frame_of(make_row("ar"), make_row("tree"), make_row("swiftspec", draft="d2", acceptance="replayed"))
+    said = []
+    assert lossless.report(drawn, str, said.append) is True
+    assert said == ["lossless: yes; 1 rows of replayed acceptance not compared (their tokens follow the drawn lengths)"]
+
+
 def test_the_reference_lines_of_fig_9_have_a_color_each(tmp_path, monkeypatch):
     # axhline without a color drew ar's and tree@tp2's lines alike (matplotlib's first color, the
     # swiftspec line's too): the legend could not tell them apart
