@@ -42,10 +42,12 @@ def parse_acceptance(text: str) -> Path | None:
 class ReplaySource:
     def __init__(self, path: Path, *, tree_bs: int, tree_w: int, chain_k: int, graft: str = "off"):
         frame = _read(path)
-        real = frame[frame["acceptance"] == "real"].copy()  # measured, not themselves replayed
-        real["base"] = [base_name(s) for s in real["system"]]  # tree@tp2 replays as tree
-        real["graft"] = real["graft"].fillna("off") if "graft" in real else "off"
-        self.graft, self.real, self.path = graft, real, path
+        measured = frame[frame["acceptance"] == "real"].copy()  # not themselves replayed
+        measured["base"] = [base_name(s) for s in measured["system"]]  # tree@tp2 replays as tree
+        measured["graft"] = measured["graft"].fillna("off") if "graft" in measured else "off"
+        # A row of no verification round (its answer ended in the prefill) has no length to draw
+        real = measured[[len(lengths) > 0 for lengths in measured["accepted_lengths"]]]
+        self.graft, self.measured, self.real, self.path = graft, measured, real, path
         self.settings = dict(tree_bs=tree_bs, tree_w=tree_w, chain_k=chain_k)
 
     def check(self, systems: list[str], datasets: list[str]) -> None:
@@ -64,6 +66,8 @@ class ReplaySource:
     def _recorded(self, system: str) -> str:
         """The settings the source's `system` rows were recorded with (what a run must ask to replay them)."""
         rows = self.real[self.real["base"] == system]
+        if rows.empty and (self.measured["base"] == system).any():
+            return f"its measured {system} rows hold no verification round: each answer ended in its prefill"
         if rows.empty:
             return f"it holds no measured {system} rows"
         columns = [*self._used(system), *(["graft"] if system in GRAFTING else [])]

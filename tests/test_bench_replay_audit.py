@@ -16,14 +16,15 @@ from test_kernel_bench import fake_gpu  # noqa: F401 -- the fixture: a GPU that 
 DATA_DIR = Path(__file__).with_name("fixtures")
 
 
-def recorded(folder: Path, *rows: tuple[str, int, int]) -> Path:
-    """A real-acceptance source: one gsm8k row each (system, tree_bs, chain_k), graft off."""
+def recorded(folder: Path, *rows: tuple, accepted=(3, 2)) -> Path:
+    """A real-acceptance source: one gsm8k row each (system, tree_bs, chain_k), graft off, each
+    round emitting `accepted`."""
     table = ResultsTable(folder)
     for i, (system, tree_bs, chain_k) in enumerate(rows):
         table.append(dict.fromkeys(COLUMNS) | dict(
             system=system, target="t", draft="d", dataset="gsm8k", question_id=str(i), turn=1, acceptance="real",
-            tree_bs=tree_bs, tree_w=8, chain_k=chain_k, graft="off", accepted_lengths=[3, 2], bonus_in_tree=[],
-            draft_topk_logprobs=[], draft_steps=2))
+            tree_bs=tree_bs, tree_w=8, chain_k=chain_k, graft="off", accepted_lengths=list(accepted),
+            bonus_in_tree=[], draft_topk_logprobs=[], draft_steps=2))
     return folder
 
 
@@ -48,6 +49,16 @@ def test_a_system_replays_whatever_the_settings_it_does_not_use(tmp_path):
         ReplaySource(source, tree_bs=8, tree_w=8, chain_k=7, graft="off").check(["tree"], ["gsm8k"])
     res = CliRunner().invoke(app, run_args(tmp_path / "out", source, "--systems", "chain", "--chain-k", "7"))
     assert res.exit_code == 0, (res.stdout, res.stderr)
+
+
+def test_a_source_of_no_verification_round_is_refused_before_the_models_load(tmp_path):
+    # A real run at --max-new-tokens 1 ends every answer in its prefill: rows of no round. Before:
+    # the replayed run loaded its models, wrote ar's rows, then ended in a ValueError traceback
+    # ("a replay profile needs at least one recorded round").
+    source = recorded(tmp_path / "src", ("tree", 12, 7), accepted=())
+    out = tmp_path / "out"
+    assert_one_error_line(run_args(out, source, "--systems", "ar,tree", "--graft", "off"),
+                          "its measured tree rows hold no verification round", out)
 
 
 def assert_one_error_line(args: list[str], contains: str, out: Path) -> None:
