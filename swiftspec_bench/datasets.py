@@ -233,3 +233,14 @@ def chat_prompt_ids(tokenizer, user_turns: list[str], answers: list[str]) -> lis
             messages.append({"role": "assistant", "content": answers[i]})
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+@lru_cache(maxsize=4)
+def retokenized_width(tokenizer) -> int:
+    """The most tokens one generated token can take when a later turn's prompt carries it: an
+    earlier answer goes in as its decoded text, tokenized again, and that is not the count it was
+    generated in. A token that is part of a character decodes to U+FFFD, three bytes: random
+    weights under the byte tokenizer wrote 256-token answers that took 448-471 tokens in turn 2.
+    So the most any one token's text re-tokenizes to (at least 1)."""
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))], skip_special_tokens=True)
+    return max([1, *(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"])])

@@ -309,13 +309,13 @@ def _load(role: str, spec: str, **how):
 def check_context(tokenizer, max_context: int, queries, max_new_tokens: int, settings) -> int:
     """Every prompt must fit the target's context with its answer (decoders.base.positions_needed,
     the rule the decoders hold their caches to); a later turn is bounded by the earlier answers
-    taking their whole budget (and is checked again, exactly, before it runs). Returns the most
-    positions a query may use: the engines' caches are sized to it."""
+    taking their whole budget as their text re-tokenizes (ds.retokenized_width; checked again,
+    exactly, before it runs). Returns the most positions a query may use: the engines' caches are sized to it."""
     longest = 0
     for q in queries:
         turns = list(q.turns)
         n = len(ds.chat_prompt_ids(tokenizer, turns, [""] * (len(turns) - 1)))
-        n += max_new_tokens * (len(turns) - 1)
+        n += max_new_tokens * ds.retokenized_width(tokenizer) * (len(turns) - 1) if len(turns) > 1 else 0
         _check_fits(max_context, n, max_new_tokens, settings, f"{q.dataset} question {q.question_id}")
         longest = max(longest, positions_needed(n, max_new_tokens, settings))
     return min(longest + 64, max_context)  # + the turn templates' few tokens

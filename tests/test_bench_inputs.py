@@ -43,6 +43,24 @@ def test_a_byte_order_mark_is_not_part_of_the_first_question(tmp_path):
     assert pd.read_parquet(out / "results.parquet").question_id.tolist() == ["7"]
 
 
+def test_a_second_turn_fits_the_caches_however_its_answer_re_tokenizes(tmp_path):
+    # Turn 2 carries turn 1's answer as text, tokenized again: under the byte tokenizer a random
+    # model's answer can come back longer (a lone byte of a character decodes to U+FFFD, 3 bytes).
+    # Before: caches sized for the answer's own count, and in mt_bench 901's turn 2 a ValueError
+    # traceback ("539 prompt tokens + 256 new ones (+ one tree) need 808 positions; the engine
+    # holds 713") after turn 1's row was written.
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, base_args(out, **{"--datasets": "mt_bench", "--systems": "ar",
+                                                    "--max-new-tokens": "256"}))
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    rows = pd.read_parquet(out / "results.parquet")
+    assert rows.turn.tolist() == [1, 2] and rows.prompt_tokens[1] > rows.prompt_tokens[0] + 256
+    from swiftspec_bench.datasets import retokenized_width
+    from swiftspec_core.models.loading import tiny_tokenizer
+
+    assert retokenized_width(tiny_tokenizer()) == 3
+
+
 @pytest.mark.parametrize("over, contains", [
     # ignored before: swiftspec's d with no swiftspec (as --split without it is refused)
     ({"--systems": "ar,tree", "--draft-steps": "3"}, "--draft-steps 3 sets swiftspec's d, and --systems has no"),
