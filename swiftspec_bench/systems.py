@@ -142,12 +142,17 @@ class LoadedPair:
         return spans_processes(system, self.tp, self.split)
 
     def draft_steps(self, system_name: str, settings: SpecSettings) -> int | None:
-        """SwiftSpec's d for this run: as given, else what its workers measured at start (so a
-        replayed run draws from recordings made with the d it actually runs); None where it is
-        measured later, inside the decode (in-process lockstep)."""
+        """SwiftSpec's d for this run: as given, else what its workers measured at start, or in
+        lockstep what its engine pair measures (once, as its first decode would), so a replayed run
+        draws from recordings made with the d it actually runs."""
+        from swiftspec_core.decoders.swiftspec import run_draft_steps
+
         system = SYSTEMS[system_name]
-        if settings.draft_steps or system.name != "swiftspec" or not self.spans_processes(system):
+        if settings.draft_steps or system.name != "swiftspec":
             return settings.draft_steps
+        if not self.spans_processes(system):
+            with torch.inference_mode():  # as run_query decodes
+                return run_draft_steps(*self.models_for(system), settings)
         return self.pool_for(system, settings).draft_steps
 
     def models_for(self, system: System) -> tuple:

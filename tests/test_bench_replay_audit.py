@@ -61,6 +61,27 @@ def test_a_source_of_no_verification_round_is_refused_before_the_models_load(tmp
                           "its measured tree rows hold no verification round", out)
 
 
+def test_lockstep_swiftspec_replays_the_recordings_of_the_d_it_runs(tmp_path, monkeypatch):
+    # Before: in one process d was measured inside the decode, so the replay profile was drawn
+    # with d unknown (None), pooling every recorded d (the bs-12 source's d = 3, 4 and 6 alike).
+    import pandas as pd
+
+    source = recorded(tmp_path / "src", *[("swiftspec", 12, 7)] * 3)
+    table = ResultsTable(source)
+    for row, d in zip(table.rows, (1, 2, 3)):  # one recording a d
+        row["draft_steps"] = d
+    table.write()
+    asked = []
+    profile = ReplaySource.profile
+    monkeypatch.setattr(ReplaySource, "profile", lambda self, system, dataset, d=None:
+                        asked.append(d) or profile(self, system, dataset, d))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, run_args(out, source, "--systems", "swiftspec", "--graft", "off"))
+    assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
+    ran = pd.read_parquet(out / "results.parquet").draft_steps.tolist()
+    assert asked and set(asked) == set(ran), (asked, ran)
+
+
 def assert_one_error_line(args: list[str], contains: str, out: Path) -> None:
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
