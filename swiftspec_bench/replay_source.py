@@ -20,7 +20,7 @@ from swiftspec_core.errors import UserError
 from swiftspec_core.replay import ReplayProfile
 
 from .names import base_name
-from .results import read_file_frame, read_frame
+from .results import LIST_COLUMNS, read_file_frame, read_frame
 from .run_settings import unused_setting
 from .systems import GRAFTING, row_graft
 
@@ -136,7 +136,6 @@ def replay_seed(seed: int, dataset: str, question_id: str, turn: int) -> int:
 # tool's table, or a file cut short, may not)
 SOURCE_COLUMNS = ("system", "dataset", "acceptance", "tree_bs", "tree_w", "chain_k", "accepted_lengths",
                   "bonus_in_tree", "draft_steps", "draft_topk_logprobs")
-LIST_COLUMNS = ("accepted_lengths", "bonus_in_tree", "draft_topk_logprobs", "graft_kept", "sent_paths")
 
 
 def _read(path: Path) -> pd.DataFrame:
