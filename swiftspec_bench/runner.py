@@ -15,13 +15,13 @@ from pathlib import Path
 
 import typer
 
-from swiftspec_core.decoders.base import positions_needed
 from swiftspec_core.errors import UserError
 
 from . import datasets as ds
 from . import kernel_choice, placement
 from .model_spec import (check_model_spec, check_peers_have_a_model, check_replay_weights, check_tree_width,
                          model_sha, row_spelling)
+from .prompt_fits import check_turn, context_positions
 from .results import ResultsTable, package_commit, prompt_sha, results_file, row_from_result, row_key
 from .run_settings import check_seed
 
@@ -256,7 +256,7 @@ def execute(p: Planned, table: ResultsTable) -> None:
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=parent_device(c), seed=o.seed)
     peers = any(not SYSTEMS[s].on_engine for s in c.systems)  # an AWQ checkpoint's twin is theirs alone
     # Every prompt must fit: checked before the target's weights load (minutes for a 70B), then for the caches' size
-    fits = partial(check_context, queries=c.queries, max_new_tokens=o.max_new_tokens, settings=settings)
+    fits = partial(context_positions, queries=c.queries, max_new_tokens=o.max_new_tokens, settings=settings)
     target = _load("target", o.target, **how, quant=o.quant, hf_twin=peers, before_weights=fits)
     check_quant(target.name, target.awq is not None, o.quant)  # the draft's projections stay plain
     longest = fits(target.tokenizer, target.max_context)
@@ -306,28 +306,6 @@ def _load(role: str, spec: str, **how):
     return load_model(spec, **how)  # the draft gets its own copy, even when it names the target
 
 
-def check_context(tokenizer, max_context: int, queries, max_new_tokens: int, settings) -> int:
-    """Every prompt must fit the target's context with its answer (decoders.base.positions_needed,
-    the rule the decoders hold their caches to); a later turn is bounded by the earlier answers
-    taking their whole budget as their text re-tokenizes (ds.retokenized_width; checked again,
-    exactly, before it runs). Returns the most positions a query may use: the engines' caches are sized to it."""
-    longest = 0
-    for q in queries:
-        turns = list(q.turns)
-        n = len(ds.chat_prompt_ids(tokenizer, turns, [""] * (len(turns) - 1)))
-        n += max_new_tokens * ds.retokenized_width(tokenizer) * (len(turns) - 1) if len(turns) > 1 else 0
-        _check_fits(max_context, n, max_new_tokens, settings, f"{q.dataset} question {q.question_id}")
-        longest = max(longest, positions_needed(n, max_new_tokens, settings))
-    return min(longest + 64, max_context)  # + the turn templates' few tokens
-
-
-def _check_fits(max_context: int, prompt_tokens: int, max_new_tokens: int, settings, what: str) -> None:
-    need = positions_needed(prompt_tokens, max_new_tokens, settings)
-    if need > max_context:
-        raise UserError(f"{what}: prompt of {prompt_tokens} tokens + {max_new_tokens} new + one verification "
-                        f"tree need {need} positions; that exceeds the context of {max_context}")
-
-
 def _decode_all(p: Planned, table: ResultsTable, pairs: dict, settings, columns: dict) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -356,7 +334,9 @@ def _decode_all(p: Planned, table: ResultsTable, pairs: dict, settings, columns:
             progress.update(task, description=f"{name:<14} {q.dataset}/{q.question_id} turn {turn}")
             answers = [_earlier_answer(table, name, columns, q, t) for t in range(1, turn)]
             prompt = ds.chat_prompt_ids(tokenizer, list(q.turns[:turn]), answers)
-            _check_fits(pair.target.max_context, len(prompt), budget, settings, f"{q.dataset} question {q.question_id} turn {turn}")
+            caches = pair.max_seq_len if systems.SYSTEMS[system].on_engine else None  # (hf-*'s grow)
+            check_turn(len(prompt), budget, settings, f"{q.dataset} question {q.question_id} turn {turn}",
+                       max_context=pair.target.max_context, caches=caches)
             query = dict(max_new_tokens=budget, eos_ids=eos, settings=settings)
 
             def replayed() -> dict:

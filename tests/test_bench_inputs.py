@@ -61,6 +61,22 @@ def test_a_second_turn_fits_the_caches_however_its_answer_re_tokenizes(tmp_path)
     assert retokenized_width(tiny_tokenizer()) == 3
 
 
+def test_a_later_turn_past_the_caches_bound_is_one_error_line(tmp_path, monkeypatch):
+    # Where the bound itself falls short (here made to: each token re-tokenizing to one), turn 2's
+    # prompt no longer fits the caches: the engine's ValueError was a traceback; now one line, and
+    # turn 1's row is kept.
+    from swiftspec_bench import datasets
+
+    monkeypatch.setattr(datasets, "retokenized_width", lambda tokenizer: 1)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, base_args(out, **{"--datasets": "mt_bench", "--systems": "ar",
+                                                    "--max-new-tokens": "256"}))
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, (res.stderr, res.exception)
+    assert res.stderr.startswith("error: mt_bench question ") and "turn 2: " in res.stderr
+    assert "the caches were sized to before the earlier answers existed" in res.stderr
+    assert pd.read_parquet(out / "results.parquet").turn.tolist() == [1]
+
+
 @pytest.mark.parametrize("over, contains", [
     # ignored before: swiftspec's d with no swiftspec (as --split without it is refused)
     ({"--systems": "ar,tree", "--draft-steps": "3"}, "--draft-steps 3 sets swiftspec's d, and --systems has no"),
