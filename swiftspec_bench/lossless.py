@@ -190,11 +190,16 @@ def verdict(divergences: pd.DataFrame, summary: pd.DataFrame | None = None) -> t
     """(whether the check passes, its one-line verdict); with check()'s summary, it says where
     rows had nothing to be compared with (all of them: not checked)."""
     unchecked = int(summary["unchecked"].sum()) if summary is not None else 0
-    if unchecked and unchecked == summary["queries"].sum():
+    if unchecked and _nothing_compared(summary):
         return True, ("lossless: not checked (no query was decoded by two systems on the same target kernels: "
                       "nothing to compare; run ar beside them)")
     passed, line = _verdict(divergences)
     return passed, line + (f" ({unchecked} rows unchecked: no other system decoded their query)" if unchecked else "")
+
+
+def _nothing_compared(summary: pd.DataFrame) -> bool:
+    """Whether check()'s summary holds no row that had another system's to be compared with."""
+    return int(summary["unchecked"].sum()) == int(summary["queries"].sum())
 
 
 def _verdict(divergences: pd.DataFrame) -> tuple[bool, str]:
@@ -223,7 +228,7 @@ def report(frame: pd.DataFrame, render, echo) -> bool | None:
     (None: not checked)."""
     replayed = int(replayed_rows(frame).sum())
     divergences, summary = check(frame)
-    if replayed and summary["unchecked"].sum() == summary["queries"].sum():  # nothing else was compared
+    if replayed and _nothing_compared(summary):
         echo("lossless: not checked (acceptance replayed: tokens follow the drawn lengths)")
         return None
     passed, line = verdict(divergences, summary)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -255,11 +254,14 @@ def execute(p: Planned, table: ResultsTable) -> None:
     torch.manual_seed(o.seed)
     how = dict(weights=o.weights, dtype=getattr(torch, c.dtype), device=parent_device(c), seed=o.seed)
     peers = any(not SYSTEMS[s].on_engine for s in c.systems)  # an AWQ checkpoint's twin is theirs alone
-    # Every prompt must fit: checked before the target's weights load (minutes for a 70B), then for the caches' size
-    fits = partial(context_positions, queries=c.queries, max_new_tokens=o.max_new_tokens, settings=settings)
-    target = _load("target", o.target, **how, quant=o.quant, hf_twin=peers, before_weights=fits)
+    fits = []  # the positions the caches are sized to, found as every prompt is checked
+
+    def check_prompts(tokenizer, max_context: int) -> None:  # before the target's weights load (minutes for a 70B)
+        fits.append(context_positions(tokenizer, max_context, c.queries, o.max_new_tokens, settings))
+
+    target = _load("target", o.target, **how, quant=o.quant, hf_twin=peers, before_weights=check_prompts)
     check_quant(target.name, target.awq is not None, o.quant)  # the draft's projections stay plain
-    longest = fits(target.tokenizer, target.max_context)
+    longest = fits[0]
     draft = _load("draft", o.draft, **how) if c.needs_draft else None
     if draft is not None:
         check_quant(draft.name, draft.awq is not None, "none")
