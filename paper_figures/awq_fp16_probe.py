@@ -54,7 +54,8 @@ def launcher(module, x: torch.Tensor, w, out: torch.Tensor, splits: int):
 
     def call() -> None:
         args = (build.ptr(x), build.ptr(w.qweight), build.ptr(w.qzeros), build.ptr(w.scales), z, build.ptr(out),
-                np.int32(m), np.int32(w.n), np.int32(k), z, z, z, z, z, np.float32(0.0), np.int32(0))
+                np.int32(m), np.int32(w.n), np.int32(k), z, z, z, z, z, np.float32(0.0), np.float32(1.0),
+                np.float32(1.0), np.int32(0))  # launch_shape's arguments without norms: eps, x_unit, next_x_scale, half_out
         build.launch_ex(fn.kernel.ptr, (w.qweight.shape[0],), (32 * splits,), args, shared,
                         torch.cuda.current_stream().cuda_stream, True)
     return call
