@@ -8,9 +8,9 @@
 //   cluster = C blocks (C = 1: one block) on one tile of 64 output columns;
 //   block = S warps; the cluster's C S warps split K by groups: warp w of block (rank) r is split
 //     s = r S + w and sums groups s, s + C S, s + 2 C S, ... (in that order);
-//   warp = those groups' chunks, each chunk's 1 KB of codes (and at M <= 8 its 512 bytes of x rows)
-//     copied by cp.async into the warp's own ring of AWQ_STAGES stages (no block barrier in the
-//     loop), a group's zeros and scales with its first chunk, its accumulators in shared memory;
+//   warp = those groups' chunks, each chunk's 1 KB of codes copied by cp.async into the warp's own
+//     ring of AWQ_STAGES 1 KB stages (no block barrier in the loop), x rows, zeros and scales
+//     through L1 (x a chunk ahead at M <= 8, zeros a group ahead), its accumulators in shared memory;
 //   lane (g, t) = (lane / 4, lane % 4), in mma tile j (0..3):
 //     A row g      = output column 8 (g / 2) + 2 j + (g % 2)        (int32 column g / 2, half g % 2)
 //     A row g + 8  = output column 32 + 8 (g / 2) + 2 j + (g % 2)   (int32 column 4 + g / 2)
@@ -29,19 +29,14 @@
 #include "awq_lanes.cuh"
 #include "ll_line.cuh"
 
-// A warp's ring: AWQ_STAGES stages of one chunk's codes (1 KB each; awq_gemm.py's STAGES), at M <= 8
-// followed by the chunk's x rows 0..7 (AWQ_X_BYTES: see the copies), and as many meta slots of a group's scales (64 fp16) and zeros (8 int32): slot i % AWQ_STAGES holds the
+// A warp's ring: AWQ_STAGES stages of one chunk's codes (1 KB each; awq_gemm.py's STAGES), and as
+// many meta slots of a group's scales (64 fp16) and zeros (8 int32): slot i % AWQ_STAGES holds the
 // warp's i-th group's. (Group i + STAGES's first chunk is copied STAGES - 1 chunks ahead, so after
 // group i's last chunk has been summed, whatever G / 32: its slot is free by then.)
 #define AWQ_STAGES 4  // a power of two: chunk n's stage is n % STAGES
 #define AWQ_STAGE_BYTES 1024
-#define AWQ_X_BYTES 512
 #define AWQ_META_BYTES 160
-// A warp's ring at M > 8 (kTwo) and at M <= 8, where its stages hold x too. The r8 ring's extra 2 KB
-// are the r16 accumulators' extra 2 KB (Accumulators), so both kernels take the same shared memory a
-// warp (awq_gemm.py's WARP_SHARED_BYTES).
 #define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))
-#define AWQ_RING_BYTES_R8 (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_X_BYTES + AWQ_META_BYTES))
 // The kernels' __launch_bounds__: S <= 24 warps a block (awq_gemm.py's SPLITS; 2 S for swiglu), and
 // so a lane's registers: 65536 / 768 -> 80, which lets 24 warps share an SM (WARPS_PER_SM).
 #define AWQ_THREADS 768
@@ -84,13 +79,11 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   const int tile = col_block + half * (N / 128);  // the weight tile this warp reads (up: F / 64 further)
   const int split = rank * splits + warp - half * splits, all_splits = kCluster * splits;
   const int groups = K / (32 * kChunks);  // K % G == 0 (checked in awq_gemm.py)
-  constexpr unsigned kStageBytes = kTwo ? AWQ_STAGE_BYTES : AWQ_STAGE_BYTES + AWQ_X_BYTES;  // codes (then x)
-  constexpr unsigned kRingBytes = kTwo ? AWQ_RING_BYTES : AWQ_RING_BYTES_R8;
-  unsigned char* ring = smem + warp * kRingBytes;
+  unsigned char* ring = smem + warp * AWQ_RING_BYTES;
   const unsigned ring_s = shared_address(ring);
   // Chunk n's stage (at G = 128 known at compile time: n % STAGES = n % (G / 32)).
-  auto stage_of = [&](int n) { return ring_s + (unsigned)(n & (AWQ_STAGES - 1)) * kStageBytes; };
-  const unsigned meta_s = ring_s + AWQ_STAGES * kStageBytes;  // the meta slots, past the stages
+  auto stage_of = [&](int n) { return ring_s + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_STAGE_BYTES; };
+  const unsigned meta_s = ring_s + AWQ_STAGES * AWQ_STAGE_BYTES;  // the meta slots, past the stages
 
   LaneConstants c;
   {
@@ -120,10 +113,10 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
       (lane < 8 ? reinterpret_cast<const unsigned char*>(scales) + 16 * lane
                 : reinterpret_cast<const unsigned char*>(qzeros) + 16 * (lane - 8)) +
       ((size_t)tile * groups + split) * meta_group_bytes;
-  // Copy chunk p of its group's codes (p known at compile time where the chunk loop is unrolled)
-  // into `stage`, and with a group's first chunk the group's meta into slot `ordinal` (the group's
-  // place among this warp's, mod STAGES); past a group's last chunk, on to the next group.
-  auto copy_codes = [&](int p, int ordinal, unsigned stage) {
+  // Copy chunk p of its group (p known at compile time where the chunk loop is unrolled) into
+  // `stage`, and with a group's first chunk the group's meta into slot `ordinal` (the group's place
+  // among this warp's, mod STAGES); past a group's last chunk, on to the next group.
+  auto copy_chunk = [&](int p, int ordinal, unsigned stage) {
     copy16(stage + c.copy_dst, copy_group + 1024 * p);
     copy16(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512);
     if (p == 0) {
@@ -138,46 +131,37 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   auto x_of = [&](unsigned group, int p, unsigned row) {
     return load16_l1(x_bytes + (group * (kChunks * 64) + 64 * p + row));
   };
-  // M <= 8: each lane copies the 16 bytes of x it reads (row g at k 8t of the chunk) into the chunk's
-  // stage, past its codes, so that x arrives with the codes STAGES - 1 chunks ahead. Loaded a chunk
-  // ahead through L1 (version 5), x was what the warps waited on most (ncu, NOTES v208: the mma's
-  // taking x stalled on the long scoreboard, ~30% of the samples): every block reads the same x
-  // rows at about the same time. x_copy: this lane's bytes of the next chunk to copy, advanced as
-  // copy_group.
-  const unsigned char* x_copy = x_bytes + c.x_row + (size_t)split * kChunks * 64;
-  const size_t x_group_step = (size_t)(all_splits - 1) * kChunks * 64 + 64;  // last chunk -> next group's first
-  auto copy_x = [&](int p, unsigned stage) {
-    copy16(stage + AWQ_STAGE_BYTES + 16 * lane, x_copy);
-    x_copy += p == kChunks - 1 ? x_group_step : 64;
-  };
 
   // The warp's accumulators live in its slot of the buffer past the rings (Accumulators). Updated
   // once a group, they hold no registers through the chunk loop.
   using Acc = Accumulators<kTwo>;
-  float4* acc = reinterpret_cast<float4*>(smem + warps * kRingBytes) + (warp * 32 + lane) * Acc::kPieces;
+  float4* acc = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES) + (warp * 32 + lane) * Acc::kPieces;
 #pragma unroll
   for (int v = 0; v < Acc::kPieces; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
 
 #pragma unroll
   for (int p = 0; p < AWQ_STAGES - 1; ++p) {  // chunks 0 .. STAGES - 2 into stages 0 .. STAGES - 2
-    if (p < chunks) copy_codes(p % kChunks, p / kChunks, stage_of(p));
+    if (p < chunks) copy_chunk(p % kChunks, p / kChunks, stage_of(p));
     copies_commit();
   }
   // Only now wait for the kernel before this one (it writes x): the copies above read weights, which
-  // no kernel writes, so under PDL their DRAM latency overlaps that kernel's last blocks (v5). Those
-  // chunks' x follows in one more group of copies, which the first chunk waits for (all of them).
+  // no kernel writes, so under PDL their DRAM latency overlaps that kernel's last blocks (v5).
   pdl_start();
-  if (!kTwo) {
-#pragma unroll
-    for (int p = 0; p < AWQ_STAGES - 1; ++p)
-      if (p < chunks) copy_x(p % kChunks, stage_of(p));
-    copies_commit();
-  }
   // The sums of squares the GEMM before wrote (norms.row_sums: K / 64 tiles of 16 floats, read in the
   // epilogue) into L1 now, while the loop runs.
   if (norms.row_sums != nullptr && threadIdx.x < K / 128)
     asm volatile("prefetch.global.L1 [%0];\n" ::"l"(norms.row_sums + 32 * threadIdx.x));
 
+  uint4 xs[2];  // x row g of chunks n (xs[n % 2]) and n + 1 (n: this warp's chunk count)
+  xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
+  // M <= 8: the next chunk's x row g, a pointer advanced as copy_group (no offsets recomputed a chunk).
+  const unsigned char* x_next = x_bytes + c.x_row + (size_t)split * kChunks * 64;
+  const size_t x_group_step = (size_t)(all_splits - 1) * kChunks * 64 + 64;  // last chunk -> next group's first
+  auto load_x_next = [&](int p, uint4& v) {  // p: the in-group index of the chunk loaded
+    v = load16_l1(x_next);
+    x_next += p == kChunks - 1 ? x_group_step : 64;
+  };
+  if (!kTwo && chunks > 0) load_x_next(0, xs[0]);
   for (int i = 0; i < mine; ++i) {
     const unsigned group = split + i * all_splits;
     const int n0 = i * kChunks;
@@ -197,20 +181,17 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
 #pragma unroll (kTwo ? 1 : kChunks)
     for (int p = 0; p < kChunks; ++p) {
       const int n = n0 + p;
-      // x rows g and g + 8 of chunk n at M > 8, loaded here (its stages hold codes alone: 8 registers
+      // x rows g (and g + 8) of chunk n: at M <= 8 loaded a chunk ahead; at M > 8 here (8 registers
       // more would spill at 80 a lane; the other warps of the SM cover the wait).
-      uint4 x_now = kTwo ? x_of(group, p, c.x_row) : uint4{};
-      const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : uint4{};
-      if (!kTwo && n == 0) copies_wait<0>();  // the first chunks' x: the newest group
-      else copies_wait<AWQ_STAGES - 2>();
+      const uint4 x_now = kTwo ? x_of(group, p, c.x_row) : xs[p & 1];
+      const uint4 x_now8 = kTwo ? x_of(group, p, c.x_row8) : x_now;
+      if (!kTwo && n + 1 < chunks)
+        load_x_next((p + 1) % kChunks, xs[(p + 1) & 1]);
+      copies_wait<AWQ_STAGES - 2>();
       __syncwarp();  // every lane's copies of chunk n visible; every lane done with chunk n - 1's stage
-      if (!kTwo) x_now = load_shared16_at(stage_of(n) + AWQ_STAGE_BYTES + 16 * lane);  // this lane's own copy
       // Chunk n + STAGES - 1 into chunk n - 1's stage.
-      if (n + AWQ_STAGES - 1 < chunks) {
-        const int q = (p + AWQ_STAGES - 1) & (kChunks - 1);
-        copy_codes(q, i + (p + AWQ_STAGES - 1) / kChunks, stage_of(n + AWQ_STAGES - 1));
-        if (!kTwo) copy_x(q, stage_of(n + AWQ_STAGES - 1));
-      }
+      if (n + AWQ_STAGES - 1 < chunks)
+        copy_chunk((p + AWQ_STAGES - 1) & (kChunks - 1), i + (p + AWQ_STAGES - 1) / kChunks, stage_of(n + AWQ_STAGES - 1));
       copies_commit();
 
 #pragma unroll
@@ -220,7 +201,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
         unsigned w[4];
         ldmatrix_trans(w, stage_of(n) + c.read + 512 * h);
         const unsigned b0 = h ? x_now.z : x_now.x, b1 = h ? x_now.w : x_now.y;
-        const unsigned b8 = h ? x_now8.z : x_now8.x, b9 = h ? x_now8.w : x_now8.y;  // kTwo only
+        const unsigned b8 = h ? x_now8.z : x_now8.x, b9 = h ? x_now8.w : x_now8.y;
         const bool first = !kTwo && p == 0 && h == 0;  // the group's first mma's: zero accumulators (RZ)
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -240,6 +221,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
         if (kTwo) mma_awq<kF16>(x_sums[1], ones, ones, ones, ones, b8, b9);
       }
     }
+    if (!kTwo && kChunks % 2) xs[0] = xs[1];  // chunk n + 1's x row g, where the next group's first chunk reads it
 
     // The group's zeros and scales of this lane's int32 columns g / 2 and 4 + g / 2, from its meta
     // slot (landed with its first chunk). Its value of column c, x row r: sums - (128 + zero) x_sums
@@ -303,7 +285,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
                     norms.next_x_scale};
 
   // Warp w's accumulator (j, b, r) of lane l: float r of its piece (j, b) of [w][l].
-  const float* partial = reinterpret_cast<const float*>(smem + warps * kRingBytes);
+  const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);
   auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
     const int l = e & 31, r = (e >> 5) & 3;
     return partial[((w * 32 + l) * Acc::kPieces + Acc::piece(e >> 8, (e >> 7) & 1, l)) * 4 + r];

@@ -23,7 +23,7 @@ import torch
 from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_bench.kernel_ops import CALLS, input_copies, random_awq
 from swiftspec_core.kernels import build
-from swiftspec_core.kernels.awq_gemm import awq_gemm, awq_swiglu, kernel_name, plan, WARP_SHARED_BYTES
+from swiftspec_core.kernels.awq_gemm import awq_gemm, awq_swiglu, kernel_name, plan, warp_shared_bytes
 from swiftspec_core.models.args import awq_bytes
 from swiftspec_core.models.awq import dequantize
 from swiftspec_core.runtime.floor import copy_bandwidth
@@ -47,7 +47,7 @@ def without_copies():
 def launcher(module, x: torch.Tensor, w, out: torch.Tensor, splits: int):
     """One launch of `module`'s awq_gemm for x's dtype at (splits, 1), PDL on."""
     fn = module.get_function(kernel_name(x.shape[0], w.group, 1, f16=x.dtype == torch.float16))
-    shared = splits * WARP_SHARED_BYTES
+    shared = splits * warp_shared_bytes(x.shape[0])
     fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, shared)
     m, k = x.shape
     z = np.uint64(0)

@@ -11,8 +11,7 @@ import pytest
 
 from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, ACCUMULATOR_BYTES_R8, BLOCKS_PER_SM, CLUSTERS,
                                              GROUPS, META_BYTES, SHARED_PER_SM, SPLITS, STAGE_BYTES, STAGES,
-                                             WARPS_PER_SM, WARP_SHARED_BYTES, X_BYTES, fuses_swiglu,
-                                             kernel_name, plan)
+                                             WARPS_PER_SM, WARP_SHARED_BYTES, fuses_swiglu, kernel_name, plan)
 from swiftspec_core.kernels import build
 from swiftspec_core.kernels.build import CUDA_DIR
 from test_kernel_awq_gemm import H200_SMS, LAYERS, MODEL_LAYERS, ODD
@@ -33,9 +32,8 @@ def test_constants_match_the_kernel():
         assert attributes.rstrip(" \\") == ("" if c == "1" else f"__cluster_dims__({c}, 1, 1)")
     defines = {name: int(v) for name, v in re.findall(r"^#define (AWQ_\w+) (\d+)", source, re.MULTILINE)}
     assert defines == {"AWQ_STAGES": STAGES, "AWQ_STAGE_BYTES": STAGE_BYTES, "AWQ_META_BYTES": META_BYTES,
-                       "AWQ_X_BYTES": X_BYTES, "AWQ_THREADS": 32 * max(SPLITS)}
+                       "AWQ_THREADS": 32 * max(SPLITS)}
     assert "#define AWQ_RING_BYTES (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_META_BYTES))" in source
-    assert "#define AWQ_RING_BYTES_R8 (AWQ_STAGES * (AWQ_STAGE_BYTES + AWQ_X_BYTES + AWQ_META_BYTES))" in source
     assert META_BYTES == 64 * 2 + 8 * 4  # a group's fp16 scales and int32 zeros of one tile
     assert STAGES & (STAGES - 1) == 0 and STAGE_BYTES == 32 * 32  # a chunk's 32 rows of 32 bytes, no padding
     # 80 registers a lane at most (65536 / AWQ_THREADS, in multiples of 8) is what WARPS_PER_SM counts on.
@@ -50,11 +48,8 @@ def test_shared_memory_fits(splits):
     # The rings then the accumulators; after the loop a cluster's [32][32] block sums fit the rings;
     # within the 227 KB a block may opt in to.
     # awq_swiglu's block sums are [2][32][32] in the rings of its 2 S warps. The r8 kernels keep
-    # half the accumulators (cuda's Accumulators: 4 pieces a lane, not 8) and x in their stages, the
-    # same shared memory a warp as the r16 kernels (plan() counts one WARP_SHARED_BYTES at every M).
+    # half the accumulators (cuda's Accumulators: 4 pieces a lane, not 8).
     assert WARP_SHARED_BYTES == STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES
-    assert WARP_SHARED_BYTES == STAGES * (STAGE_BYTES + X_BYTES + META_BYTES) + ACCUMULATOR_BYTES_R8
-    assert X_BYTES == 8 * 32 * 2  # a chunk's 32 k of x rows 0..7 in 16-bit
     assert ACCUMULATOR_BYTES == 32 * 32 * 4 and splits * STAGES * STAGE_BYTES >= 32 * 32 * 4
     assert ACCUMULATOR_BYTES_R8 == 32 * 4 * 4 * 4
     assert "static constexpr int kPieces = kTwo ? 8 : 4;" in (CUDA_DIR / "awq_gemm_block.cuh").read_text()

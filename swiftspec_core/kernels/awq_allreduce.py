@@ -16,7 +16,7 @@ import torch
 
 from .allreduce import Exchange, LLAllReduce, PeerInbox, all_reduce_reference
 from .awq_gemm import COLUMNS_PER_BLOCK, MAX_ROWS, awq_gemm_reference, check_operands, kernel_name, plan, \
-    run_planned, WARP_SHARED_BYTES
+    run_planned, warp_shared_bytes
 from .build import function, launch, ptr
 from .gemm import _sm_count
 from .gemm_epilogue import LINE_ELEMENTS, line_aligned_out
@@ -68,7 +68,7 @@ class AWQGemmAllReduce(PeerInbox):
                    (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), ptr(out), np.int32(m), np.int32(n),
                     np.int32(k), ptr(self.peers), ptr(self.epochs), np.int32(self.rank), np.int32(self.world),
                     np.int64(self.lines), np.uint64(self.timeout_ns)),
-                   shared_mem=splits * WARP_SHARED_BYTES)
+                   shared_mem=splits * warp_shared_bytes(m))
         return out
 
 

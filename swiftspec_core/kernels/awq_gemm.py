@@ -50,13 +50,10 @@ COLUMNS_PER_BLOCK = TILE_COLUMNS  # a tile: one warp's four mma tiles
 GROUPS = (32, 64, 128)  # the group sizes built (awq_gemm_r*_g{G}_c*): a group's chunks unrolled
 STAGES = 4  # 1 KB chunks of codes in each warp's shared-memory ring (AWQ_STAGES): 3 KB in flight a warp
 STAGE_BYTES = 1024  # one chunk's codes (AWQ_STAGE_BYTES)
-X_BYTES = 512  # at M <= 8, the chunk's x rows 0..7 after its codes in a stage (AWQ_X_BYTES)
 META_BYTES = 160  # a group's 64 fp16 scales and 8 int32 zeros, a slot a stage (AWQ_META_BYTES)
 ACCUMULATOR_BYTES = 32 * 32 * 4  # a warp's accumulators in shared memory: [32 lanes][32 floats] (M > 8)
 ACCUMULATOR_BYTES_R8 = 32 * 16 * 4  # [32 lanes][16 floats] at M <= 8 (no rows 8..15: cuda's Accumulators)
-# A warp's shared memory, its ring then its accumulators, the same at every M: the r8 kernels' stages
-# hold x (X_BYTES more a stage) where their accumulators take ACCUMULATOR_BYTES_R8.
-WARP_SHARED_BYTES = STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES
+WARP_SHARED_BYTES = STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES  # its ring, then its accumulators
 SPLITS = tuple(range(1, 25))  # warps splitting K in one block: __launch_bounds__(AWQ_THREADS = 768)
 CLUSTERS = (1, 2, 4, 8)  # blocks splitting K further on the same columns: awq_gemm_r*_g*_c{C}
 WARPS_PER_SM = 24  # at most 80 registers a lane (__launch_bounds__(768)): 24 warps fit the 64 K registers
@@ -84,6 +81,11 @@ OPERAND_DTYPES = (torch.bfloat16, torch.float16)  # x: the bf16-operand kernels,
 FP16_MAX = 65504.0
 
 
+def warp_shared_bytes(m: int) -> int:
+    """A warp's shared memory in the kernel for m rows: its ring, then its accumulators (half of them
+    at M <= 8). plan() counts WARP_SHARED_BYTES at every M (an M-free plan); the r8 kernels' 2 KB a
+    warp less ran 6-10% faster (NOTES v74, v79)."""
+    return WARP_SHARED_BYTES - (ACCUMULATOR_BYTES - ACCUMULATOR_BYTES_R8 if m <= 8 else 0)
 
 
 def output_dtype(x_dtype: torch.dtype) -> torch.dtype:
@@ -266,7 +268,7 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
                 ptr(out), np.int32(m), np.int32(n), np.int32(k),
                 *(np.uint64(0) if t is None else ptr(t) for t in tensors), np.float32(eps), np.float32(x_unit),
                 np.float32(next_x_scale), np.int32(half_out)),
-               shared_mem=tiles_a_block * splits * WARP_SHARED_BYTES,
+               shared_mem=tiles_a_block * splits * warp_shared_bytes(m),
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the
                # A/B: 17.5 / 42.2 us without, 18.5 / 51.6 with; NOTES v37, v38).
