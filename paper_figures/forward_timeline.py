@@ -22,7 +22,10 @@ when it reaches its PDL wait and when the wait returns, when its first x has arr
 waits for it before its loop, where it would wait at its first mma), when its main loop ends and
 when the block's combine barrier passes (40 bytes more of shared memory there; no stamp inside the
 loop, which moved ptxas's registers by up to +16 / -48); the phases table splits their time at
-those stamps (NOTES v127, v137).
+those stamps (NOTES v127, v137). The AWQ GEMMs (sources that inline awq_gemm_block.cuh) stamp the
+same five places in their terms (NOTES v244): their first chunk of codes landed in warp 0's ring
+stands for "x arrived", and "combined" is the block's barrier after the loop (the sums' combine and
+the stores are then the epilogue).
 """
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ MARKS = ("waiting", "waited", "x arrived", "loop done", "combined")
 FIELDS = 6 + len(MARKS)  # a record: gridid, start ns, end ns, site << 32 | smid, block, the marks (0: none), last
 LAST = FIELDS - 1  # the field of the block's last thread's exit (its end is thread 0's)
 # Where gemm_tile.cuh's blocks stamp: (its text, that text with the mark), each asserted to occur once.
-MARK_AT = (
+GEMM_MARK_AT = (
     ("  pdl_wait();\n  load_x(cur, warp);",
      "  SWIFTSPEC_MARK(0);\n  pdl_wait();\n  SWIFTSPEC_MARK(1);\n  load_x(cur, warp);"),
     ("    __syncthreads();\n  }\n  // c0 is warp-uniform",  # thread 0 waits here for its first x, not in the loop
@@ -55,6 +58,16 @@ MARK_AT = (
     ("    cur = next;\n  }\n  pdl_trigger();", "    cur = next;\n  }\n  SWIFTSPEC_MARK(3);\n  pdl_trigger();"),
     ("squares.hi;\n  }\n  __syncthreads();\n}", "squares.hi;\n  }\n  __syncthreads();\n  SWIFTSPEC_MARK(4);\n}"),
 )
+# awq_gemm_block.cuh's: the PDL wait, warp 0's first chunk in its ring (thread 0 has waited for it
+# there anyway), warp 0's loop done, the barrier after every warp's loop.
+AWQ_MARK_AT = (
+    ("  pdl_start();\n  // The sums of squares", "  SWIFTSPEC_MARK(0);\n  pdl_start();\n  SWIFTSPEC_MARK(1);\n  // The sums of squares"),
+    ("chunk n - 1's stage\n", "chunk n - 1's stage\n      if (n == 0) SWIFTSPEC_MARK(2);\n"),
+    ("  copies_wait<0>();  // only empty groups are left; the rings become the cluster's block sums\n  __syncthreads();\n",
+     "  SWIFTSPEC_MARK(3);\n  copies_wait<0>();  // only empty groups are left; the rings become the cluster's block sums\n"
+     "  __syncthreads();\n  SWIFTSPEC_MARK(4);\n"),
+)
+MARK_SETS = {"gemm_tile.cuh": GEMM_MARK_AT, "awq_gemm_block.cuh": AWQ_MARK_AT}  # by the header whose text they stamp
 MARKED = "#define SWIFTSPEC_TL_MARKS\n"  # before PRELUDE in a source with the marks
 PRELUDE = """
 #ifdef SWIFTSPEC_TL_MARKS
@@ -115,12 +128,16 @@ def instrument(text: str) -> tuple[str, int]:
     """A source (includes inlined) with the scope at the top of every kernel body -> (source, kernels).
     A body's `{` is the first at parenthesis depth 0 after `extern "C" __global__` (launch bounds and
     parameters are balanced); the scope goes on the same line, so a kernel written in a macro stays
-    one (its lines end in a backslash). A source that inlines gemm_tile.cuh gets its MARKS too."""
-    marked = MARK_AT[0][0] in text
-    if marked:
-        for plain, stamped in MARK_AT:
+    one (its lines end in a backslash). A source that inlines gemm_tile.cuh or awq_gemm_block.cuh gets
+    its MARKS too."""
+    marked = False
+    for header, mark_at in MARK_SETS.items():
+        if mark_at[0][0] not in text:
+            continue
+        marked = True
+        for plain, stamped in mark_at:
             if text.count(plain) != 1:
-                raise ValueError(f"gemm_tile.cuh no longer has one {plain!r}: update MARK_AT")
+                raise ValueError(f"{header} no longer has one {plain!r}: update MARK_SETS")
             text = text.replace(plain, stamped)
     out, last, sites = [], 0, 0
     for match in _KERNEL.finditer(text):

@@ -21,7 +21,8 @@ SCOPE = "SwiftspecTimeline swiftspec_tl_scope("
 def test_every_kernel_body_opens_with_the_scope(name):
     plain = build.source(name)
     text, sites = instrument(plain)
-    marked = '#include "gemm_tile.cuh"' in (build.CUDA_DIR / f"{name}.cu").read_text()
+    marked = any(f'#include "{header}"' in (build.CUDA_DIR / f"{name}.cu").read_text()
+                 for header in ("gemm_tile.cuh", "awq_gemm_block.cuh"))
     head = (MARKED if marked else "") + PRELUDE
     assert text.startswith(head) and sites == len(_KERNEL.findall(plain)) >= 1
     body = text[len(head):]
@@ -62,14 +63,18 @@ def _registers(source: str, tmp_path: Path, tag: str) -> dict[str, int]:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("name", ["gemm", "gemm_swiglu", "gemm_allreduce"])
+@pytest.mark.parametrize("name", ["gemm", "gemm_swiglu", "gemm_allreduce", "awq_gemm"])
 def test_the_stamps_leave_the_gemms_registers_nearly_as_they_were(name, tmp_path):
-    # A stamp inside the main loop moved them by +16 / -48 (another schedule, other occupancy).
+    # A stamp inside the main loop moved them by +16 / -48 (another schedule, other occupancy). The
+    # AWQ kernels are capped at 80 by their launch bounds (awq_gemm_block.cuh's AWQ_THREADS); their
+    # phases are read at group 128 without clusters (plan()'s 70B shapes: awq_phases.py), where the
+    # stamps move them by 2 (measured: up to +8 / -10 in the clusters and groups of 32).
     plain, marked = (_registers(src, tmp_path, tag) for src, tag in
                      ((build.source(name), "plain"), (instrument(build.source(name))[0], "marked")))
     assert plain.keys() == marked.keys() and plain
-    for kernel in plain:
-        assert abs(marked[kernel] - plain[kernel]) <= 8 and marked[kernel] <= 128, (kernel, plain[kernel], marked[kernel])
+    cap = 80 if name.startswith("awq") else 128
+    for kernel in [k for k in plain if not name.startswith("awq") or k.endswith("_g128_c1")]:
+        assert abs(marked[kernel] - plain[kernel]) <= 8 and marked[kernel] <= cap, (kernel, plain[kernel], marked[kernel])
 
 
 def test_phases_split_a_gemm_block_at_its_stamps():
