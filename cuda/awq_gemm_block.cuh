@@ -284,31 +284,45 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
                     kCluster == 1 && !kSwiglu ? norms.next_norm : nullptr, norms.next_x, squares, norms.half_out,
                     norms.next_x_scale};
 
-  // Warp w's accumulator (j, b, r) of lane l: float r of its piece (j, b) of [w][l].
-  const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);
-  auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
-    const int l = e & 31, r = (e >> 5) & 3;
-    return partial[((w * 32 + l) * Acc::kPieces + Acc::piece(e >> 8, (e >> 7) & 1, l)) * 4 + r];
-  };
+  // Warp w's accumulators of lane l: its pieces [w][l][Acc::kPieces] of 4 floats, piece (j, b) at
+  // Acc::piece(j, b, l) holding d fragment registers r = 0..3 of tile j, x rows 8b ...
+  const float4* partial = reinterpret_cast<const float4*>(smem + warps * AWQ_RING_BYTES);
 
-  // One thread per output element of the block: a tile's warps 0..S-1 added in order, then
-  // (kCluster > 1) the cluster's blocks' sums in rank order, then the bias, then one rounding (of
-  // the gate and up sums each, kSwiglu). Rows 8..15 only where kTwo (elements e >= 0 with b = 1
-  // are never stored otherwise).
+  // One thread per piece of a lane (its four output elements e = (8 j + 4 b + r) 32 + l): a tile's
+  // warps 0..S-1 added in order for each element, then (kCluster > 1) the cluster's blocks' sums
+  // in rank order, then the bias, then one rounding (of the gate and up sums each, kSwiglu). Rows
+  // 8..15 only where kTwo (pieces with b = 1 exist only there). Thread q = 32 (2 j + b, or j) + l:
+  // a quarter warp's 16-byte reads fall in 8 different bank groups (Accumulators' swizzle). One
+  // element a thread (before) read a warp's 32 floats from 8 banks, 4-way conflicts, and the
+  // epilogue after the loop took ~1.4 us on the 70B o (NOTES v244).
   constexpr int kHalves = kSwiglu ? 2 : 1;
   float* block_sum = reinterpret_cast<float*>(smem);  // [kHalves][1024], in the rings (kCluster > 1)
   bf16* tile_out = reinterpret_cast<bf16*>(smem);  // kAllReduce: the tile as out gets it, [M][64], in the rings
-  for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
-    if (!kTwo && ((e >> 7) & 1)) continue;
-    float v[kHalves];
+  for (int q = threadIdx.x; q < 32 * Acc::kPieces; q += blockDim.x) {
+    const int l = q & 31, j = kTwo ? q >> 6 : q >> 5, b = kTwo ? (q >> 5) & 1 : 0;
+    float4 sum[kHalves];
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
-      v[h] = accumulator(h * splits, e);
-      for (int s = 1; s < splits; ++s) v[h] += accumulator(h * splits + s, e);
-      if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
+      const float4* piece = partial + (h * splits * 32 + l) * Acc::kPieces + Acc::piece(j, b, l);
+      sum[h] = piece[0];
+#pragma unroll 4
+      for (int s = 1; s < splits; ++s) {
+        const float4 a = piece[s * 32 * Acc::kPieces];
+        sum[h].x += a.x, sum[h].y += a.y, sum[h].z += a.z, sum[h].w += a.w;
+      }
     }
-    if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
-    else if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int e = (8 * j + 4 * b + r) * 32 + l;
+      float v[kHalves];
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h) {
+        v[h] = r == 0 ? sum[h].x : r == 1 ? sum[h].y : r == 2 ? sum[h].z : sum[h].w;
+        if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
+      }
+      if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
+      else if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
+    }
   }
   if constexpr (kAllReduce) {
     __syncthreads();  // the whole tile in tile_out
