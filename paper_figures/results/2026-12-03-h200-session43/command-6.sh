@@ -2,7 +2,7 @@
 # Session 43, call 6 (nvidia-h200, carry .base: 5e955ac's tree), run from the repo root as
 #   SWIFTSPEC_COMMIT=<commit> bash paper_figures/results/2026-12-03-h200-session43/command-6.sh
 # (NOTES v246). 1. The kernel table's AWQ rows at the commit (the bar's measurement: bf16 x, M = 8,
-# 16). 2. The 70B AWQ forward (M = 8, context 1000, PDL on), new / base / new / base.
+# 16). 2. The 70B AWQ forward (M = 8, context 1000, PDL on), new then base.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
@@ -19,5 +19,5 @@ profile() {  # profile TREE NAME
   echo "profile $2 exit $? ($(( $(date +%s) - START )) s): $(grep -oE "replay [0-9.]+ us" $O/profile-$2.md)"
   grep -E "^\| (qkv|o|gate_up|down) " $O/profile-$2.md | cut -d'|' -f2,4,5,6 | tr -s ' ' | tr '\n' ';'; echo
 }
-profile . new-a; profile .base base-a; profile . new-b; profile .base base-b
+profile . new-a; profile .base base-a
 cd $OUT && tar czf c6.tgz c6 && rm -rf c6
