@@ -17,13 +17,12 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_bench.kernel_ops import CALLS, input_copies, random_awq
 from swiftspec_core.kernels import build
-from swiftspec_core.kernels.awq_gemm import awq_gemm, awq_swiglu, kernel_name, plan, warp_shared_bytes
+from swiftspec_core.kernels.awq_gemm import awq_gemm, awq_swiglu, kernel_args, kernel_name, plan, warp_shared_bytes
 from swiftspec_core.models.args import awq_bytes
 from swiftspec_core.models.awq import dequantize
 from swiftspec_core.runtime.floor import copy_bandwidth
@@ -49,13 +48,9 @@ def launcher(module, x: torch.Tensor, w, out: torch.Tensor, splits: int):
     fn = module.get_function(kernel_name(x.shape[0], w.group, 1, f16=x.dtype == torch.float16))
     shared = splits * warp_shared_bytes(x.shape[0])
     fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, shared)
-    m, k = x.shape
-    z = np.uint64(0)
+    args = kernel_args(x, w, None, out)
 
     def call() -> None:
-        args = (build.ptr(x), build.ptr(w.qweight), build.ptr(w.qzeros), build.ptr(w.scales), z, build.ptr(out),
-                np.int32(m), np.int32(w.n), np.int32(k), z, z, z, z, z, np.float32(0.0), np.float32(1.0),
-                np.float32(1.0), np.int32(0))  # launch_shape's arguments without norms: eps, x_unit, next_x_scale, half_out
         build.launch_ex(fn.kernel.ptr, (w.qweight.shape[0],), (32 * splits,), args, shared,
                         torch.cuda.current_stream().cuda_stream, True)
     return call

@@ -1,17 +1,21 @@
 """plan() of the AWQ GEMM (swiftspec_core/kernels/awq_gemm.py) and the constants it shares with
-cuda/awq_gemm.cu, on CPU: the kernels built, the shared memory a warp takes, every planned launch
-fitting one wave, the targets' gate_up fused with SwiGLU, and plan() within 10% of the fastest
+cuda/awq_gemm.cu, on CPU: the kernels built, their arguments, the shared memory a warp takes, every
+planned launch fitting one wave, the targets' gate_up fused with SwiGLU, and plan() within 10% of the fastest
 shape of a measured sweep."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from swiftspec_core.kernels.awq_gemm import (ACCUMULATOR_BYTES, ACCUMULATOR_BYTES_R8, BLOCKS_PER_SM, CLUSTERS,
                                              GROUPS, META_BYTES, SHARED_PER_SM, SPLITS, STAGE_BYTES, STAGES,
-                                             WARPS_PER_SM, WARP_SHARED_BYTES, fuses_swiglu, kernel_name, plan)
+                                             WARPS_PER_SM, WARP_SHARED_BYTES, fuses_swiglu, kernel_args, kernel_name,
+                                             plan)
+from swiftspec_core.models import awq
 from swiftspec_core.kernels import build
 from swiftspec_core.kernels.build import CUDA_DIR
 from test_kernel_awq_gemm import H200_SMS, LAYERS, MODEL_LAYERS, ODD
@@ -41,6 +45,24 @@ def test_constants_match_the_kernel():
     assert kernel_name(8, 128, 1) == "awq_gemm_r8_g128_c1" and kernel_name(9, 32, 8) == "awq_gemm_r16_g32_c8"
     assert kernel_name(16, 64, 2, "awq_swiglu") == "awq_swiglu_r16_g64_c2"
     assert kernel_name(8, 128, 1, "awq_swiglu", f16=True) == "awq_swiglu_f16_r8_g128_c1"
+
+
+@pytest.mark.parametrize("norms", [False, True])
+def test_kernel_args_match_the_kernels_parameters(norms):
+    # One argument list (kernel_args) for the runtime's launches and the probes' other builds: a
+    # probe that wrote its own passed 16 arguments to the kernels' 18 for a week (NOTES v242).
+    source = build.source("awq_gemm")
+    params = re.search(r"NAME##_r##ROWS##_g##G##_c##C\(((?:.|\n)*?)\) \{", source).group(1)
+    types = [re.sub(r"\s+", " ", p.replace("\\", "")).strip().rsplit(" ", 1)[0] for p in params.split(",")]
+    expected = [np.uint64 if t.endswith("*") or "* __restrict__" in t else {"int": np.int32, "float": np.float32}[t]
+                for t in types]
+    w = awq.tile(awq.quantize(torch.randn(128, 256)))
+    x, out = torch.randn(8, 256).to(torch.bfloat16), torch.empty(8, 128, dtype=torch.bfloat16)
+    epilogue = (torch.zeros(4, 16), None, torch.ones(128).to(torch.bfloat16), torch.empty(8, 128).half(),
+                torch.zeros(2, 16), 1e-5, 0.5, 2.0) if norms else ()
+    args = kernel_args(x, w, None, out, epilogue)
+    assert [type(a) for a in args] == expected, (types, [type(a) for a in args])
+    assert args[6:9] == (8, 128, 256) and args[-1] == (2 if norms else 0)  # M, N, K; half_out: fp16 next x
 
 
 @pytest.mark.parametrize("splits", SPLITS)

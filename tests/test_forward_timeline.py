@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from paper_figures.forward_timeline import MARKED, MARKS, PRELUDE, _KERNEL, instrument  # noqa: E402
+from paper_figures.forward_timeline import MARK_SETS, MARKED, MARKS, PRELUDE, _KERNEL, instrument  # noqa: E402
 from swiftspec_core.kernels import build  # noqa: E402
 
 SCOPE = "SwiftspecTimeline swiftspec_tl_scope("
@@ -21,8 +21,7 @@ SCOPE = "SwiftspecTimeline swiftspec_tl_scope("
 def test_every_kernel_body_opens_with_the_scope(name):
     plain = build.source(name)
     text, sites = instrument(plain)
-    marked = any(f'#include "{header}"' in (build.CUDA_DIR / f"{name}.cu").read_text()
-                 for header in ("gemm_tile.cuh", "awq_gemm_block.cuh"))
+    marked = any(f'#include "{header}"' in (build.CUDA_DIR / f"{name}.cu").read_text() for header in MARK_SETS)
     head = (MARKED if marked else "") + PRELUDE
     assert text.startswith(head) and sites == len(_KERNEL.findall(plain)) >= 1
     body = text[len(head):]

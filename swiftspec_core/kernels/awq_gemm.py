@@ -248,6 +248,22 @@ def run_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None, nor
     return out
 
 
+def kernel_args(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor,
+                norms: tuple = ()) -> tuple:
+    """The AWQ kernels' arguments in awq_gemm.cu's order (AWQ_GEMM_KERNEL), for checked operands and
+    norms as launch_shape takes them (awq_fp16_probe.py launches other builds of the kernels with
+    them)."""
+    (m, k), n = x.shape, w.n
+    *tensors, eps, x_unit, next_x_scale = norms or (None,) * 5 + (0.0, 1.0, 1.0)
+    next_x = tensors[3]  # tensors: row_sums, residual, next_norm, next_x, next_sums
+    half_out = (HALF_OUT if out.dtype == torch.float16 else 0) | \
+        (HALF_NEXT_X if next_x is not None and next_x.dtype == torch.float16 else 0)
+    return (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
+            ptr(out), np.int32(m), np.int32(n), np.int32(k),
+            *(np.uint64(0) if t is None else ptr(t) for t in tensors), np.float32(eps), np.float32(x_unit),
+            np.float32(next_x_scale), np.int32(half_out))
+
+
 def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor, splits: int,
                  cluster: int, op: str = "awq_gemm", norms: tuple = ()) -> None:
     """Launch the kernel on checked operands in clusters of `cluster` blocks of `splits` warps a tile (awq_gemm
@@ -255,20 +271,12 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
     and its up tile's warps, so half the blocks of twice the warps. norms: awq_norms.py's epilogue
     operands (row_sums, residual, next_norm, next_x, next_sums: tensors or None; eps, x_unit,
     next_x_scale: floats), () for none."""
-    (m, k), n = x.shape, w.n
-    *tensors, eps, x_unit, next_x_scale = norms or (None,) * 5 + (0.0, 1.0, 1.0)
-    next_x = tensors[3]  # tensors: row_sums, residual, next_norm, next_x, next_sums
-    half_out = (HALF_OUT if out.dtype == torch.float16 else 0) | \
-        (HALF_NEXT_X if next_x is not None and next_x.dtype == torch.float16 else 0)
+    m = x.shape[0]
     tiles_a_block = 2 if op == "awq_swiglu" else 1
     name = kernel_name(m, w.group, cluster, op, f16=x.dtype == torch.float16)
     with torch.cuda.device(x.device):
         launch("awq_gemm", name, (w.qweight.shape[0] // tiles_a_block * cluster,), (32 * splits * tiles_a_block,),
-               (ptr(x), ptr(w.qweight), ptr(w.qzeros), ptr(w.scales), np.uint64(0) if bias is None else ptr(bias),
-                ptr(out), np.int32(m), np.int32(n), np.int32(k),
-                *(np.uint64(0) if t is None else ptr(t) for t in tensors), np.float32(eps), np.float32(x_unit),
-                np.float32(next_x_scale), np.int32(half_out)),
-               shared_mem=tiles_a_block * splits * warp_shared_bytes(m),
+               kernel_args(x, w, bias, out, norms), shared_mem=tiles_a_block * splits * warp_shared_bytes(m),
                # Clusters without PDL: launched while the previous call drains, the SMs that free up
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the
                # A/B: 17.5 / 42.2 us without, 18.5 / 51.6 with; NOTES v37, v38).
