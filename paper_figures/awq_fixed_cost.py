@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from paper_figures.awq_fp16_probe import launcher, without_copies
-from swiftspec_bench.kernel_bench import time_calls
-from swiftspec_bench.kernel_ops import CALLS, input_copies, random_awq
+from paper_figures.awq_fp16_probe import time_launches, without_copies
+from swiftspec_bench.kernel_ops import input_copies, random_awq
+from swiftspec_bench.kernel_shapes import awq_gemm_bytes
 from swiftspec_core.kernels import build
 from swiftspec_core.models.args import awq_bytes
 from swiftspec_core.runtime.floor import copy_bandwidth
@@ -44,13 +44,12 @@ def main() -> None:
             copies = input_copies(awq_bytes(n * k, 128))
             ws = [random_awq(n, k) for _ in range(copies)]
             row = dict(op=op, n=n, k=k, splits=splits, groups_a_warp=g, weights="random",
-                       floor_us=round((awq_bytes(n * k, 128) + 2 * 8 * (n + k)) / bandwidth * 1e6, 2))
+                       floor_us=round(awq_gemm_bytes(n, k, 8) / bandwidth * 1e6, 2))
             for operands, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
                 x = torch.randn(8, k, device="cuda").to(dtype)
                 out = torch.empty(8, n, device="cuda", dtype=torch.bfloat16)
                 for variant, module in (("us", full), ("no_copies_us", bare)):
-                    calls = [launcher(module, x, w, out, splits) for w in ws]
-                    row[f"{operands}_{variant}"] = round(time_calls(lambda i: calls[i % copies](), max(CALLS, copies)), 2)
+                    row[f"{operands}_{variant}"] = round(time_launches(module, x, ws, out, splits), 2)
             rows.append(row)
             print(json.dumps(row), flush=True)
             ws.clear()

@@ -21,6 +21,7 @@ import torch
 
 from swiftspec_bench.kernel_bench import time_calls
 from swiftspec_bench.kernel_ops import CALLS, input_copies, random_awq
+from swiftspec_bench.kernel_shapes import awq_gemm_bytes
 from swiftspec_core.kernels import build
 from swiftspec_core.kernels.awq_gemm import awq_gemm, awq_swiglu, kernel_args, kernel_name, plan, warp_shared_bytes
 from swiftspec_core.models.args import awq_bytes
@@ -54,6 +55,12 @@ def launcher(module, x: torch.Tensor, w, out: torch.Tensor, splits: int):
         build.launch_ex(fn.kernel.ptr, (w.qweight.shape[0],), (32 * splits,), args, shared,
                         torch.cuda.current_stream().cuda_stream, True)
     return call
+
+
+def time_launches(module, x: torch.Tensor, ws: list, out: torch.Tensor, splits: int) -> float:
+    """Median us a call of `module`'s awq_gemm at (splits, 1) on the weight copies `ws` in turn."""
+    calls = [launcher(module, x, w, out, splits) for w in ws]
+    return time_calls(lambda i: calls[i % len(ws)](), max(CALLS, len(ws)))
 
 
 def accuracy(w, m: int) -> dict:
@@ -98,7 +105,7 @@ def main() -> None:
         ws = [random_awq(n, k) for _ in range(copies)]
         swiglu = op.endswith("swiglu")
         for m in (1, 8, 16):
-            floor_us = (awq_bytes(n * k, 128) + 2 * m * (n + k)) / bandwidth * 1e6  # kernel_shapes.floor_bytes
+            floor_us = awq_gemm_bytes(n, k, m) / bandwidth * 1e6
             row = dict(op=op, n=n, k=k, m=m, splits=splits, floor_us=round(floor_us, 2), weights="random")
             for operands, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
                 x = torch.randn(m, k, device="cuda").to(dtype)
@@ -109,8 +116,7 @@ def main() -> None:
                     continue
                 row[f"{operands}_us"] = round(time_calls(lambda i: awq_gemm(x, ws[i % copies], out=out),
                                                          max(CALLS, copies)), 2)
-                calls = [launcher(bare, x, w, out, splits) for w in ws]
-                row[f"{operands}_no_copies_us"] = round(time_calls(lambda i: calls[i % copies](), max(CALLS, copies)), 2)
+                row[f"{operands}_no_copies_us"] = round(time_launches(bare, x, ws, out, splits), 2)
             row["fp16_gain"] = round(1 - row["fp16_us"] / row["bf16_us"], 4)
             if m in (8, 16) and not swiglu:
                 row.update(accuracy(ws[0], m))

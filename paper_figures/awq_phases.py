@@ -27,6 +27,7 @@ import torch
 from paper_figures.forward_timeline import PHASES, instrument_builds, launches, phases, records
 from swiftspec_bench.kernel_bench import median_us
 from swiftspec_bench.kernel_ops import CALLS, input_copies, random_awq
+from swiftspec_bench.kernel_shapes import awq_gemm_bytes
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.awq_gemm import awq_gemm, plan
 from swiftspec_core.models.args import awq_bytes
@@ -66,7 +67,7 @@ def main() -> None:
             ends = [int(a[:, 2].max()) for a in ordered]
             split = phases(["awq"] * calls, ordered)["awq"]
             row = dict(op=op, n=n, k=k, operands=operands, plan=plan(n, k, 128, sms), weights="random",
-                       floor_us=round((awq_bytes(n * k, 128) + 2 * 8 * (n + k)) / bandwidth * 1e6, 2),
+                       floor_us=round(awq_gemm_bytes(n, k, 8) / bandwidth * 1e6, 2),
                        us_a_call=round(us, 2), period_us=round(statistics.median(np.diff(ends)) / 1e3, 2),
                        **{name: round(v, 2) for name, v in split.items()})
             rows.append(row)

@@ -125,6 +125,13 @@ def kv_bytes(args: ModelArgs, tokens: int, layers: int = 1) -> int:
     return layers * 2 * tokens * args.n_kv_heads * args.head_dim * BF16
 
 
+def awq_gemm_bytes(n: int, k: int, m: int, bias: bool = False) -> int:
+    """An AWQ GEMM's least bytes: its [n, k] weight's 4-bit codes, zeros and scales (groups of
+    AWQ_GROUP), x [m, k] in and out [m, n] written in bf16 (and the bias); the probes in
+    paper_figures/ floor arbitrary shapes with it."""
+    return awq_bytes(n * k, AWQ_GROUP) + BF16 * (m * k + m * n + (n if bias else 0))
+
+
 def floor_bytes(case: Case) -> int | None:
     """Bytes the case must move at least; None for the all-reduce (latency-bound: the bytes it
     moves over NVLink take nanoseconds, so no bandwidth floor says anything about it)."""
@@ -134,7 +141,7 @@ def floor_bytes(case: Case) -> int | None:
         return BF16 * (n * k + m * k + m * n + (n if bias else 0))  # the all-reduce not counted
     if case.group in ("awq_gemm", "awq_gemm_allreduce"):
         n, k, bias = gemm_shape(a, case.projection)
-        return awq_bytes(n * k, AWQ_GROUP) + BF16 * (m * k + m * n + (n if bias else 0))  # the all-reduce not counted
+        return awq_gemm_bytes(n, k, m, bias)  # the all-reduce not counted
     if case.op == "allreduce":
         return None
     if case.op == "attention":  # q in, out written, and the keys/values of its positions
