@@ -284,18 +284,37 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
                     kCluster == 1 && !kSwiglu ? norms.next_norm : nullptr, norms.next_x, squares, norms.half_out,
                     norms.next_x_scale};
 
-  // Warp w's accumulator (j, b, r) of lane l: float r of its piece (j, b) of [w][l].
-  const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);
-  auto accumulator = [&](int w, int e) {  // e = (8 j + 4 b + r) 32 + l
+  // Warp w's accumulators of lane l: its pieces [w][l][Acc::kPieces] of 4 floats, piece (j, b) at
+  // Acc::piece(j, b, l) holding d fragment registers r = 0..3 of tile j, x rows 8b ..
+  float4* partial = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES);
+  auto accumulator = [&](int w, int e) {  // warp w's element e = (8 j + 4 b + r) 32 + l: float r of its piece (j, b)
     const int l = e & 31, r = (e >> 5) & 3;
-    return partial[((w * 32 + l) * Acc::kPieces + Acc::piece(e >> 8, (e >> 7) & 1, l)) * 4 + r];
+    return reinterpret_cast<const float*>(partial + (w * 32 + l) * Acc::kPieces + Acc::piece(e >> 8, (e >> 7) & 1, l))[r];
   };
 
-  // One thread per output element of the block: a tile's warps 0..S-1 added in order, then
-  // (kCluster > 1) the cluster's blocks' sums in rank order, then the bias, then one rounding (of
-  // the gate and up sums each, kSwiglu). Rows 8..15 only where kTwo (elements e >= 0 with b = 1
-  // are never stored otherwise).
+  // The combine, a thread a piece of a lane (half h's tile): the tile's warps 0..S-1 added in order,
+  // element by element, into the first warp's piece. Thread q = 32 (2 j + b, or j) + l: a quarter
+  // warp's 16-byte reads fall in 8 different bank groups (Accumulators' swizzle), where one element
+  // a thread read a warp's 32 floats from 8 banks (4-way conflicts), S times: the epilogue after
+  // the loop took ~1.4 us on the 70B o (NOTES v244, v245). Rows 8..15 only where kTwo (pieces with
+  // b = 1 exist only there).
   constexpr int kHalves = kSwiglu ? 2 : 1;
+  for (int q = threadIdx.x; q < kHalves * 32 * Acc::kPieces; q += blockDim.x) {
+    const int h = q / (32 * Acc::kPieces), l = q & 31, jb = (q >> 5) % Acc::kPieces;  // jb: 2 j + b, or j
+    float4* piece = partial + (h * splits * 32 + l) * Acc::kPieces + Acc::piece(kTwo ? jb >> 1 : jb, kTwo ? jb & 1 : 0, l);
+    float4 sum = piece[0];
+#pragma unroll 3  // by 1, 2, 4 or 8 a g32 r16 awq_swiglu (80 registers) spilled
+    for (int s = 1; s < splits; ++s) {
+      const float4 a = piece[s * 32 * Acc::kPieces];
+      sum.x += a.x, sum.y += a.y, sum.z += a.z, sum.w += a.w;
+    }
+    piece[0] = sum;  // only this thread reads or writes this piece of any warp
+  }
+  __syncthreads();
+
+  // Then one thread per output element of the block (its residual and bias loads all in flight at
+  // once): (kCluster > 1) the cluster's blocks' sums in rank order, the bias, one rounding (of the
+  // gate and up sums each, kSwiglu).
   float* block_sum = reinterpret_cast<float*>(smem);  // [kHalves][1024], in the rings (kCluster > 1)
   bf16* tile_out = reinterpret_cast<bf16*>(smem);  // kAllReduce: the tile as out gets it, [M][64], in the rings
   for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
@@ -304,7 +323,6 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
       v[h] = accumulator(h * splits, e);
-      for (int s = 1; s < splits; ++s) v[h] += accumulator(h * splits + s, e);
       if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
     }
     if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
