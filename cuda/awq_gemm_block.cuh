@@ -162,25 +162,8 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
     x_next += p == kChunks - 1 ? x_group_step : 64;
   };
   if (!kTwo && chunks > 0) load_x_next(0, xs[0]);
-  // The epilogue's lines in global memory (the residual's M rows, the bias's and the next norm's
-  // weights of this tile's 64 columns: 128 bytes each) into L1 as the warp starts its last group,
-  // ~3 us before the epilogue reads them: read nowhere else, the norm's weights missed in L2 and
-  // held the block after its loop (NOTES v249). Late rather than at the start, so that little
-  // passes through L1 between the prefetch and the read. Not at M > 8: there the pointers in the
-  // chunk loop spilled r16's 80 registers.
-  auto prefetch_epilogue = [&]() {
-    if constexpr (!kTwo && !kSwiglu && !kAllReduce) {
-      const size_t col = (size_t)col_block * 64;
-      const bf16* line = lane < M && norms.residual != nullptr ? norms.residual + (size_t)lane * N + col
-                         : lane == 16 && kCluster == 1 && norms.next_norm != nullptr ? norms.next_norm + col
-                         : lane == 17 && bias != nullptr ? bias + col
-                                                         : nullptr;
-      if (line != nullptr) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(line));
-    }
-  };
   for (int i = 0; i < mine; ++i) {
     const unsigned group = split + i * all_splits;
-    if (i == mine - 1) prefetch_epilogue();
     const int n0 = i * kChunks;
     // The group's sums of x (128 + q) (tile j, x rows 8b.., d fragment r) and of x alone (x rows
     // 8b + 2t + r % 2; the ones-mma's d registers 2, 3 repeat 0, 1), fp32, in mma accumulators.
