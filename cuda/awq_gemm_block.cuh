@@ -338,7 +338,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
     const unsigned tid = thread_index();
     if (tid < M) {
       float total = 0.f;
-      for (int c = 0; c < min(64, N - col_block * 64); ++c) total += squares[tid * kSquaresStride + c];
+      for (int c = 0; c < min(64, N - col_block * 64); ++c) total += squares[tid * 64 + c];
       norms.next_sums[col_block * 16 + tid] = total;
     }
   }

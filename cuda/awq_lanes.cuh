@@ -99,11 +99,6 @@ __device__ __forceinline__ void store_operand(void* out, size_t at, float v, boo
   else reinterpret_cast<bf16*>(out)[at] = __float2bfloat16_rn(v);
 }
 
-// A row of Epilogue's squares: 64 columns and one float of padding, so that the rows' readers (a thread
-// a row, column by column) and store_output's writers (4 rows x 8 columns a warp) hit 32 banks, not
-// 8 and 4 ways conflicted (NOTES v251).
-constexpr int kSquaresStride = 65;
-
 // What a GEMM's epilogue does besides out = sum + bias (awq_norms.py: the RMSNorms of a one-GPU
 // forward folded into the GEMMs around them, NOTES v110). Null pointers: not that step.
 struct Epilogue {
@@ -111,7 +106,7 @@ struct Epilogue {
   const bf16* residual;    // [M, N]: out = residual + bf16(r sum + bias), torch's bf16 add (out may be it)
   const bf16* next_norm;   // [N]: the next RMSNorm's weight g: next_x = out * g * next_x_scale, and out^2 into
   void* next_x;            //   [M, N] (fp16 where half_out has kHalfNextX), rounded once
-  float* squares;          //   shared [16][kSquaresStride], by row and column within the tile
+  float* squares;          //   shared [16][64], by row and column within the tile
   int half_out;            // kHalfOut | kHalfNextX: which outputs are fp16
   float next_x_scale;      // a power of two (Norms)
 };
@@ -150,7 +145,7 @@ __device__ __forceinline__ void store_output(const float (&sums)[kSwiglu ? 2 : 1
   if (ep.next_norm != nullptr) {
     const float f = __bfloat162float(y);
     store_operand(ep.next_x, at, f * __bfloat162float(ep.next_norm[col]) * ep.next_x_scale, ep.half_out & kHalfNextX);
-    ep.squares[row * kSquaresStride + (col - col_block * 64)] = f * f;
+    ep.squares[row * 64 + (col - col_block * 64)] = f * f;
   }
 }
 
