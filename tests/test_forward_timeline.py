@@ -61,6 +61,16 @@ def _registers(source: str, tmp_path: Path, tag: str) -> dict[str, int]:
     return dict(zip(names, map(int, re.findall(r"Used (\d+) registers", done.stderr))))
 
 
+def _g128_c1_only(source: str) -> str:
+    """awq_gemm.cu's source with its kernels at group 128 without clusters only (the macros'
+    lines for clusters 2, 4, 8 and groups 32, 64 emptied)."""
+    source, clusters = re.subn(r"^  AWQ_GEMM_KERNEL\(NAME, SWIGLU, F16, ROWS, TWO, G, [248], .*?(\\?)$",
+                               lambda line: line[1], source, flags=re.MULTILINE)  # keeps a continuation
+    source, groups = re.subn(r"^AWQ_GEMM_OPS\((32|64)\)$", "", source, flags=re.MULTILINE)
+    assert (clusters, groups) == (3, 2), (clusters, groups)
+    return source
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("name", ["gemm", "gemm_swiglu", "gemm_allreduce", "awq_gemm"])
 def test_the_stamps_leave_the_gemms_registers_nearly_as_they_were(name, tmp_path):
@@ -68,11 +78,14 @@ def test_the_stamps_leave_the_gemms_registers_nearly_as_they_were(name, tmp_path
     # AWQ kernels are capped at 80 by their launch bounds (awq_gemm_block.cuh's AWQ_THREADS); their
     # phases are read at group 128 without clusters (plan()'s 70B shapes: awq_phases.py), where the
     # stamps move them by 2 (measured: up to +8 / -10 in the clusters and groups of 32).
+    # Only the AWQ kernels checked are compiled (8 of 96: the rest made this CI's longest test, ~50 s).
+    source = _g128_c1_only(build.source(name)) if name.startswith("awq") else build.source(name)
     plain, marked = (_registers(src, tmp_path, tag) for src, tag in
-                     ((build.source(name), "plain"), (instrument(build.source(name))[0], "marked")))
+                     ((source, "plain"), (instrument(source)[0], "marked")))
     assert plain.keys() == marked.keys() and plain
     cap = 80 if name.startswith("awq") else 128
-    for kernel in [k for k in plain if not name.startswith("awq") or k.endswith("_g128_c1")]:
+    assert not name.startswith("awq") or all(k.endswith("_g128_c1") for k in plain) and len(plain) == 8
+    for kernel in plain:
         assert abs(marked[kernel] - plain[kernel]) <= 8 and marked[kernel] <= cap, (kernel, plain[kernel], marked[kernel])
 
 
