@@ -41,6 +41,8 @@ __device__ __forceinline__ void awq_streamk_block(const void* __restrict__ x, co
   auto warp_of = [&](int u) { return (int)((((long long)u + 1) * all_warps - 1) / units); };  // the warp holding unit u
   const int block_start = warp_start((long long)blockIdx.x * warps), block_end = warp_start((long long)(blockIdx.x + 1) * warps);
   const int first_tile = block_start / groups;  // the block's first logical tile: boundary slot 0's
+  __shared__ int starts[33];  // the block's warp w's first unit at w, its end at S (read after the loop)
+  if (threadIdx.x <= warps) starts[threadIdx.x] = warp_start((long long)blockIdx.x * warps + threadIdx.x);
   // A logical tile's place in the weight's tiles.
   auto weight_tile = [&](int t) { return kSwiglu ? (t >> 1) + (t & 1) * (N / 128) : t; };
 
@@ -123,11 +125,10 @@ __device__ __forceinline__ void awq_streamk_block(const void* __restrict__ x, co
   const Epilogue ep{norms.row_sums != nullptr ? row_scale : nullptr, kSwiglu ? nullptr : norms.residual,
                     kSwiglu ? nullptr : norms.next_norm, norms.next_x, squares, norms.half_out, norms.next_x_scale};
   constexpr int kPieceCount = kHalves * 32 * Acc::kPieces;  // a column block's pieces
-  const int first_column = first_tile / kHalves, last_column = (block_end - 1) / groups / kHalves;
-  for (int column = first_column; column <= last_column; ++column) {
-    // This block's sums of the column block, a thread a piece: logical tile t's warps in order, each
-    // from its own slot, or the one crossing out of t from t's boundary slot; zero where the block
-    // holds none of t.
+  // This block's sums of a column block into column_sums, a thread a piece: logical tile t's warps in
+  // order, each from its own slot, or (the last, where it went on past t) from t's boundary slot;
+  // zero where the block holds none of t.
+  auto block_sums = [&](int column) {
     for (int q = threadIdx.x; q < kPieceCount; q += blockDim.x) {
       const int h = q / (32 * Acc::kPieces), l = q & 31, jb = (q >> 5) % Acc::kPieces;  // jb: 2 j + b, or j
       const int piece = Acc::piece(kTwo ? jb >> 1 : jb, kTwo ? jb & 1 : 0, l);
@@ -135,27 +136,35 @@ __device__ __forceinline__ void awq_streamk_block(const void* __restrict__ x, co
       const int from = max(t * groups, block_start), to = min((t + 1) * groups, block_end);  // the block's units of t
       float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
       if (from < to) {
-        const int first = warp_of(from) - blockIdx.x * warps, last = warp_of(to - 1) - blockIdx.x * warps;
+        int first = 0, last;  // the warps holding units `from` and to - 1
+        while (starts[first + 1] <= from) ++first;
+        for (last = first; starts[last + 1] < to; ++last) {}
+        const bool last_crossed = starts[last + 1] > to;
         for (int w = first; w <= last; ++w) {
-          const bool crossed = w == last && warp_start((long long)blockIdx.x * warps + w + 1) > to;
-          const float4 a = crossed ? boundary[((t - first_tile) * 32 + l) * Acc::kPieces + piece]
-                                   : warp_sums[(w * 32 + l) * Acc::kPieces + piece];
+          const float4 a = w == last && last_crossed ? boundary[((t - first_tile) * 32 + l) * Acc::kPieces + piece]
+                                                     : warp_sums[(w * 32 + l) * Acc::kPieces + piece];
           if (w == first) sum = a;
           else sum.x += a.x, sum.y += a.y, sum.z += a.z, sum.w += a.w;
         }
       }
       column_sums[(h * 32 + l) * Acc::kPieces + piece] = sum;
     }
-    const int column_end = (column + 1) * kHalves * groups;  // one past its last unit
-    if (column_end > block_end) {  // another block finishes it: the partial, then the flag
-      __syncthreads();
-      float4* mine_out = partials + (size_t)blockIdx.x * kPieceCount;
-      for (int q = threadIdx.x; q < kPieceCount; q += blockDim.x) __stcg(mine_out + q, column_sums[q]);
-      __threadfence();
-      __syncthreads();
-      if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flags + blockIdx.x), "r"(1u) : "memory");
-      break;  // the block's last column block
-    }
+  };
+  const int first_column = first_tile / kHalves, last_column = (block_end - 1) / groups / kHalves;
+  // A last column block that a later block finishes: its partial and flag first, so that no block
+  // waits on one that is itself waiting (owners waited in a chain through every block: NOTES v252).
+  const bool shares_last = (last_column + 1) * kHalves * groups > block_end;
+  if (shares_last) {
+    block_sums(last_column);
+    __syncthreads();
+    float4* published = partials + (size_t)blockIdx.x * kPieceCount;
+    for (int q = threadIdx.x; q < kPieceCount; q += blockDim.x) __stcg(published + q, column_sums[q]);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flags + blockIdx.x), "r"(1u) : "memory");
+  }
+  for (int column = first_column; column <= last_column - (shares_last ? 1 : 0); ++column) {
+    block_sums(column);
     // The owner: the earlier blocks' partials (block order), then its own.
     const int first_block = warp_of(column * kHalves * groups) / warps;
     if (first_block < (int)blockIdx.x) {
