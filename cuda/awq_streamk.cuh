@@ -58,23 +58,32 @@ __device__ __forceinline__ void awq_streamk_block(const void* __restrict__ x, co
 
   const int start = warp_start((long long)blockIdx.x * warps + warp), end = warp_start((long long)blockIdx.x * warps + warp + 1);
   const int mine = end - start, chunks = mine * kChunks;
-  // Copies: the unit of the next chunk to copy; at its first chunk, where its codes and meta sit
-  // (consecutive groups of a weight tile are consecutive in qweight, qzeros and scales).
-  int copy_unit = start;
-  const unsigned char* copy_group = nullptr;
+  // Copies: where the next group to copy sits (its codes, this lane's 16 bytes of its meta), advanced
+  // a group at a time: a weight tile's groups are consecutive in qweight, qzeros and scales, and so
+  // are consecutive tiles, but for kSwiglu's gate / up pairs, where the next tile is repositioned.
+  const unsigned meta_group_bytes = lane < 8 ? 128 : 32;
+  const unsigned char* const meta_base = lane < 8 ? reinterpret_cast<const unsigned char*>(scales) + 16 * lane
+                                                  : reinterpret_cast<const unsigned char*>(qzeros) + 16 * (lane - 8);
+  int copy_tile = start / groups, copy_in_tile = start - copy_tile * groups;  // the next group to copy
+  const unsigned char* copy_group;
+  const unsigned char* meta_next;
+  auto copy_position = [&]() {  // copy_group and meta_next at (copy_tile, copy_in_tile)
+    const size_t at = (size_t)weight_tile(copy_tile) * groups + copy_in_tile;  // the group among the weight's
+    copy_group = reinterpret_cast<const unsigned char*>(qweight) + at * kChunks * 1024 + c.copy_src;
+    meta_next = meta_base + at * meta_group_bytes;
+  };
+  copy_position();
   auto copy_chunk = [&](int p, int ordinal, unsigned stage) {
-    if (p == 0) {
-      const int t = copy_unit / groups;
-      const size_t at = (size_t)weight_tile(t) * groups + (copy_unit - t * groups);  // the group among the weight's
-      copy_group = reinterpret_cast<const unsigned char*>(qweight) + at * kChunks * 1024 + c.copy_src;
-      if (lane < 10)
-        copy16(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane,
-               lane < 8 ? reinterpret_cast<const unsigned char*>(scales) + at * 128 + 16 * lane
-                        : reinterpret_cast<const unsigned char*>(qzeros) + at * 32 + 16 * (lane - 8));
-    }
     copy16(stage + c.copy_dst, copy_group + 1024 * p);
     copy16(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512);
-    if (p == kChunks - 1) ++copy_unit;
+    if (p == 0) {
+      if (lane < 10) copy16(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next);
+      meta_next += meta_group_bytes;
+    }
+    if (p == kChunks - 1) {
+      copy_group += kChunks * 1024;
+      if (kSwiglu && ++copy_in_tile == groups) copy_in_tile = 0, ++copy_tile, copy_position();
+    }
   };
 #pragma unroll
   for (int p = 0; p < AWQ_STAGES - 1; ++p) {  // chunks 0 .. STAGES - 2 into stages 0 .. STAGES - 2
@@ -89,31 +98,25 @@ __device__ __forceinline__ void awq_streamk_block(const void* __restrict__ x, co
   const unsigned char* x_bytes = reinterpret_cast<const unsigned char*>(x);
   uint4 xs[2];
   xs[0] = xs[1] = make_uint4(0u, 0u, 0u, 0u);
-  int x_group = start % groups;
+  int tile = start / groups, group = start - tile * groups;  // the unit the loop is on
+  int x_group = group;  // M <= 8: the group of the next chunk x_next loads
   const unsigned char* x_next = x_bytes + c.x_row + x_group * (kChunks * 64);
   auto load_x_next = [&](int p, uint4& v) {
     v = load16_l1(x_next);
-    if (p == kChunks - 1) {
-      x_group = x_group + 1 == groups ? 0 : x_group + 1;  // the next unit's group (0 in the next tile)
-      x_next = x_bytes + c.x_row + x_group * (kChunks * 64);
-    } else {
-      x_next += 64;
-    }
+    x_next += 64;
+    if (p == kChunks - 1 && ++x_group == groups) x_group = 0, x_next = x_bytes + c.x_row;  // the next tile's first
   };
   if (!kTwo && chunks > 0) load_x_next(0, xs[0]);
-  int tile = start / groups;
   for (int i = 0; i < mine; ++i) {
-    const int u = start + i, t = u / groups;
-    const unsigned group = u - t * groups;
-    if (t != tile) {  // crossed into the next tile: its sums to that tile's boundary slot, then from zero
-      float4* slot = boundary + ((tile - first_tile) * 32 + lane) * Acc::kPieces;
-#pragma unroll
-      for (int v = 0; v < Acc::kPieces; ++v) slot[v] = acc[v], acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
-      tile = t;
-    }
     sum_group<kTwo, kChunks, kF16>(
         i, chunks, ring_s, c, xs, acc, lane, copy_chunk,
         [&](int p, unsigned row) { return load16_l1(x_bytes + (group * (kChunks * 64) + 64 * p + row)); }, load_x_next);
+    if (++group == groups && i + 1 < mine) {  // on into the next tile: this one's sums to its boundary slot
+      float4* slot = boundary + ((tile - first_tile) * 32 + lane) * Acc::kPieces;
+#pragma unroll
+      for (int v = 0; v < Acc::kPieces; ++v) slot[v] = acc[v], acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+      group = 0, ++tile;
+    }
   }
   copies_wait<0>();
   __syncthreads();
