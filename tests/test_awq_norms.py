@@ -224,9 +224,7 @@ def test_producer_and_consumer_match_references(n, k, next_dtype):
 
 @needs_gpu
 def test_swiglu_consumer_is_bitwise_swiglu_of_the_gemm():
-    """awq_swiglu_norms: bitwise SwiGLU of its GEMM (kernel_checks.swiglu_sums: the 70B gate_up runs
-    stream-K) with the same row sums."""
-    from kernel_checks import swiglu_sums
+    """awq_swiglu_norms: bitwise swiglu(awq_gemm_norms) with the same row sums (the 70B gate_up)."""
     from test_kernel_awq_gemm import check_bitwise
 
     w = _weight(2 * 28672, 8192, seed=3)
@@ -234,7 +232,7 @@ def test_swiglu_consumer_is_bitwise_swiglu_of_the_gemm():
     x = torch.randn(8, 8192, generator=gen, device="cuda").to(torch.bfloat16)
     sums = torch.rand(128, 16, generator=gen, device="cuda") * 8192
     fused = awq_norms.awq_swiglu_norms(x, w, row_sums=sums, eps=1e-5)
-    two = norm.swiglu(swiglu_sums(x, w, norms=awq_norms._operands(sums, None, None, 1e-5, 1.0)))
+    two = norm.swiglu(awq_norms.awq_gemm_norms(x, w, row_sums=sums, eps=1e-5))
     check_bitwise(fused, two, "swiglu consumer")
     # fp16 x (the one-GPU forward's): out in x's dtype, as the reference
     x16 = x.to(torch.float16)

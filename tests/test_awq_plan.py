@@ -74,7 +74,7 @@ def test_shared_memory_fits(splits):
     assert WARP_SHARED_BYTES == STAGES * (STAGE_BYTES + META_BYTES) + ACCUMULATOR_BYTES
     assert ACCUMULATOR_BYTES == 32 * 32 * 4 and splits * STAGES * STAGE_BYTES >= 32 * 32 * 4
     assert ACCUMULATOR_BYTES_R8 == 32 * 4 * 4 * 4
-    assert "static constexpr int kPieces = kTwo ? 8 : 4;" in (CUDA_DIR / "awq_group.cuh").read_text()
+    assert "static constexpr int kPieces = kTwo ? 8 : 4;" in (CUDA_DIR / "awq_gemm_block.cuh").read_text()
     assert splits * STAGES * STAGE_BYTES >= 16 * 64 * 2  # awq_gemm_allreduce's bf16 tile [16][64] in the rings
     assert splits * WARP_SHARED_BYTES <= 227 * 1024
 

@@ -111,7 +111,7 @@ def _check(label: str, got: torch.Tensor, x: torch.Tensor, w, ar, failures: list
     from swiftspec_core.kernels.awq_gemm import run_planned
 
     failures.append(_compare(f"{label}: fused vs awq_gemm then LLAllReduce", got, awq_gemm_then_allreduce(x, w, ar)))
-    parts = _all_gather(run_planned(x, w, None, None, clusters=False, streamk=False).cpu())
+    parts = _all_gather(run_planned(x, w, None, None, clusters=False).cpu())
     failures.append(_compare(f"{label}: fused vs the rank-order sum of the ranks' awq_gemm", got,
                              all_reduce_reference(parts)))
     for r, other in enumerate(_all_gather(got.cpu())):
@@ -179,7 +179,7 @@ def _timings(rank: int, ar, log: list) -> None:
         out = torch.empty(8, ROW_PARALLEL[name][0][0], dtype=torch.bfloat16, device="cuda")
         fused = _graph_us(lambda: awq_gemm_allreduce(x, w, ar, out=out))
         pair = _graph_us(lambda: awq_gemm_then_allreduce(x, w, ar, out=out))
-        alone = _graph_us(lambda: run_planned(x, w, None, out, clusters=False, streamk=False))
+        alone = _graph_us(lambda: run_planned(x, w, None, out, clusters=False))
         log.append(f"rank {rank}: {name} M=8 TP2 (one weight, L2-warm): fused {fused:6.2f} us, awq_gemm + LL "
                    f"{pair:6.2f} us, awq_gemm alone {alone:6.2f} us (graph of 100)")
 

@@ -15,7 +15,7 @@ import torch
 from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_args
 from swiftspec_core.kernels.awq_gemm import (CLUSTERS, SPLITS, awq_gemm, awq_gemm_reference, awq_swiglu,
                                              fuses_swiglu, launch_shape, plan)
-from kernel_checks import assert_rows_bitwise_invariant, replay_on, swiglu_sums
+from kernel_checks import assert_rows_bitwise_invariant, replay_on
 from swiftspec_core.graphs import capture
 from swiftspec_core.kernels.gemm import gemm_reference
 from swiftspec_core.models import awq
@@ -305,8 +305,7 @@ def swiglu_poisoned(x: torch.Tensor, w: awq.TiledAWQWeight) -> torch.Tensor:
 
 @needs_gpu
 @pytest.mark.parametrize("name", list(SWIGLU_LAYERS))
-def test_awq_swiglu_is_bitwise_swiglu_of_its_gemm(name):
-    """SwiGLU of the GEMM sums of the same units in the same order (kernel_checks.swiglu_sums)."""
+def test_awq_swiglu_is_bitwise_swiglu_of_awq_gemm(name):
     from swiftspec_core.kernels.norm import swiglu
 
     w = swiglu_layer(name)
@@ -315,7 +314,7 @@ def test_awq_swiglu_is_bitwise_swiglu_of_its_gemm(name):
     assert fuses_swiglu(n, k, w.group, sms) == (name != "f72")
     for m in (1, 8, 9, 16):
         x = activations(m, k, "cuda", seed=800 + m)
-        check_bitwise(swiglu_poisoned(x, w), swiglu(swiglu_sums(x, w)), f"swiglu {name} [{n}, {k}] M={m} {plan(n, k, w.group, sms)}")
+        check_bitwise(swiglu_poisoned(x, w), swiglu(awq_gemm(x, w)), f"swiglu {name} [{n}, {k}] M={m} {plan(n, k, w.group, sms)}")
     if name in ("70b", "small"):
         assert_rows_bitwise_invariant(f"swiglu {name}", activations(16, k, "cuda", seed=310),
                                       lambda rows: swiglu_poisoned(rows, w),
@@ -343,7 +342,7 @@ def test_awq_swiglu_every_launch_shape_is_bitwise_the_two_kernels():
 @needs_gpu
 @pytest.mark.parametrize("name", ["70b", "small", "f72"])
 def test_awq_swiglu_with_fp16_operands(name):
-    """fp16 x: into bf16, bitwise SwiGLU of its GEMM (swiglu_sums); into fp16 (the next GEMM's x), SwiGLU of
+    """fp16 x: into bf16, bitwise swiglu(awq_gemm(x, w)); into fp16 (the next GEMM's x), SwiGLU of
     the same bf16 GEMM outputs rounded once to fp16 (against torch's silu: within an fp16 ulp)."""
     from swiftspec_core.kernels.awq_gemm import swiglu_operand
     from swiftspec_core.kernels.norm import swiglu
@@ -352,7 +351,7 @@ def test_awq_swiglu_with_fp16_operands(name):
     n, k = w.shape
     for m in (1, 8, 9, 16):
         x = activations(m, k, "cuda", seed=820 + m, dtype=torch.float16)
-        gate_up = swiglu_sums(x, w)
+        gate_up = awq_gemm(x, w)
         check_bitwise(swiglu_poisoned(x, w), swiglu(gate_up), f"swiglu {name} M={m} fp16 x, bf16 out")
         out = torch.full((m, n // 2), float("nan"), dtype=torch.float16, device="cuda")
         assert awq_swiglu(x, w, out=out) is out and not out.isnan().any()

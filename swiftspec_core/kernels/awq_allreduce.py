@@ -31,10 +31,9 @@ def awq_gemm_allreduce_reference(xs: list[torch.Tensor], ws: list[AWQWeight | Ti
 
 def awq_gemm_then_allreduce(x: torch.Tensor, w: TiledAWQWeight, ar: LLAllReduce,
                             out: torch.Tensor | None = None) -> torch.Tensor:
-    """The unfused pair the fused kernel equals bitwise: awq_gemm at plan(clusters=False) (never
-    stream-K), then ar."""
+    """The unfused pair the fused kernel equals bitwise: awq_gemm at plan(clusters=False), then ar."""
     check_operands(x, w, None, out)
-    return ar(run_planned(x, w, None, out, clusters=False, streamk=False))
+    return ar(run_planned(x, w, None, out, clusters=False))
 
 
 class AWQGemmAllReduce(PeerInbox):

@@ -1,11 +1,8 @@
 """Row-invariant GEMM on 4-bit AWQ weights for M <= 16 rows (cuda/awq_gemm.cu, version 5): out = x @ W.T
 + bias, W dequantized inside the kernel from AutoAWQ's tensors in the tiled layout (models/awq.py:
 tile(), which the engine converts its AWQ layers to once, Transformer.use_kernels), bf16 x and out;
-and awq_swiglu, the MLP's gate_up with SwiGLU in the same kernel's epilogue, bitwise SwiGLU of the
-GEMM of the same units in the same order (at plan()'s shape: swiglu(awq_gemm at that shape)).
-Where plan()'s whole-tile blocks leave some SMs a tile more than others (the 70B qkv and gate_up),
-the stream-K kernel (cuda/awq_streamk.cu, prefers_streamk, below) splits the (tile, group) units
-evenly over one block an SM instead, with the same numerics and its own fixed order.
+and awq_swiglu, the MLP's gate_up with SwiGLU in the same kernel's epilogue, bitwise
+swiglu(awq_gemm(x, w_gate_up)).
 
 As gemm.py: every call runs its rows on the tensor cores in the same instructions (16 rows, the
 second 8 only where M > 8, in the r16 kernels; rows 0..7 alike in both), and the launch shape (warps
@@ -210,17 +207,12 @@ def awq_gemm(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None = Non
 
 
 def run_planned(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor | None,
-                clusters: bool = True, norms: tuple = (), streamk: bool = True) -> torch.Tensor:
+                clusters: bool = True, norms: tuple = ()) -> torch.Tensor:
     """awq_gemm on checked operands (awq_norms.awq_gemm_norms: with its epilogue operands, and
-    without clusters where it writes the next norm's sums): the stream-K kernel where
-    prefers_streamk (and `streamk`), else plan()'s shape."""
+    without clusters where it writes the next norm's sums)."""
     if out is None:
         out = torch.empty(x.shape[0], w.n, dtype=torch.bfloat16, device=x.device)
-    sms = _sm_count(x.device.index)
-    if streamk and prefers_streamk(w.n, x.shape[1], w.group, sms):
-        launch_streamk(x, w, bias, out, norms=norms)
-        return out
-    splits, cluster = plan(w.n, x.shape[1], w.group, sms, clusters=clusters)
+    splits, cluster = plan(w.n, x.shape[1], w.group, _sm_count(x.device.index), clusters=clusters)
     launch_shape(x, w, bias, out, splits, cluster, norms=norms)
     return out
 
@@ -242,14 +234,10 @@ def awq_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None = No
 
 
 def run_swiglu(x: torch.Tensor, w: TiledAWQWeight, out: torch.Tensor | None, norms: tuple = ()) -> torch.Tensor:
-    """awq_swiglu on checked operands (awq_norms.awq_swiglu_norms: with its epilogue operands): the
-    stream-K kernel where prefers_streamk, else plan()'s shape."""
+    """awq_swiglu on checked operands (awq_norms.awq_swiglu_norms: with its epilogue operands)."""
     sms = _sm_count(x.device.index)
     if out is None:
         out = torch.empty(x.shape[0], w.n // 2, dtype=x.dtype, device=x.device)
-    if prefers_streamk(w.n, x.shape[1], w.group, sms, swiglu=True):
-        launch_streamk(x, w, None, out, op="awq_swiglu", norms=norms)
-        return out
     if not fuses_swiglu(w.n, x.shape[1], w.group, sms):
         gate_up = run_planned(x, w, None, None, norms=norms)
         if out.dtype == torch.bfloat16:
@@ -293,85 +281,3 @@ def launch_shape(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, 
                # first took more of their blocks than the plan counts (70B o / down at M = 8 in the
                # A/B: 17.5 / 42.2 us without, 18.5 / 51.6 with; NOTES v37, v38).
                pdl=cluster == 1)
-
-
-# Stream-K (cuda/awq_streamk.cu, NOTES v252): one block an SM of STREAMK_SPLITS warps, warp W of T
-# summing the contiguous (tile, group) units [U W / T, U (W + 1) / T), so no SM holds a tile more
-# than another where plan()'s whole-tile blocks cannot spread evenly (the 70B gate_up: 4 blocks on
-# 52 SMs, 3 on the rest). A tile cut across blocks is finished by the block holding its last unit,
-# which adds the earlier blocks' partials in block order: the bits depend on (N, K, G, SMs), not M.
-STREAMK_SPLITS = 20  # AWQ_STREAMK_THREADS / 32 (awq_streamk.cu: 96 registers a lane)
-# Stream-K where plan()'s busiest SM holds at least STREAMK_GAIN times the units of stream-K's.
-STREAMK_GAIN = 1.1
-STREAMK_PIECES = 2 * 32 * 8  # float4's of a block's partial: [halves][32 lanes][8 pieces] (swiglu, M > 8)
-
-
-def streamk_slots(n: int, k: int, group: int, blocks: int, splits: int, swiglu: bool = False) -> int | None:
-    """The boundary slots (tiles a warp leaves within a block) of a stream-K launch of `blocks` blocks
-    of `splits` warps on an [n, k] weight (swiglu: gate_up [2F, k]), or None where the kernel does
-    not take it: fewer units than warps, a warp's units over one tile's groups (it would cross two
-    boundaries), a gate tile without its up tile, offsets past 32 bits. As awq_streamk.cuh counts."""
-    tiles, groups = -(-n // COLUMNS_PER_BLOCK), k // group
-    units, warps = tiles * groups, blocks * splits
-    if (swiglu and n % (2 * COLUMNS_PER_BLOCK)) or units < warps or -(-units // warps) > groups or units >= 2**31:
-        return None
-    starts = [units * b * splits // warps for b in range(blocks + 1)]
-    return max((end - 1) // groups - start // groups for start, end in zip(starts, starts[1:]))
-
-
-def streamk_shared_bytes(m: int, splits: int, slots: int) -> int:
-    """A stream-K block's dynamic shared memory for m rows: its warps' rings and accumulators, then a
-    warp's accumulators again for each boundary slot."""
-    return splits * warp_shared_bytes(m) + slots * (warp_shared_bytes(m) - STAGES * (STAGE_BYTES + META_BYTES))
-
-
-@functools.cache
-def prefers_streamk(n: int, k: int, group: int, sms: int, swiglu: bool = False) -> bool:
-    """Whether the stream-K kernel runs an [n, k] weight (swiglu: its gate_up) on `sms` SMs: it fits
-    (streamk_slots, at 16 rows within an SM's shared memory) and plan()'s busiest SM holds at least
-    STREAMK_GAIN times its units. Decided by the shape and the GPU alone, never by M."""
-    slots = streamk_slots(n, k, group, sms, STREAMK_SPLITS, swiglu)
-    if slots is None or streamk_shared_bytes(MAX_ROWS, STREAMK_SPLITS, slots) + 1024 > SHARED_PER_SM:
-        return False
-    tiles, groups = -(-n // COLUMNS_PER_BLOCK), k // group
-    splits, cluster = plan(n, k, group, sms)
-    tiles_a_block = 2 if swiglu and fuses_swiglu(n, k, group, sms) else 1
-    busiest = -(-(tiles // tiles_a_block * cluster) // sms) * tiles_a_block * -(-groups // cluster)
-    return busiest >= STREAMK_GAIN * -(-tiles * groups // sms)
-
-
-_streamk_buffers: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
-
-
-def streamk_buffers(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per (device, stream), as the attention's merge counters: the blocks' partials (one column
-    block each, STREAMK_PIECES float4's) and their flags, zero between launches (the kernel clears
-    what it reads)."""
-    key = (device.index, torch.cuda.current_stream(device).cuda_stream)
-    if key not in _streamk_buffers:
-        sms = _sm_count(device.index)
-        _streamk_buffers[key] = (torch.empty(sms * STREAMK_PIECES * 4, dtype=torch.float32, device=device),
-                                 torch.zeros(sms, dtype=torch.int32, device=device))
-    return _streamk_buffers[key]
-
-
-def launch_streamk(x: torch.Tensor, w: TiledAWQWeight, bias: torch.Tensor | None, out: torch.Tensor,
-                   op: str = "awq_gemm", norms: tuple = (), blocks: int | None = None,
-                   splits: int = STREAMK_SPLITS) -> None:
-    """The stream-K kernel on checked operands (op awq_gemm or awq_swiglu; norms as launch_shape's),
-    in `blocks` blocks (None: one an SM) of `splits` warps; tests take fewer, to cut tiles across
-    more blocks. ValueError where the kernel does not take the shape (streamk_slots)."""
-    sms = _sm_count(x.device.index)
-    blocks = sms if blocks is None else blocks
-    swiglu = op == "awq_swiglu"
-    slots = streamk_slots(w.n, x.shape[1], w.group, blocks, splits, swiglu)
-    if slots is None or not 1 <= blocks <= sms or not 1 <= splits <= STREAMK_SPLITS:
-        raise ValueError(f"{op}: stream-K does not take [{w.n}, {x.shape[1]}] in groups of {w.group} on "
-                         f"{blocks} blocks of {splits} warps")
-    m = x.shape[0]
-    name = f"awq_streamk_{'swiglu' if swiglu else 'gemm'}{'_f16' if x.dtype == torch.float16 else ''}" \
-           f"_r{8 if m <= 8 else 16}_g{w.group}"
-    partials, flags = streamk_buffers(x.device)
-    with torch.cuda.device(x.device):
-        launch("awq_streamk", name, (blocks,), (32 * splits,), kernel_args(x, w, bias, out, norms) +
-               (ptr(partials), ptr(flags)), shared_mem=streamk_shared_bytes(m, splits, slots))

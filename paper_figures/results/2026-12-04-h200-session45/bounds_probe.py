@@ -4,6 +4,9 @@ stream-K kernel on 128 blocks of 16 warps (the same split) as built and rebuilt 
 registers). o and down of the 70B, M = 8, bf16 x, us a call, median of graph replays, PDL on.
 Random INT4 weights.
 
+It ran with the stream-K kernel, reverted after this session: on main, `git apply
+paper_figures/results/2026-12-04-h200-session45/streamk.patch` first (NOTES v252-v257).
+
     PYTHONPATH=. python3 paper_figures/results/2026-12-04-h200-session45/bounds_probe.py
 """
 import torch

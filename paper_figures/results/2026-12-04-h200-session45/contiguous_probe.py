@@ -4,6 +4,9 @@ built, where warp s of a tile sums groups s, s + S, s + 2S, .. (a block's warps 
 groups [s G / S, (s + 1) G / S) (as each stream-K warp does), and the stream-K kernel; M = 8, us a
 call, median of graph replays, PDL on, weight copies past twice the L2. Random INT4 weights.
 
+It ran with the stream-K kernel, reverted after this session: on main, `git apply
+paper_figures/results/2026-12-04-h200-session45/streamk.patch` first (NOTES v252-v257).
+
     PYTHONPATH=. python3 paper_figures/results/2026-12-04-h200-session45/contiguous_probe.py
 """
 import torch

@@ -4,6 +4,9 @@ each warp a contiguous run of 4 (o) or 14 (down) of its groups (no warp crosses 
 waits on another); and both at their own shapes (plan(): (22, 1) o, (19, 1) down; stream-K 132 x
 20). M = 8, bf16 x, us a call, median of graph replays, PDL on. Random INT4 weights.
 
+It ran with the stream-K kernel, reverted after this session: on main, `git apply
+paper_figures/results/2026-12-04-h200-session45/streamk.patch` first (NOTES v252-v257).
+
     PYTHONPATH=. python3 paper_figures/results/2026-12-04-h200-session45/same_split_probe.py
 """
 import torch

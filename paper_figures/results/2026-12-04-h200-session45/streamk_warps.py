@@ -4,6 +4,9 @@ kernels spill, so M = 8 only) beside plan()'s launch, on the 70B's shapes; us a 
 graph replays, PDL on, weight copies past twice the L2 (as awq_streamk_probe.py). Random INT4
 weights and x.
 
+It ran with the stream-K kernel, reverted after this session: on main, `git apply
+paper_figures/results/2026-12-04-h200-session45/streamk.patch` first (NOTES v252-v257).
+
     PYTHONPATH=. python3 paper_figures/results/2026-12-04-h200-session45/streamk_warps.py
 """
 import torch
