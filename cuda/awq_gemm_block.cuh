@@ -68,8 +68,11 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   static_assert(!kAllReduce || (kCluster == 1 && !kSwiglu), "the all-reduce epilogue takes one block a tile");
   // [warps] rings of [STAGES][1 KB] stages then [STAGES][160 B] meta slots, then [warps][32 lanes]
   // [16 or 32 floats] accumulators; after the loop, a cluster's [halves][32][32] block sums in the
-  // first rings.
-  extern __shared__ __align__(16) unsigned char smem[];
+  // first rings. On a 128-byte line (dynamic shared memory follows the static, here row_scale's 64
+  // bytes): a ring 208 bytes past a line doubled the L2 sectors of every code copy and cost session
+  // 45's stream-K kernel ~25% (NOTES v262, v263); at 64 bytes past one the copies took twice their
+  // ideal shared wavefronts and nothing measurable (v263), so the alignment is a guard.
+  extern __shared__ __align__(128) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int warps = blockDim.x >> 5;
   const int splits = kSwiglu ? warps / 2 : warps;  // warps on one tile: S

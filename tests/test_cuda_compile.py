@@ -1,5 +1,7 @@
 """Every cuda/*.cu compiles for sm_90 with nvcc, as build.py hands it to NVRTC (our headers inlined,
-the same options), and no kernel spills registers to local memory. Runs wherever nvcc is on PATH,
+the same options), no kernel spills registers to local memory, and the AWQ GEMMs' static shared
+memory is whole 128-byte lines (their rings, in the dynamic shared memory after it, start on one:
+awq_gemm_block.cuh). Runs wherever nvcc is on PATH,
 GPU or not (CI has nvcc 13.0), so a compile error shows before a GPU machine is lent; skips otherwise.
 One nvcc call per file; the files are globbed when the tests are collected.
 """
@@ -19,12 +21,21 @@ SOURCES = sorted(path.stem for path in build.CUDA_DIR.glob("*.cu"))
 _PROPERTIES = re.compile(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, "
                          r"(\d+) bytes spill loads")
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_STATIC_SHARED = re.compile(r"(\d+) bytes smem")
+RING_SOURCES = ("awq_gemm", "awq_gemm_allreduce")  # kernels whose cp.async rings start the dynamic shared memory
 
 
 def spills(ptxas_report: str) -> tuple[list[str], dict[str, tuple[int, int]]]:
     """-> (entry functions compiled, {function: (spill store bytes, spill load bytes)})."""
     found = {name: (int(stores), int(loads)) for name, _stack, stores, loads in _PROPERTIES.findall(ptxas_report)}
     return _ENTRY.findall(ptxas_report), found
+
+
+def static_shared(ptxas_report: str) -> dict[str, int]:
+    """-> {entry function: its static shared memory in bytes (0 where ptxas reports none)}."""
+    parts = _ENTRY.split(ptxas_report)  # [before, name, its lines, name, its lines, ...]
+    return {name: int(m.group(1)) if (m := _STATIC_SHARED.search(lines)) else 0
+            for name, lines in zip(parts[1::2], parts[2::2])}
 
 
 def test_spill_report_is_parsed():
@@ -37,6 +48,8 @@ ptxas info    : Function properties for b_c4
     48 bytes stack frame, 44 bytes spill stores, 40 bytes spill loads
 """
     assert spills(report) == (["a", "b_c4"], {"a": (0, 0), "b_c4": (44, 40)})
+    assert static_shared(report + "ptxas info    : Used 74 registers, used 1 barriers, 128 bytes smem\n") == \
+        {"a": 0, "b_c4": 128}
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
@@ -54,6 +67,9 @@ def test_kernel_source_compiles_without_spills(name, tmp_path):
     assert set(entries) <= set(found), f"cuda/{name}.cu: no properties line for {set(entries) - set(found)}:\n{report}"
     spilling = {f: s for f, s in found.items() if s != (0, 0)}
     assert not spilling, f"cuda/{name}.cu spills (function: (store bytes, load bytes)) {spilling}:\n{report}"
+    if name in RING_SOURCES:
+        off_line = {f: b for f, b in static_shared(report).items() if b % 128}
+        assert not off_line, f"cuda/{name}.cu: static shared memory off a 128-byte line (bytes) {off_line}"
 
 
 def test_pdl_launch_config_is_cudas_layout():
