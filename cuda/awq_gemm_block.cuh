@@ -53,6 +53,10 @@ struct Accumulators {
   static __device__ __forceinline__ int piece(int j, int b, int lane) {
     return kPieces == 8 ? (2 * j + b) ^ (lane & 7) : j ^ ((lane >> 1) & 3);
   }
+  // The (j, b) piece p of `lane` holds, as 2 j + b (kTwo) or j (b = 0): piece()'s inverse.
+  static __device__ __forceinline__ int unpiece(int p, int lane) {
+    return kPieces == 8 ? p ^ (lane & 7) : p ^ ((lane >> 1) & 3);
+  }
 };
 
 // One block of a cluster of kCluster; kTwo: x rows 8..15 exist (M > 8); kChunks = G / 32 chunks a
@@ -287,49 +291,78 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
                     kCluster == 1 && !kSwiglu ? norms.next_norm : nullptr, norms.next_x, squares, norms.half_out,
                     norms.next_x_scale};
 
-  // Warp w's accumulators of lane l: its pieces [w][l][Acc::kPieces] of 4 floats, piece (j, b) at
-  // Acc::piece(j, b, l) holding d fragment registers r = 0..3 of tile j, x rows 8b ..
-  float4* partial = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES);
-  auto accumulator = [&](int w, int e) {  // warp w's element e = (8 j + 4 b + r) 32 + l: float r of its piece (j, b)
-    const int l = e & 31, r = (e >> 5) & 3;
-    return reinterpret_cast<const float*>(partial + (w * 32 + l) * Acc::kPieces + Acc::piece(e >> 8, (e >> 7) & 1, l))[r];
-  };
-
-  // The combine, a thread a piece of a lane (half h's tile): the tile's warps 0..S-1 added in order,
-  // element by element, into the first warp's piece. Thread q = 32 (2 j + b, or j) + l: a quarter
-  // warp's 16-byte reads fall in 8 different bank groups (Accumulators' swizzle), where one element
-  // a thread read a warp's 32 floats from 8 banks (4-way conflicts), S times: the epilogue after
-  // the loop took ~1.4 us on the 70B o (NOTES v244, v245). Rows 8..15 only where kTwo (pieces with
-  // b = 1 exist only there).
   constexpr int kHalves = kSwiglu ? 2 : 1;
-  for (int q = threadIdx.x; q < kHalves * 32 * Acc::kPieces; q += blockDim.x) {
-    const int h = q / (32 * Acc::kPieces), l = q & 31, jb = (q >> 5) % Acc::kPieces;  // jb: 2 j + b, or j
-    float4* piece = partial + (h * splits * 32 + l) * Acc::kPieces + Acc::piece(kTwo ? jb >> 1 : jb, kTwo ? jb & 1 : 0, l);
-    float4 sum = piece[0];
-#pragma unroll 3  // by 1, 2, 4 or 8 a g32 r16 awq_swiglu (80 registers) spilled
-    for (int s = 1; s < splits; ++s) {
-      const float4 a = piece[s * 32 * Acc::kPieces];
-      sum.x += a.x, sum.y += a.y, sum.z += a.z, sum.w += a.w;
-    }
-    piece[0] = sum;  // only this thread reads or writes this piece of any warp
-  }
-  __syncthreads();
-
-  // Then one thread per output element of the block (its residual and bias loads all in flight at
-  // once): (kCluster > 1) the cluster's blocks' sums in rank order, the bias, one rounding (of the
-  // gate and up sums each, kSwiglu).
   float* block_sum = reinterpret_cast<float*>(smem);  // [kHalves][1024], in the rings (kCluster > 1)
   bf16* tile_out = reinterpret_cast<bf16*>(smem);  // kAllReduce: the tile as out gets it, [M][64], in the rings
-  for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
-    if (!kTwo && ((e >> 7) & 1)) continue;
-    float v[kHalves];
+  if constexpr (!kTwo) {
+    // M <= 8: the combine and the element pass in one (NOTES v265, v266). Thread i takes float f = i
+    // (+ the block's threads) of a warp's accumulators, [32 lanes][4 pieces][4] floats: lane l's piece
+    // p, float r, which holds element e = (8 j + r) 32 + l, j the piece's (Acc::unpiece). It adds that
+    // float over the tile's warps 0..S-1 in order (the combine by pieces' sums, bit for bit) and runs
+    // the element's epilogue: (kCluster > 1) the sum to block_sum for the cluster's blocks, the bias,
+    // one rounding (of the gate and up sums each, kSwiglu). Consecutive threads read consecutive
+    // floats, and every float has its thread at once (the combine by pieces, below, leaves 5 of 6
+    // threads idle at o and hands its sums to a second pass: 0.62 + 0.58 us of thread 0's time on the
+    // 70B o, v265).
+    constexpr int kWarpFloats = 32 * Acc::kPieces * 4;
+    const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);  // [warps][kWarpFloats]
+    for (int f = threadIdx.x; f < kWarpFloats; f += blockDim.x) {
+      const int l = f / (4 * Acc::kPieces), j = Acc::unpiece((f >> 2) % Acc::kPieces, l), r = f & 3;
+      const int e = ((8 * j + r) << 5) + l;
+      float v[kHalves];
 #pragma unroll
-    for (int h = 0; h < kHalves; ++h) {
-      v[h] = accumulator(h * splits, e);
-      if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
+      for (int h = 0; h < kHalves; ++h) {
+        const float* warp0 = partial + h * splits * kWarpFloats + f;
+        float sum = warp0[0];
+#pragma unroll 4
+        for (int s = 1; s < splits; ++s) sum += warp0[s * kWarpFloats];
+        v[h] = sum;
+        if (kCluster > 1) block_sum[h * 1024 + e] = sum;
+      }
+      if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
+      else if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
     }
-    if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
-    else if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
+  } else {  // M > 8: the combine by pieces, then the element pass (the r16 kernels, at their 80
+    // registers, spilled with the pass above)
+    // Warp w's accumulators of lane l: its pieces [w][l][Acc::kPieces] of 4 floats, piece (j, b) at
+    // Acc::piece(j, b, l) holding d fragment registers r = 0..3 of tile j, x rows 8b ..
+    float4* partial = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES);
+    auto accumulator = [&](int w, int e) {  // warp w's element e = (8 j + 4 b + r) 32 + l: float r of its piece (j, b)
+      const int l = e & 31, r = (e >> 5) & 3;
+      return reinterpret_cast<const float*>(partial + (w * 32 + l) * Acc::kPieces + Acc::piece(e >> 8, (e >> 7) & 1, l))[r];
+    };
+
+    // The combine, a thread a piece of a lane (half h's tile): the tile's warps 0..S-1 added in order,
+    // element by element, into the first warp's piece. Thread q = 32 (2 j + b, or j) + l: a quarter
+    // warp's 16-byte reads fall in 8 different bank groups (Accumulators' swizzle), where one element
+    // a thread read a warp's 32 floats from 8 banks (4-way conflicts), S times: the epilogue after
+    // the loop took ~1.4 us on the 70B o (NOTES v244, v245).
+    for (int q = threadIdx.x; q < kHalves * 32 * Acc::kPieces; q += blockDim.x) {
+      const int h = q / (32 * Acc::kPieces), l = q & 31, jb = (q >> 5) % Acc::kPieces;  // jb: 2 j + b
+      float4* piece = partial + (h * splits * 32 + l) * Acc::kPieces + Acc::piece(jb >> 1, jb & 1, l);
+      float4 sum = piece[0];
+#pragma unroll 3  // by 1, 2, 4 or 8 a g32 r16 awq_swiglu (80 registers) spilled
+      for (int s = 1; s < splits; ++s) {
+        const float4 a = piece[s * 32 * Acc::kPieces];
+        sum.x += a.x, sum.y += a.y, sum.z += a.z, sum.w += a.w;
+      }
+      piece[0] = sum;  // only this thread reads or writes this piece of any warp
+    }
+    __syncthreads();
+
+    // Then one thread per output element of the block (its residual and bias loads all in flight at
+    // once): (kCluster > 1) the cluster's blocks' sums in rank order, the bias, one rounding (of the
+    // gate and up sums each, kSwiglu).
+    for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
+      float v[kHalves];
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h) {
+        v[h] = accumulator(h * splits, e);
+        if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
+      }
+      if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
+      else if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
+    }
   }
   if constexpr (kAllReduce) {
     __syncthreads();  // the whole tile in tile_out
