@@ -44,9 +44,9 @@
 // A warp's accumulators in shared memory, [32 lanes][kPieces float4's] a warp: piece (j, b) holds d
 // fragment registers r = 0..3 of tile j, x rows 8b .. 8b + 7. With rows 8..15 (kTwo) 8 pieces a lane,
 // (j, b) at (2 j + b) ^ (lane % 8); else 4, j at j ^ (lane / 2 % 4): 2 KB a warp less shared
-// memory, with which the driver picks a carveout one step smaller and every 70B GEMM ran 6-10%
-// faster (NOTES v74, v79; why is open: x's L1 hit rate did not change). Either way a quarter
-// warp's 16-byte accesses fall in 8 different 16-byte bank groups.
+// memory, and every 70B GEMM ran 6-10% faster (NOTES v74, v79; why is open: not x's L1 hit rate,
+// nor the smaller carveout the driver then picked, v258). Either way a quarter warp's 16-byte
+// accesses fall in 8 different 16-byte bank groups.
 template <bool kTwo>
 struct Accumulators {
   static constexpr int kPieces = kTwo ? 8 : 4;
@@ -294,16 +294,22 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   constexpr int kHalves = kSwiglu ? 2 : 1;
   float* block_sum = reinterpret_cast<float*>(smem);  // [kHalves][1024], in the rings (kCluster > 1)
   bf16* tile_out = reinterpret_cast<bf16*>(smem);  // kAllReduce: the tile as out gets it, [M][64], in the rings
+  // Element e's epilogue from its sums over the block's warps (of the gate and up halves, kSwiglu),
+  // where the block holds the whole tile (kCluster = 1; the cluster's blocks sum theirs through
+  // block_sum first, each pass writing it as it sums): the bias, one rounding, the stores.
+  auto store_element = [&](const float (&v)[kHalves], int e) {
+    if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
+    else if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
+  };
   if constexpr (!kTwo) {
     // M <= 8: the combine and the element pass in one (NOTES v265, v266). Thread i takes float f = i
     // (+ the block's threads) of a warp's accumulators, [32 lanes][4 pieces][4] floats: lane l's piece
     // p, float r, which holds element e = (8 j + r) 32 + l, j the piece's (Acc::unpiece). It adds that
     // float over the tile's warps 0..S-1 in order (the combine by pieces' sums, bit for bit) and runs
-    // the element's epilogue: (kCluster > 1) the sum to block_sum for the cluster's blocks, the bias,
-    // one rounding (of the gate and up sums each, kSwiglu). Consecutive threads read consecutive
-    // floats, and every float has its thread at once (the combine by pieces, below, leaves 5 of 6
-    // threads idle at o and hands its sums to a second pass: 0.62 + 0.58 us of thread 0's time on the
-    // 70B o, v265).
+    // the element's epilogue: (kCluster > 1) the sum to block_sum, else store_element. Consecutive
+    // threads read consecutive floats, and every float has its thread at once (the combine by pieces,
+    // below, leaves 5 of 6 threads idle at o and hands its sums to a second pass: 0.62 + 0.58 us of
+    // thread 0's time on the 70B o, v265).
     constexpr int kWarpFloats = 32 * Acc::kPieces * 4;
     const float* partial = reinterpret_cast<const float*>(smem + warps * AWQ_RING_BYTES);  // [warps][kWarpFloats]
     for (int f = threadIdx.x; f < kWarpFloats; f += blockDim.x) {
@@ -319,8 +325,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
         v[h] = sum;
         if (kCluster > 1) block_sum[h * 1024 + e] = sum;
       }
-      if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
-      else if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
+      store_element(v, e);
     }
   } else {  // M > 8: the combine by pieces, then the element pass (the r16 kernels, at their 80
     // registers, spilled with the pass above)
@@ -351,8 +356,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
     __syncthreads();
 
     // Then one thread per output element of the block (its residual and bias loads all in flight at
-    // once): (kCluster > 1) the cluster's blocks' sums in rank order, the bias, one rounding (of the
-    // gate and up sums each, kSwiglu).
+    // once): (kCluster > 1) its sums to block_sum, else store_element.
     for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
       float v[kHalves];
 #pragma unroll
@@ -360,8 +364,7 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
         v[h] = accumulator(h * splits, e);
         if (kCluster > 1) block_sum[h * 1024 + e] = v[h];
       }
-      if constexpr (kAllReduce) store_output<false, kF16>(v, e, 0, nullptr, tile_out, M, 64, Epilogue{});
-      else if (kCluster == 1) store_output<kSwiglu, kF16>(v, e, col_block, bias, out, M, N, ep);
+      store_element(v, e);
     }
   }
   if constexpr (kAllReduce) {
