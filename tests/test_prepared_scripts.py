@@ -103,3 +103,16 @@ def test_prepared_calls_name_existing_model_presets():
     names = {name for text in texts for line in logical_lines(text) for name in named.findall(line)}
     assert "llama-3-70b" in names, "the pattern no longer finds the pairs the calls name"
     assert sorted(names - set(PRESETS)) == []
+
+
+def test_prepared_calls_name_existing_paths():
+    """Every paper_figures/ path a call reads (replay recordings, probes, helpers, patches) is in the
+    tree, but for files a patch the call applies adds."""
+    missing = []
+    for script in sorted(FIGURES.glob("*.sh")) + sorted(FIGURES.glob("results/*/next-*.sh")):
+        text = script.read_text()
+        if "patch -p1" in text or "git apply" in text:
+            continue
+        paths = {p for line in logical_lines(text) for p in re.findall(r"paper_figures/[\w./-]*\w", line)}
+        missing += [f"{script.relative_to(FIGURES)}: {p}" for p in sorted(paths) if not (FIGURES.parent / p).exists()]
+    assert missing == []
