@@ -20,6 +20,15 @@ ARRAY = re.compile(r"(\w+)=\((.*?)\)", re.S)  # a bash array of options, "${NAME
 END = re.compile(r"\s(?:\d?>|\|)|;|&&")  # where a command's own words end on its line
 
 
+def prepared_scripts() -> list[Path]:
+    return sorted(FIGURES.glob("*.sh")) + sorted(FIGURES.glob("results/*/next-*.sh"))
+
+
+def applies_a_patch(text: str) -> bool:
+    """The call patches its tree first: files it names may come with the patch."""
+    return "patch -p1" in text or "git apply" in text
+
+
 def cli_options() -> dict[str, set[str]]:
     """Each swiftspec-bench subcommand -> its long options."""
     return {name: {o for p in sub.params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")}
@@ -42,7 +51,7 @@ def unknown_flags(text: str, options: dict[str, set[str]], root: Path = FIGURES.
     'program: --flag'. A script missing from the tree counts as taking nothing, unless the call applies
     a patch (which may add it)."""
     arrays = {name: FLAG.findall(body) for name, body in ARRAY.findall(text)}
-    patched = "patch -p1" in text or "git apply" in text
+    patched = applies_a_patch(text)
     found = []
     for line in logical_lines(text):
         for cli in CLI.finditer(line):
@@ -87,7 +96,7 @@ def test_the_check_finds_a_renamed_flag():
 
 
 def test_prepared_calls_and_run_helpers_name_existing_options():
-    scripts = sorted(FIGURES.glob("*.sh")) + sorted(FIGURES.glob("results/*/next-*.sh"))
+    scripts = prepared_scripts()
     assert len(scripts) > 10, "the glob no longer finds the prepared calls"
     options = cli_options()
     assert {"run", "compare", "kernels"} <= set(options)
@@ -99,7 +108,7 @@ def test_prepared_calls_name_existing_model_presets():
     from swiftspec_core.models.presets import PRESETS
 
     named = re.compile(r"(?:(?:TARGET|DRAFT)=|--(?:target|draft) )([a-z][a-z0-9.-]+)(?![\w/])")
-    texts = [s.read_text() for s in sorted(FIGURES.glob("*.sh")) + sorted(FIGURES.glob("results/*/next-*.sh"))]
+    texts = [s.read_text() for s in prepared_scripts()]
     names = {name for text in texts for line in logical_lines(text) for name in named.findall(line)}
     assert "llama-3-70b" in names, "the pattern no longer finds the pairs the calls name"
     assert sorted(names - set(PRESETS)) == []
@@ -109,9 +118,9 @@ def test_prepared_calls_name_existing_paths():
     """Every paper_figures/ path a call reads (replay recordings, probes, helpers, patches) is in the
     tree, but for files a patch the call applies adds."""
     missing = []
-    for script in sorted(FIGURES.glob("*.sh")) + sorted(FIGURES.glob("results/*/next-*.sh")):
+    for script in prepared_scripts():
         text = script.read_text()
-        if "patch -p1" in text or "git apply" in text:
+        if applies_a_patch(text):
             continue
         paths = {p for line in logical_lines(text) for p in re.findall(r"paper_figures/[\w./-]*\w", line)}
         missing += [f"{script.relative_to(FIGURES)}: {p}" for p in sorted(paths) if not (FIGURES.parent / p).exists()]
