@@ -53,12 +53,17 @@ def unknown_flags(text: str, options: dict[str, set[str]], root: Path = FIGURES.
     arrays = {name: FLAG.findall(body) for name, body in ARRAY.findall(text)}
     patched = applies_a_patch(text)
     found = []
+
+    def to_cli(sub: str, flags: list[str]) -> None:  # flags given to `swiftspec-bench SUB`
+        found.extend(f"swiftspec-bench {sub}: {f}" for f in flags if f not in options.get(sub, ()))
+        if sub not in options:
+            found.append(f"swiftspec-bench {sub}: no such command")
+
     for line in logical_lines(text):
         for cli in CLI.finditer(line):
             sub, rest = cli.group(1), END.split(cli.group(2))[0]
-            flags = FLAG.findall(rest) + [f for name, fl in arrays.items() if f"${{{name}[@]}}" in rest for f in fl]
-            found += [f"swiftspec-bench {sub}: {f}" for f in flags if f not in options.get(sub, ())]
-            found += [f"swiftspec-bench {sub}: no such command"] if sub not in options else []
+            passed_arrays = [f for name, fl in arrays.items() if f"${{{name}[@]}}" in rest for f in fl]
+            to_cli(sub, FLAG.findall(rest) + passed_arrays)
         for script in SCRIPT.finditer(line):
             path, rest = root / script.group(1), END.split(script.group(2))[0]
             if not path.exists() and patched:
@@ -68,11 +73,11 @@ def unknown_flags(text: str, options: dict[str, set[str]], root: Path = FIGURES.
             found += [f"{script.group(1)}: {f}" for f in FLAG.findall(rest) if f not in takes]
             if passed:
                 sub, _, args = passed.strip().partition(" ")
-                found += [f"swiftspec-bench {sub}: {f}" for f in FLAG.findall(args) if f not in options.get(sub, ())]
+                to_cli(sub, FLAG.findall(args))
         steps, extra = HELPER_STEPS.search(line), re.search(r"EXTRA=\"([^\"]*)\"", line)
         run_words = (re.findall(r"\"([^\"]*)\"", steps.group(1)) if steps else []) + ([extra.group(1)] if extra else [])
         for words in run_words:
-            found += [f"swiftspec-bench run: {f}" for f in FLAG.findall(words) if f not in options["run"]]
+            to_cli("run", FLAG.findall(words))
     return found
 
 
