@@ -92,14 +92,18 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   auto stage_of = [&](int n) { return ring_s + (unsigned)(n & (AWQ_STAGES - 1)) * AWQ_STAGE_BYTES; };
   const unsigned meta_s = ring_s + AWQ_STAGES * AWQ_STAGE_BYTES;  // the meta slots, past the stages
 
+  // A lane's constants, through the ring's last stage (no chunk lands there before the loop): values
+  // ptxas would otherwise recompute from the lane index in the loop. At M <= 8 the copies' two first
+  // and the rest after the first copies (NOTES v270); at M > 8 all before them (r16 then spilled).
   LaneConstants c;
-  {
-    LaneConstants* slot = reinterpret_cast<LaneConstants*>(ring) + lane;
+  auto load_lane_constants = [&] {
+    LaneConstants* slot = reinterpret_cast<LaneConstants*>(ring + (AWQ_STAGES - 1) * AWQ_STAGE_BYTES) + lane;
     *slot = lane_constants(lane, M, K);
     __syncwarp();
     c = *slot;
     __syncwarp();
-  }
+  };
+  if constexpr (kTwo) load_lane_constants(); else copy_constants(c, lane);
 
   // This warp's groups split, split + C S, ..: `mine` of them, `chunks` chunks (warp-uniform: the
   // mma's and ldmatrix's run with all 32 lanes). Every chunk step commits one group of copies
@@ -143,14 +147,16 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   // once a group, they hold no registers through the chunk loop.
   using Acc = Accumulators<kTwo>;
   float4* acc = reinterpret_cast<float4*>(smem + warps * AWQ_RING_BYTES) + (warp * 32 + lane) * Acc::kPieces;
-#pragma unroll
-  for (int v = 0; v < Acc::kPieces; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
 
 #pragma unroll
   for (int p = 0; p < AWQ_STAGES - 1; ++p) {  // chunks 0 .. STAGES - 2 into stages 0 .. STAGES - 2
     if (p < chunks) copy_chunk(p % kChunks, p / kChunks, stage_of(p));
     copies_commit();
   }
+  if constexpr (!kTwo) load_lane_constants();
+  // The accumulators zeroed after the copies too (44 KB of stores a block on the 70B o, v261).
+#pragma unroll
+  for (int v = 0; v < Acc::kPieces; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
   // Only now wait for the kernel before this one (it writes x): the copies above read weights, which
   // no kernel writes, so under PDL their DRAM latency overlaps that kernel's last blocks (v5).
   pdl_start();

@@ -39,11 +39,15 @@ struct LaneConstants {
   unsigned x_row8;      // the same for row g + 8
 };
 
+// The two the copies take: at M <= 8 the kernel's first copies go out with these alone (NOTES v270).
+__device__ __forceinline__ void copy_constants(LaneConstants& c, int lane) {
+  c.copy_src = 16u * lane;
+  c.copy_dst = stage_offset(stage_row(lane >> 1), lane & 1);
+}
+
 __device__ __forceinline__ LaneConstants lane_constants(int lane, int M, int K) {
   LaneConstants c;
-  const int row = lane >> 1, half = lane & 1;
-  c.copy_src = 16u * lane;
-  c.copy_dst = stage_offset(stage_row(row), half);
+  copy_constants(c, lane);
   const int matrix = lane >> 3;  // ldmatrix: k pair m = matrix / 2 (+ 2 in the second), half q = matrix % 2
   c.read = stage_offset(8 * (matrix >> 1) + (lane & 7), matrix & 1);
   const int g = lane >> 2, t = lane & 3;
