@@ -33,7 +33,8 @@ def test_a_run_reports_host_time_a_draft_step(tmp_path):
     cmd = [sys.executable, "paper_figures/profile_host.py", str(out), "--functions", "5", "--", "run",
            "--target", "tiny-llama", "--draft", "tiny-llama", "--weights", "random", "--device", "cpu",
            "--dtype", "float32", "--systems", "tree", "--acceptance", f"replay:{REPLAY}", "--tree-bs", "12",
-           "--datasets", "qa", "--limit", "2", "--max-new-tokens", "32", "--out", str(tmp_path / "run")]
+           "--datasets", "gsm8k", "--data-dir", "tests/fixtures", "--limit", "2", "--max-new-tokens", "32",
+           "--out", str(tmp_path / "run")]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT),
                                                                                   "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
