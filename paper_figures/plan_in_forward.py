@@ -1,0 +1,86 @@
+"""An AWQ GEMM's launch shape timed inside the forward, where PDL and the kernels around it count
+(plan_sweep.py times shapes alone). One engine; for each (S, C) of one projection (awq_gemm.plan
+answering it for that weight's (n, k), every other weight at plan()'s own), the forward's graph is
+captured afresh, and the shapes' graphs are replayed in turn, `--rounds` times: median us a forward
+a shape, in the order run (alternated, so a drifting clock moves every shape alike).
+
+    PYTHONPATH=. python3 paper_figures/plan_in_forward.py --op gate_up --shapes 3x1,2x1,1x2 \
+        [--models llama-3-70b] [--width 8] [--context 1000] [--rounds 3]
+
+The first shape is the reference, normally plan()'s. Other shapes sum K's groups in another order,
+so their tokens may differ from plan()'s by a few bf16 ulps: a timing probe, never a runtime
+setting. Random AWQ weights (kernel_bench.build_shard, quant awq), labelled in the output."""
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import torch
+
+from swiftspec_bench.kernel_bench import build_shard, forward_graph, median_us, use_kernels
+from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_args
+from swiftspec_core.kernels import awq_gemm
+from swiftspec_core.models.awq import GROUP
+
+
+def weight_nk(model: str, op: str) -> tuple[int, int]:
+    """(n, k) of the projection `op`'s weight at TP 1 (gate_up: the 2F rows awq_swiglu takes)."""
+    return gemm_shape(shard_args(model, 1), op)[:2]
+
+
+def planned_as(nk: tuple[int, int], shape: tuple[int, int]) -> None:
+    """awq_gemm.plan answers `shape` for a weight of (n, k) = nk, plan()'s own answer for the rest."""
+    own = awq_gemm.plan.__wrapped__ if hasattr(awq_gemm.plan, "__wrapped__") else awq_gemm.plan
+
+    def plan(n, k, group, sms, clusters=True):
+        if (n, k) != nk:
+            return own(n, k, group, sms, clusters)
+        if shape[1] > 1 and not clusters:  # awq_gemm_norms with the next norm: whole tiles a block
+            raise SystemExit(f"error: this weight runs without clusters in the forward; {shape} has C > 1")
+        return shape
+
+    plan.__wrapped__ = own
+    awq_gemm.plan = plan
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="llama-3-70b")
+    parser.add_argument("--op", required=True, choices=sorted(AWQ_PROJECTIONS))
+    parser.add_argument("--shapes", required=True, help="S x C list, the reference first: 3x1,2x1,1x2")
+    parser.add_argument("--width", type=int, default=8)
+    parser.add_argument("--context", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    if any(len(s) != 2 or s[1] not in awq_gemm.CLUSTERS or s[0] not in awq_gemm.SPLITS for s in shapes):
+        parser.error(f"--shapes: S x C with S in 1..{max(awq_gemm.SPLITS)}, C in {awq_gemm.CLUSTERS}")
+    for model in args.models.split(","):
+        nk = weight_nk(model, args.op)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        engine = build_shard(model, 1, args.context + args.width + 1, quant="awq")
+        use_kernels(engine, "ours")
+        graphs = []
+        for shape in shapes:
+            planned_as(nk, shape)
+            graphs.append(forward_graph(engine, args.width, args.context))
+        times = {shape: [] for shape in shapes}
+        for _ in range(args.rounds):
+            for shape, (graph, _) in zip(shapes, graphs):
+                times[shape].append(median_us(graph, 1))
+        own = awq_gemm.plan.__wrapped__
+        print(f"\n{model} (random AWQ weights), {args.op} [n {nk[0]}, k {nk[1]}], plan() "
+              f"{'x'.join(map(str, own(*nk, GROUP, sms)))} on {sms} SMs; width {args.width}, "
+              f"context {args.context}, {args.rounds} rounds of CUDA-graph replays (median of 10 a round)\n")
+        print("| S x C | us a forward (median of rounds) | rounds | vs first |\n|---|---|---|---|")
+        base = statistics.median(times[shapes[0]])
+        for shape in shapes:
+            us = statistics.median(times[shape])
+            print(f"| {shape[0]}x{shape[1]} | {us:.1f} | {' '.join(f'{t:.1f}' for t in times[shape])} "
+                  f"| {us - base:+.1f} |")
+        del graphs, engine
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

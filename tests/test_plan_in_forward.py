@@ -1,0 +1,25 @@
+"""paper_figures/plan_in_forward.py: its plan() answers the asked shape for one weight only, and
+refuses a cluster where the forward launches that weight without clusters (CPU: plan() only)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
+
+import plan_in_forward  # noqa: E402
+from swiftspec_core.kernels import awq_gemm  # noqa: E402
+
+
+def test_planned_as_moves_one_weight_and_stacks_on_plans_own(monkeypatch):
+    monkeypatch.setattr(awq_gemm, "plan", awq_gemm.plan)  # restored after the test
+    gate_up, o = plan_in_forward.weight_nk("llama-3-70b", "gate_up"), plan_in_forward.weight_nk("llama-3-70b", "o")
+    assert gate_up == (57344, 8192) and o == (8192, 8192)
+    own_o = awq_gemm.plan(*o, 128, 132)
+    plan_in_forward.planned_as(gate_up, (1, 2))
+    plan_in_forward.planned_as(gate_up, (2, 1))  # a second shape replaces the first, not wraps it
+    assert awq_gemm.plan(*gate_up, 128, 132) == (2, 1) and awq_gemm.plan(*o, 128, 132) == own_o
+    assert awq_gemm.fuses_swiglu(*gate_up, 128, 132)  # awq_swiglu reads the module's plan
+    plan_in_forward.planned_as(o, (4, 2))
+    with pytest.raises(SystemExit, match="^error: .* without clusters"):
+        awq_gemm.plan(*o, 128, 132, clusters=False)
