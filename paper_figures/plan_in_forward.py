@@ -17,10 +17,12 @@ import statistics
 
 import torch
 
-from swiftspec_bench.kernel_bench import build_shard, forward_graph, median_us, use_kernels
+from swiftspec_bench.kernel_bench import REPLAYS, build_shard, forward_graph, median_us, use_kernels
 from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_args
 from swiftspec_core.kernels import awq_gemm
 from swiftspec_core.models.awq import GROUP
+
+PLAN = awq_gemm.plan  # plan()'s own, before planned_as replaces the module's
 
 
 def weight_nk(model: str, op: str) -> tuple[int, int]:
@@ -30,16 +32,13 @@ def weight_nk(model: str, op: str) -> tuple[int, int]:
 
 def planned_as(nk: tuple[int, int], shape: tuple[int, int]) -> None:
     """awq_gemm.plan answers `shape` for a weight of (n, k) = nk, plan()'s own answer for the rest."""
-    own = awq_gemm.plan.__wrapped__ if hasattr(awq_gemm.plan, "__wrapped__") else awq_gemm.plan
-
     def plan(n, k, group, sms, clusters=True):
         if (n, k) != nk:
-            return own(n, k, group, sms, clusters)
+            return PLAN(n, k, group, sms, clusters)
         if shape[1] > 1 and not clusters:  # awq_gemm_norms with the next norm: whole tiles a block
             raise SystemExit(f"error: this weight runs without clusters in the forward; {shape} has C > 1")
         return shape
 
-    plan.__wrapped__ = own
     awq_gemm.plan = plan
 
 
@@ -68,10 +67,9 @@ def main() -> None:
         for _ in range(args.rounds):
             for shape, (graph, _) in zip(shapes, graphs):
                 times[shape].append(median_us(graph, 1))
-        own = awq_gemm.plan.__wrapped__
         print(f"\n{model} (random AWQ weights), {args.op} [n {nk[0]}, k {nk[1]}], plan() "
-              f"{'x'.join(map(str, own(*nk, GROUP, sms)))} on {sms} SMs; width {args.width}, "
-              f"context {args.context}, {args.rounds} rounds of CUDA-graph replays (median of 10 a round)\n")
+              f"{'x'.join(map(str, PLAN(*nk, GROUP, sms)))} on {sms} SMs; width {args.width}, "
+              f"context {args.context}, {args.rounds} rounds of CUDA-graph replays (median of {REPLAYS} a round)\n")
         print("| S x C | us a forward (median of rounds) | rounds | vs first |\n|---|---|---|---|")
         base = statistics.median(times[shapes[0]])
         for shape in shapes:
