@@ -18,11 +18,14 @@ import statistics
 import torch
 
 from swiftspec_bench.kernel_bench import REPLAYS, build_shard, forward_graph, median_us, use_kernels
-from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, gemm_shape, shard_args
+from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, ROW_PARALLEL, gemm_shape, shard_args
 from swiftspec_core.kernels import awq_gemm
 from swiftspec_core.models.awq import GROUP
 
 PLAN = awq_gemm.plan  # plan()'s own, before planned_as replaces the module's
+# At TP 1 the row-parallel projections' GEMMs carry the residual and the next RMSNorm
+# (awq_norms.awq_gemm_norms plans them with clusters=False: a block stores whole tiles).
+WITHOUT_CLUSTERS = ROW_PARALLEL
 
 
 def weight_nk(model: str, op: str) -> tuple[int, int]:
@@ -35,8 +38,8 @@ def planned_as(nk: tuple[int, int], shape: tuple[int, int]) -> None:
     def plan(n, k, group, sms, clusters=True):
         if (n, k) != nk:
             return PLAN(n, k, group, sms, clusters)
-        if shape[1] > 1 and not clusters:  # awq_gemm_norms with the next norm: whole tiles a block
-            raise SystemExit(f"error: this weight runs without clusters in the forward; {shape} has C > 1")
+        if shape[1] > 1 and not clusters:  # main() refuses this before any engine is built
+            raise ValueError(f"{shape} has C > 1 for a weight the forward runs without clusters")
         return shape
 
     awq_gemm.plan = plan
@@ -54,6 +57,9 @@ def main() -> None:
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     if any(len(s) != 2 or s[1] not in awq_gemm.CLUSTERS or s[0] not in awq_gemm.SPLITS for s in shapes):
         parser.error(f"--shapes: S x C with S in 1..{max(awq_gemm.SPLITS)}, C in {awq_gemm.CLUSTERS}")
+    if args.op in WITHOUT_CLUSTERS and any(c > 1 for _, c in shapes):
+        parser.error(f"--shapes: {args.op} runs without clusters in the forward (its GEMM carries the residual "
+                     "and the next norm): C must be 1")
     for model in args.models.split(","):
         nk = weight_nk(model, args.op)
         sms = torch.cuda.get_device_properties(0).multi_processor_count

@@ -1,11 +1,14 @@
 """paper_figures/plan_in_forward.py: its plan() answers the asked shape for one weight only, and
-refuses a cluster where the forward launches that weight without clusters (CPU: plan() only)."""
+refuses a cluster where the forward launches that weight without clusters (CPU)."""
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
+SCRIPT = Path(__file__).resolve().parents[1] / "paper_figures" / "plan_in_forward.py"
 
 import plan_in_forward  # noqa: E402
 from swiftspec_core.kernels import awq_gemm  # noqa: E402
@@ -21,5 +24,15 @@ def test_planned_as_moves_one_weight_and_stacks_on_plans_own(monkeypatch):
     assert awq_gemm.plan(*gate_up, 128, 132) == (2, 1) and awq_gemm.plan(*o, 128, 132) == own_o
     assert awq_gemm.fuses_swiglu(*gate_up, 128, 132)  # awq_swiglu reads the module's plan
     plan_in_forward.planned_as(o, (4, 2))
-    with pytest.raises(SystemExit, match="^error: .* without clusters"):
+    with pytest.raises(ValueError, match="without clusters"):
         awq_gemm.plan(*o, 128, 132, clusters=False)
+
+
+@pytest.mark.parametrize("op", ["o", "down"])
+def test_a_cluster_for_a_weight_without_clusters_is_refused_before_anything_runs(op):
+    """One `error:` line, exit 2, from the arguments alone (no GPU here: nothing was built)."""
+    run = subprocess.run([sys.executable, str(SCRIPT), "--op", op, "--shapes", "16x1,8x2"], capture_output=True,
+                         text=True, cwd=SCRIPT.parents[1], env={**os.environ, "PYTHONPATH": str(SCRIPT.parents[1])})
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().splitlines()[-1].endswith(f"error: --shapes: {op} runs without clusters in the forward "
+                                                       "(its GEMM carries the residual and the next norm): C must be 1")
