@@ -1,36 +1,53 @@
 #!/usr/bin/env bash
 # A change to the AWQ kernels A/B on one H200, as one device call (sessions 46 and 49 ran it by hand
 # three times): the commit as is (base, copied to a temporary folder) against the commit with PATCH applied
-# (new, in the device's working tree). No carry.
+# (new, in the device's working tree), and against each further patch (new2, new3, ..: each applied
+# to its own copy of the commit). No carry.
 #
-#   SWIFTSPEC_COMMIT=<hash> bash paper_figures/awq_ab.sh OUT PATCH
+#   SWIFTSPEC_COMMIT=<hash> bash paper_figures/awq_ab.sh OUT PATCH [PATCH ...]
 #
-# 1. awq_output_hash.py in both trees (fingerprints equal: the same arithmetic, bit for bit).
-# 2. The 70B AWQ forward (profile_forward.py), new / base alternated: two pairs, a third in time.
-# 3. The AWQ GPU tests on new. 4. awq_fp16_probe.py (o, qkv, down at M = 1, 8, 16) in both, in time.
-# Prints one line a step; OUT gets every log. A patch made from two commits: git diff BASE NEW -- cuda.
+# 1. awq_output_hash.py on every side (fingerprints equal to base's: the same arithmetic, bit for bit).
+# 2. The 70B AWQ forward (profile_forward.py), the sides alternated: two rounds, a third in time.
+# 3. The AWQ GPU tests on every patched side. 4. awq_fp16_probe.py (o, qkv, down at M = 1, 8, 16) on
+#    every side, in time. Prints one line a step; OUT gets every log. A patch made from two commits:
+#    git diff BASE NEW -- cuda.
 set -uo pipefail
-if [ $# -ne 2 ] || [ ! -f "$2" ]; then echo "error: usage: awq_ab.sh OUT PATCH (PATCH a file; got: $*)"; exit 2; fi
+if [ $# -lt 2 ]; then echo "error: usage: awq_ab.sh OUT PATCH [PATCH ...] (got: $*)"; exit 2; fi
+for p in "${@:2}"; do
+  if [ ! -f "$p" ]; then echo "error: usage: awq_ab.sh OUT PATCH [PATCH ...] (not a file: $p)"; exit 2; fi
+done
 if [ -z "${SWIFTSPEC_COMMIT:-}" ]; then echo "error: export SWIFTSPEC_COMMIT (the device's copy has no .git)"; exit 2; fi
-OUT=$1; PATCH=$(realpath "$2")
+OUT=$1; shift
+PATCHES=(); for p in "$@"; do PATCHES+=("$(realpath "$p")"); done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-START=$(date +%s); mkdir -p "$OUT"; OUT=$(realpath "$OUT")  # absolute: the base side runs elsewhere
+START=$(date +%s); mkdir -p "$OUT"; OUT=$(realpath "$OUT")  # absolute: the other sides run elsewhere
 elapsed() { echo $(( $(date +%s) - START )); }
-if ! patch -p1 --dry-run < "$PATCH" > "$OUT/patch.log" 2>&1; then
-  echo "error: $(basename "$PATCH") does not apply to this tree ($OUT/patch.log)"; exit 2
-fi
+for p in "${PATCHES[@]}"; do
+  if ! patch -p1 --dry-run < "$p" > "$OUT/patch.log" 2>&1; then
+    echo "error: $(basename "$p") does not apply to this tree ($OUT/patch.log)"; exit 2
+  fi
+done
 python3 -m pip install -q --no-deps -e . > /dev/null 2>&1
-B=$(mktemp -d)/base; trap 'rm -rf "$(dirname "$B")"' EXIT; mkdir -p $B/paper_figures
-cp -r cuda swiftspec_core swiftspec_bench pyproject.toml $B/ && cp paper_figures/*.py $B/paper_figures/
-patch -p1 -s < "$PATCH"  # new: the device's working tree
-{ echo "commit $SWIFTSPEC_COMMIT + $(basename "$PATCH") (base: the commit as is), $(date -u +%FT%TZ)"
+COPIES=$(mktemp -d); trap 'rm -rf "$COPIES"' EXIT
+SIDES=(new); NAMES="$(basename "${PATCHES[0]}")"
+for side in base $(seq -f "new%g" 2 ${#PATCHES[@]}); do  # base, then new2 ..: copies of the commit as is
+  mkdir -p $COPIES/$side/paper_figures
+  cp -r cuda swiftspec_core swiftspec_bench tests pyproject.toml $COPIES/$side/ && cp paper_figures/*.py $COPIES/$side/paper_figures/
+done
+for k in $(seq 2 ${#PATCHES[@]}); do
+  (cd $COPIES/new$k && patch -p1 -s < "${PATCHES[$((k - 1))]}"); SIDES+=(new$k); NAMES+=", new$k: $(basename "${PATCHES[$((k - 1))]}")"
+done
+patch -p1 -s < "${PATCHES[0]}"  # new: the device's working tree
+{ echo "commit $SWIFTSPEC_COMMIT + $NAMES (base: the commit as is), $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,clocks.max.sm --format=csv; } > "$OUT/env.log" 2>&1
-tree() { [ "$1" = base ] && echo $B || echo .; }  # tree NAME: where that side's code is
-for t in new base; do
+tree() { [ "$1" = new ] && echo . || echo $COPIES/$1; }  # tree SIDE: where that side's code is
+for t in "${SIDES[@]}" base; do
   (cd "$(tree $t)" && PYTHONPATH=. timeout -k 5 90 python3 paper_figures/awq_output_hash.py > "$OUT/hashes-$t.json" 2> "$OUT/hashes-$t.log")
 done
-if cmp -s "$OUT/hashes-base.json" "$OUT/hashes-new.json"; then echo "fingerprints: all $(grep -c '": "' "$OUT/hashes-new.json") equal ($(elapsed) s)"
-else echo "fingerprints DIFFER ($(elapsed) s):"; diff "$OUT/hashes-base.json" "$OUT/hashes-new.json" | head; fi
+for t in "${SIDES[@]}"; do
+  if cmp -s "$OUT/hashes-base.json" "$OUT/hashes-$t.json"; then echo "fingerprints $t: all $(grep -c '": "' "$OUT/hashes-$t.json") equal ($(elapsed) s)"
+  else echo "fingerprints $t DIFFER ($(elapsed) s):"; diff "$OUT/hashes-base.json" "$OUT/hashes-$t.json" | head; fi
+done
 profile() {  # profile SIDE RUN: the 70B AWQ forward on that side's code
   (cd "$(tree $1)" && PYTHONPATH=. timeout -k 5 60 python3 paper_figures/profile_forward.py \
       --models llama-3-70b --quant awq --csv "$OUT/profile-$1-$2.csv" > "$OUT/profile-$1-$2.md" 2> "$OUT/profile-$1-$2.log")
@@ -39,13 +56,15 @@ profile() {  # profile SIDE RUN: the 70B AWQ forward on that side's code
 }
 for run in a b c; do
   [ $run = c ] && [ "$(elapsed)" -ge 330 ] && break
-  profile new $run; profile base $run
+  for t in "${SIDES[@]}" base; do profile $t $run; done
 done
-timeout -k 5 120 python3 -m pytest -q -rfE -p no:cacheprovider tests/test_kernel_awq_gemm.py tests/test_awq_norms.py \
-    tests/test_kernel_awq_allreduce.py tests/test_fused_forward.py > "$OUT/awq-tests.log" 2>&1
-echo "awq tests: exit $? $(tail -1 "$OUT/awq-tests.log") ($(elapsed) s)"
-grep -E "^(FAILED|ERROR)" "$OUT/awq-tests.log" | head -8
-for t in new base; do
+for t in "${SIDES[@]}"; do
+  (cd "$(tree $t)" && PYTHONPATH=. timeout -k 5 120 python3 -m pytest -q -rfE -p no:cacheprovider tests/test_kernel_awq_gemm.py \
+      tests/test_awq_norms.py tests/test_kernel_awq_allreduce.py tests/test_fused_forward.py > "$OUT/awq-tests-$t.log" 2>&1)
+  echo "awq tests $t: exit $? $(tail -1 "$OUT/awq-tests-$t.log") ($(elapsed) s)"
+  grep -E "^(FAILED|ERROR)" "$OUT/awq-tests-$t.log" | head -8
+done
+for t in "${SIDES[@]}" base; do
   [ "$(elapsed)" -lt 470 ] || break
   (cd "$(tree $t)" && PYTHONPATH=. timeout -k 5 60 python3 paper_figures/awq_fp16_probe.py --out "$OUT/probe-$t" \
       --ops o,qkv,down > "$OUT/probe-$t.log" 2>&1)
