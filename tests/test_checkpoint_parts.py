@@ -6,6 +6,7 @@ a part, not the model; a CLI run over TP 2 lossless. A damaged checkpoint: test_
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -191,8 +192,11 @@ print(before, rss_kb("VmHWM"), sum(t.nbytes for t in engine.state_dict().values(
 def test_a_rank_peaks_at_its_shard_and_a_part(tmp_path, bin_files):
     """A TP 2 rank of a ~135 MB checkpoint (8 layers of 17 MB; one model.safetensors or one
     pytorch_model.bin, whose check maps it and reads no weight) keeps its ~68 MB shard. Read part by
-    part it peaks at that plus about two layers (a part read and its copy); the whole way held the
-    whole model beside it (~+210 MB: measured too, so the bound can fail)."""
+    part it peaks at that plus a part read and its copy (~26 MB here); the whole way held the whole
+    model beside it (~+206 MB: measured too, so the bound can fail).
+    The ranks run with glibc's mmap threshold fixed: left dynamic, it rises after the first large free,
+    later parts come from the heap and stay mapped, and the same run peaked 97-115 MB above its
+    baseline from run to run (once 123 MB, over this bound, in CI); fixed, 94.0-94.1 MB in 8 of 8."""
     from transformers import AutoConfig
 
     config = AutoConfig.for_model("llama", hidden_size=512, intermediate_size=2048, num_hidden_layers=8,
@@ -207,11 +211,12 @@ def test_a_rank_peaks_at_its_shard_and_a_part(tmp_path, bin_files):
     growth = {}
     for way in ("parts", "whole"):
         out = subprocess.run([sys.executable, "-c", _RANK_PEAK, str(tmp_path), way], capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parents[1], check=True).stdout
+                             cwd=Path(__file__).resolve().parents[1], check=True,
+                             env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(128 << 10)}).stdout
         before, peak, shard_kb = map(int, out.split()[-3:])
         growth[way] = peak - before
     assert shard_kb < weight_kb * 0.55
-    bound = shard_kb + weight_kb * 0.4
+    bound = shard_kb + weight_kb * 0.3
     assert growth["parts"] < bound < growth["whole"], (growth, shard_kb, weight_kb)
 
 
