@@ -4,6 +4,7 @@ and, the last block of a (kv head, query group), merges (thread 0's first output
 the chunks, its store), from timers its thread 0 reads.
 
     PYTHONPATH=. python3 paper_figures/attention_trace.py [--models llama-3-8b,llama-3.2-1b] [--m 8] [--context 1000]
+                                                          [--no-append] [--cold]
 
 The runtime's kernel is not touched: this script inlines cuda/attention.cu as build.py does, adds
 the timer reads at fixed lines of it (asserting each line is there), compiles that copy with
@@ -71,7 +72,9 @@ def instrumented_source() -> str:
     return "__device__ unsigned long long attn_trace[65536 * %d];\n" % SLOTS + s  # before every use
 
 
-def trace(model: str, m: int, context: int, append: bool = True) -> None:
+def trace(model: str, m: int, context: int, append: bool = True, cold: bool = False) -> None:
+    """cold: the L2 cache emptied of the call's buffers before the traced call (a buffer of twice its
+    size read through it), as a forward's layer finds them after ~40 MB of weights went by."""
     import cupy
 
     a = shard_args(model, 1)
@@ -93,11 +96,16 @@ def trace(model: str, m: int, context: int, append: bool = True) -> None:
     fn.max_dynamic_shared_size_bytes = smem
     stream = torch.cuda.current_stream().cuda_stream
     n_blocks = grid[0] * grid[1] * grid[2]
+    # twice the L2 cache, written now so that its dirty lines are gone by the traced call
+    scratch = torch.ones(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32,
+                         device="cuda") if cold else None
     timers = cupy.ndarray((n_blocks * SLOTS,), dtype=cupy.uint64, memptr=module.get_global("attn_trace"))
     for i in range(5):  # warm; the last call's timers are read (the append writes the same rows each time)
         if i == 4:  # which blocks merge changes from call to call: no stamp of an earlier call stays
             torch.cuda.synchronize()
             timers.fill(0)
+            if cold:  # clean lines of another buffer in their place, as weights read leave them
+                scratch.max()
             cupy.cuda.runtime.deviceSynchronize()
         launch_ex(fn.kernel.ptr, grid, (attn.THREADS,), args, smem, stream, pdl=False)
     torch.cuda.synchronize()
@@ -118,7 +126,8 @@ def trace(model: str, m: int, context: int, append: bool = True) -> None:
         with an output to merge (with two mergers the second may have none: NOTES, call 1 of session 21)."""
         return (g[:, p] > 0) & (merger if p >= MERGING else True)
 
-    print(f"\n{model}: M = {m}, context {context}, span {span}, append {'inside' if append else 'apart'}, grid {grid} "
+    print(f"\n{model}: M = {m}, context {context}, span {span}, append {'inside' if append else 'apart'}, "
+          f"L2 {'emptied first' if cold else 'warm'}, grid {grid} "
           f"({n_blocks} blocks on {len(set(sm))} SMs), "
           f"{int(merger.sum())} merging; {ns_per_cycle:.3f} ns a clock64 tick; output bitwise as the runtime's")
     print("\n| phase | first us | median us | last us | last chunk's blocks, median us |\n|---|---|---|---|---|")
@@ -147,9 +156,11 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--no-append", action="store_true", help="the kernel without the cache append inside "
                         "(the forward runs it with: the default)")
+    parser.add_argument("--cold", action="store_true", help="empty the L2 cache before the traced call (a "
+                        "forward's layer finds its caches, partials and counters there after its weights went by)")
     args = parser.parse_args()
     for model in args.models.split(","):
-        trace(model, args.m, args.context, append=not args.no_append)
+        trace(model, args.m, args.context, append=not args.no_append, cold=args.cold)
 
 
 if __name__ == "__main__":
