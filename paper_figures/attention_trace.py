@@ -34,15 +34,18 @@ from swiftspec_core.models.rope import rope_tables
 # thread 0 in each it takes (the last one's stamp stays: at M = 8 a warp takes one item, a merging
 # thread one output).
 PHASES = ("start", "staged", "q roped", "scores", "softmax", "values", "items done", "ticket", "merge start",
-          "merge summed", "merge done")
+          "merge max", "merge summed", "merge done")
 MERGED, TICKET, MERGING = PHASES.index("merge done"), PHASES.index("ticket"), PHASES.index("merge start")
 SLOTS = 2 * len(PHASES) + 2  # per block: a globaltimer and a clock64 a phase, whether it merged, its SM
 BLOCK_ID = "const long long b_ = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); "
 
 
-def stamp(phase: int) -> str:
-    return ("  if (threadIdx.x == 0) { unsigned long long g_, c_; asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(g_)); "
-            f"c_ = clock64(); {BLOCK_ID}attn_trace[b_ * {SLOTS} + {2 * phase}] = g_; "
+def stamp(phase: int, fenced: bool = False) -> str:
+    """Thread 0's two timers into the phase's slots. fenced: the timer read is a compiler barrier for
+    memory accesses (a "memory" clobber), so loads written before it are issued before it."""
+    clobber = ' : : "memory"' if fenced else ""
+    return ("  if (threadIdx.x == 0) { unsigned long long g_, c_; asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(g_)"
+            f"{clobber}); c_ = clock64(); {BLOCK_ID}attn_trace[b_ * {SLOTS} + {2 * phase}] = g_; "
             f"attn_trace[b_ * {SLOTS} + {2 * phase + 1}] = c_; }}\n")
 
 
@@ -62,6 +65,9 @@ def instrumented_source() -> str:
         ("  // Who merges (attention_merge.cuh's merge_role).", stamp(P("items done")), ""),
         ("  if (!is_last) return;", stamp(TICKET) + merged, ""),
         ("    float m = NEG_INF, l = 0.f;\n", stamp(P("merge start")), ""),
+        # after the batch's max, the first use of its chunks' (max, sum) loads: every load of the
+        # batch issued before it (none moves past a fenced timer read), the (max, sum) ones landed
+        ("      const float keep = exp2f(m - m_new);", stamp(P("merge max"), fenced=True), ""),
         ("    uint4 packed;\n", stamp(P("merge summed")), ""),
         ("    *reinterpret_cast<uint4 *>(out + (long long)t * H * HD + (long long)h * HD + d) = packed;\n  }\n",
          "", stamp(MERGED)),

@@ -1,0 +1,29 @@
+"""paper_figures/attention_trace.py (CPU): every phase it reports is stamped exactly once in its
+instrumented copy of cuda/attention.cu (an anchor line that changed fails here, not on the device),
+and that copy compiles."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
+
+import attention_trace  # noqa: E402
+from swiftspec_core.kernels import build  # noqa: E402
+
+
+def test_every_phase_is_stamped_once():
+    text = attention_trace.instrumented_source()
+    for p, name in enumerate(attention_trace.PHASES):
+        assert text.count(f"attn_trace[b_ * {attention_trace.SLOTS} + {2 * p}] = g_;") == 1, name
+    assert text.count('"=l"(g_) : : "memory")') == 1  # the one fenced timer read: the merge's max
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_instrumented_copy_compiles(tmp_path):
+    source, cubin = tmp_path / "attention.cu", tmp_path / "attention.cubin"
+    source.write_text(attention_trace.instrumented_source())
+    done = subprocess.run(build.nvcc_command(str(source), str(cubin)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
