@@ -19,7 +19,7 @@ done
 if [ -z "${SWIFTSPEC_COMMIT:-}" ]; then echo "error: export SWIFTSPEC_COMMIT (the device's copy has no .git)"; exit 2; fi
 OUT=$1; shift
 PATCHES=(); for p in "$@"; do PATCHES+=("$(realpath "$p")"); done
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 START=$(date +%s); mkdir -p "$OUT"; OUT=$(realpath "$OUT")  # absolute: the other sides run elsewhere
 elapsed() { echo $(( $(date +%s) - START )); }
 for p in "${PATCHES[@]}"; do

@@ -9,7 +9,7 @@
 # lossless.tgz (the run folders). BUDGET_S bounds the pass (default 420 s).
 set -uo pipefail
 OUT=${1:?usage: gpu_check.sh OUT}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 mkdir -p "$OUT"
 {
   echo "commit ${SWIFTSPEC_COMMIT:-unknown}, $(date -u +%FT%TZ)"

@@ -13,7 +13,7 @@ set -uo pipefail
 OUT=${1:?usage: gpu_test_files.sh OUT [DEADLINE_S] [FILE ...]}
 DEADLINE=$(( $(date +%s) + ${2:-540} ))
 shift $(( $# < 2 ? $# : 2 ))
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 FILES=("$@")
 if [ ${#FILES[@]} = 0 ]; then
   mapfile -t FILES < <(echo tests/test_gpu.py; grep -l cuda tests/test_*.py | grep -v "^tests/test_gpu.py$")

@@ -36,7 +36,7 @@ DEVICE=${DEVICE:-cuda}
 DTYPE=${DTYPE:-$([ "$DEVICE" = cuda ] && echo bfloat16 || echo float32)}
 NOISE=${NOISE:-0.01}
 DEADLINE=$(( $(date +%s) + ${BUDGET_S:-450} ))
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 mkdir -p "$OUT"
 
 if [ "$DEVICE" = cuda ]; then

@@ -20,7 +20,7 @@
 set -uo pipefail
 RUN=${1:?run dir}
 DEADLINE=$(( $(date +%s) + ${2:-560} ))
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 COMMON=(--target "${TARGET:-llama-3-8b}" --draft "${DRAFT:-llama-3.2-1b}" --weights random --device cuda
         --dtype bfloat16 --acceptance "replay:${REPLAY:-paper_figures/results/cpu-qwen-pair}" --datasets all
         --max-new-tokens 256 --tree-bs "${TREE_BS:-8}" --tree-w 8 --chain-k 7 --data-dir "${DATA_DIR:-.data/eagle}"

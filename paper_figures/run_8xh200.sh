@@ -26,7 +26,7 @@ set -uo pipefail
 ROOT=${1:?run root}
 DEADLINE=$(( $(date +%s) + ${2:-3000} ))
 LIMIT=${3:-20}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 PAIRS=("llama-3-70b llama-3.2-3b 4+4 awq" "qwen2-72b qwen2-1.5b 4+4 awq" "deepseek-coder-33b deepseek-coder-1.3b 6+2 none"
        "r1-distill-qwen-32b r1-distill-qwen-1.5b 6+2 none" "r1-distill-llama-70b r1-distill-llama-8b 4+4 awq")
 # The real pair's recordings with grafting (tree, swiftspec at d = 2..8; the CLI grafts by default),

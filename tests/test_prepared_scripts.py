@@ -130,3 +130,17 @@ def test_prepared_calls_name_existing_paths():
         paths = {p for line in logical_lines(text) for p in re.findall(r"paper_figures/[\w./-]*\w", line)}
         missing += [f"{script.relative_to(FIGURES)}: {p}" for p in sorted(paths) if not (FIGURES.parent / p).exists()]
     assert missing == []
+
+
+def test_the_run_helpers_take_the_machines_rules_from_one_file():
+    """paper_figures/device_env.sh exports comm/nccl.py's SAFE_ENV (NVLink multicast off), and every
+    run helper sources it rather than writing those variables again."""
+    from swiftspec_core.comm.nccl import SAFE_ENV
+
+    exported = dict(re.findall(r"(\w+)=(\S+)", re.search(r"^export (.*)$", (FIGURES / "device_env.sh").read_text(),
+                                                           re.M).group(1)))
+    assert {k: v for k, v in exported.items() if k in SAFE_ENV} == SAFE_ENV
+    writers = [s.name for s in FIGURES.glob("*.sh") if s.name != "device_env.sh" and "NCCL_NVLS_ENABLE" in s.read_text()]
+    assert writers == []
+    sourcing = [s.name for s in FIGURES.glob("*.sh") if "device_env.sh" in s.read_text()]
+    assert {"awq_ab.sh", "gpu_test_files.sh", "run_2xh200.sh", "lossless_gpu.sh"} <= set(sourcing)

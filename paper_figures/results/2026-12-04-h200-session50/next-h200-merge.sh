@@ -3,7 +3,7 @@
 # attention_trace.py with the merge split at its max (the stamp "merge max": every load of the batch
 # issued, the chunks' (max, sum) landed), 70B and 8B, M = 8, context 1000: L2 emptied first, then warm.
 set -u
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+source paper_figures/device_env.sh
 export SWIFTSPEC_COMMIT=${SWIFTSPEC_COMMIT:?export the commit}
 python3 -m pip install -q --no-deps -e . > /dev/null 2>&1
 O=$OUT/merge; mkdir -p $O; START=$(date +%s)
