@@ -23,7 +23,7 @@ import statistics
 import numpy as np
 import torch
 
-from swiftspec_bench.kernel_ops import chain_block, randn
+from swiftspec_bench.kernel_ops import chain_block, l2_bytes, randn
 from swiftspec_bench.kernel_shapes import shard_args
 from swiftspec_core.graphs import spans
 from swiftspec_core.kernels import attention as attn
@@ -103,8 +103,7 @@ def trace(model: str, m: int, context: int, append: bool = True, cold: bool = Fa
     stream = torch.cuda.current_stream().cuda_stream
     n_blocks = grid[0] * grid[1] * grid[2]
     # twice the L2 cache, written now so that its dirty lines are gone by the traced call
-    scratch = torch.ones(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32,
-                         device="cuda") if cold else None
+    scratch = torch.ones(2 * l2_bytes() // 4, dtype=torch.int32, device="cuda") if cold else None
     timers = cupy.ndarray((n_blocks * SLOTS,), dtype=cupy.uint64, memptr=module.get_global("attn_trace"))
     for i in range(5):  # warm; the last call's timers are read (the append writes the same rows each time)
         if i == 4:  # which blocks merge changes from call to call: no stamp of an earlier call stays

@@ -27,10 +27,14 @@ class Skipped(Exception):
     """A case that cannot run here; str() says why (it goes to kernels.md's notes)."""
 
 
+def l2_bytes() -> int:
+    """The current GPU's L2 cache (an H100's 50 MiB where torch does not say)."""
+    return getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 50 << 20
+
+
 def input_copies(nbytes: int) -> int:
     """Copies of an input of `nbytes` whose reads in a row exceed twice the L2 cache."""
-    l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 50 << 20
-    return max(1, min(MAX_COPIES, math.ceil(2 * l2 / nbytes)))
+    return max(1, min(MAX_COPIES, math.ceil(2 * l2_bytes() / nbytes)))
 
 
 def ours(module: str, name: str):
