@@ -4,7 +4,7 @@ and, the last block of a (kv head, query group), merges (thread 0's first output
 the chunks, its store), from timers its thread 0 reads.
 
     PYTHONPATH=. python3 paper_figures/attention_trace.py [--models llama-3-8b,llama-3.2-1b] [--m 8] [--context 1000]
-                                                          [--no-append] [--cold]
+                                                          [--no-append] [--cold [--code-warm]]
 
 The runtime's kernel is not touched: this script inlines cuda/attention.cu as build.py does, adds
 the timer reads at fixed lines of it (asserting each line is there), compiles that copy with
@@ -78,9 +78,12 @@ def instrumented_source() -> str:
     return "__device__ unsigned long long attn_trace[65536 * %d];\n" % SLOTS + s  # before every use
 
 
-def trace(model: str, m: int, context: int, append: bool = True, cold: bool = False) -> None:
+def trace(model: str, m: int, context: int, append: bool = True, cold: bool = False, code_warm: bool = False) -> None:
     """cold: the L2 cache emptied of the call's buffers before the traced call (a buffer of twice its
-    size read through it), as a forward's layer finds them after ~40 MB of weights went by."""
+    size read through it), as a forward's layer finds them after ~40 MB of weights went by. code_warm
+    (with cold): then one call of the same kernel on copies of every input and its own partials, so
+    that the kernel's code is fetched again and the traced call's data is not (only the merge
+    counters, one per device, are shared)."""
     import cupy
 
     a = shard_args(model, 1)
@@ -102,6 +105,9 @@ def trace(model: str, m: int, context: int, append: bool = True, cold: bool = Fa
     fn.max_dynamic_shared_size_bytes = smem
     stream = torch.cuda.current_stream().cuda_stream
     n_blocks = grid[0] * grid[1] * grid[2]
+    if code_warm:  # the decoy's buffers (and the partials its args point to) live until it ran
+        decoy = [t.clone() for t in (qkv, block, cos, sin, k_cache, v_cache, out)]
+        _, _, decoy_args, decoy_partials = attn.tree_attention_launch(*decoy[:6], span, H, KV, decoy[6], append=append)
     # twice the L2 cache, written now so that its dirty lines are gone by the traced call
     scratch = torch.ones(2 * l2_bytes() // 4, dtype=torch.int32, device="cuda") if cold else None
     timers = cupy.ndarray((n_blocks * SLOTS,), dtype=cupy.uint64, memptr=module.get_global("attn_trace"))
@@ -111,6 +117,10 @@ def trace(model: str, m: int, context: int, append: bool = True, cold: bool = Fa
             timers.fill(0)
             if cold:  # clean lines of another buffer in their place, as weights read leave them
                 scratch.max()
+            if code_warm:  # its stamps are cleared below
+                launch_ex(fn.kernel.ptr, grid, (attn.THREADS,), decoy_args, smem, stream, pdl=False)
+                torch.cuda.synchronize()
+                timers.fill(0)
             cupy.cuda.runtime.deviceSynchronize()
         launch_ex(fn.kernel.ptr, grid, (attn.THREADS,), args, smem, stream, pdl=False)
     torch.cuda.synchronize()
@@ -132,7 +142,8 @@ def trace(model: str, m: int, context: int, append: bool = True, cold: bool = Fa
         return (g[:, p] > 0) & (merger if p >= MERGING else True)
 
     print(f"\n{model}: M = {m}, context {context}, span {span}, append {'inside' if append else 'apart'}, "
-          f"L2 {'emptied first' if cold else 'warm'}, grid {grid} "
+          f"L2 {'emptied first' if cold else 'warm'}{', then the code fetched by a call on copies' if code_warm else ''}, "
+          f"grid {grid} "
           f"({n_blocks} blocks on {len(set(sm))} SMs), "
           f"{int(merger.sum())} merging; {ns_per_cycle:.3f} ns a clock64 tick; output bitwise as the runtime's")
     print("\n| phase | first us | median us | last us | last chunk's blocks, median us |\n|---|---|---|---|---|")
@@ -163,9 +174,13 @@ def main() -> None:
                         "(the forward runs it with: the default)")
     parser.add_argument("--cold", action="store_true", help="empty the L2 cache before the traced call (a "
                         "forward's layer finds its caches, partials and counters there after its weights went by)")
+    parser.add_argument("--code-warm", action="store_true", help="with --cold: then one call on copies of the "
+                        "inputs, which fetches the kernel's code again and not the traced call's data")
     args = parser.parse_args()
+    if args.code_warm and not args.cold:
+        parser.error("--code-warm goes with --cold (the L2 is warm without it)")
     for model in args.models.split(","):
-        trace(model, args.m, args.context, append=not args.no_append, cold=args.cold)
+        trace(model, args.m, args.context, append=not args.no_append, cold=args.cold, code_warm=args.code_warm)
 
 
 if __name__ == "__main__":

@@ -27,3 +27,10 @@ def test_the_instrumented_copy_compiles(tmp_path):
     source.write_text(attention_trace.instrumented_source())
     done = subprocess.run(build.nvcc_command(str(source), str(cubin)), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_code_warm_without_cold_is_refused_before_any_device_work():
+    script = Path(__file__).resolve().parents[1] / "paper_figures" / "attention_trace.py"
+    done = subprocess.run([sys.executable, str(script), "--code-warm"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith("error: --code-warm goes with --cold (the L2 is warm without it)")
