@@ -127,11 +127,13 @@ __device__ __forceinline__ void awq_gemm_block(const void* __restrict__ x, const
   // Copy chunk p of its group (p known at compile time where the chunk loop is unrolled) into
   // `stage`, and with a group's first chunk the group's meta into slot `ordinal` (the group's place
   // among this warp's, mod STAGES); past a group's last chunk, on to the next group.
+  const unsigned long long streamed = evict_first_policy();
   auto copy_chunk = [&](int p, int ordinal, unsigned stage) {
-    copy16(stage + c.copy_dst, copy_group + 1024 * p);
-    copy16(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512);
+    copy16_streamed(stage + c.copy_dst, copy_group + 1024 * p, streamed);
+    copy16_streamed(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512, streamed);
     if (p == 0) {
-      if (lane < 10) copy16(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next);
+      if (lane < 10)
+        copy16_streamed(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next, streamed);
       meta_next += all_splits * meta_group_bytes;
     }
     if (p == kChunks - 1) copy_group += group_stride;

@@ -30,18 +30,23 @@ from swiftspec_core.runtime.floor import copy_bandwidth
 
 SHAPES = {"qkv": (10240, 8192), "o": (8192, 8192), "gate_up": (57344, 8192), "down": (8192, 28672),
           "gate_up_swiglu": (57344, 8192)}  # Llama-3-70B
-COPIES = ("copy16(stage + c.copy_dst, copy_group + 1024 * p);",
-          "copy16(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512);",
-          "if (lane < 10) copy16(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next);")
+COPIES = ("copy16_streamed(stage + c.copy_dst, copy_group + 1024 * p, streamed);",
+          "copy16_streamed(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512, streamed);",
+          "copy16_streamed(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next, "
+          "streamed);")
 
 
-def without_copies():
+def source_without_copies() -> str:
     """awq_gemm.cu without its weight copies (removed from the text: the probe's ablation only)."""
     code = build.source("awq_gemm")
     for line in COPIES:
-        assert code.count(line) == 1, line
+        assert code.count(line) == 1, f"awq_gemm_block.cuh changed: {line!r} found {code.count(line)} times"
         code = code.replace(line, "")
-    return build.compile_source(code)
+    return code
+
+
+def without_copies():
+    return build.compile_source(source_without_copies())
 
 
 def launcher(module, x: torch.Tensor, w, out: torch.Tensor, splits: int):
