@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
 
 import attention_trace  # noqa: E402
-from swiftspec_core.kernels import build  # noqa: E402
+from nvcc_compile import compile_text  # noqa: E402
 
 
 def test_every_phase_is_stamped_once():
@@ -23,10 +23,7 @@ def test_every_phase_is_stamped_once():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_the_instrumented_copy_compiles(tmp_path):
-    source, cubin = tmp_path / "attention.cu", tmp_path / "attention.cubin"
-    source.write_text(attention_trace.instrumented_source())
-    done = subprocess.run(build.nvcc_command(str(source), str(cubin)), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    compile_text(attention_trace.instrumented_source(), tmp_path, "attention")
 
 
 def test_code_warm_without_cold_is_refused_before_any_device_work():

@@ -1,7 +1,6 @@
 """paper_figures/awq_fp16_probe.py (CPU): its ablation (awq_gemm.cu without the weight copies) finds
 each copy it removes exactly once, leaves none behind, and compiles."""
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
 
 import awq_fp16_probe  # noqa: E402
-from swiftspec_core.kernels import build  # noqa: E402
+from nvcc_compile import compile_text  # noqa: E402
 
 
 def test_the_ablation_removes_every_weight_copy():
@@ -20,7 +19,4 @@ def test_the_ablation_removes_every_weight_copy():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_the_ablation_compiles(tmp_path):
-    source, cubin = tmp_path / "awq_gemm.cu", tmp_path / "awq_gemm.cubin"
-    source.write_text(awq_fp16_probe.source_without_copies())
-    done = subprocess.run(build.nvcc_command(str(source), str(cubin)), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    compile_text(awq_fp16_probe.source_without_copies(), tmp_path, "awq_gemm")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
 import sys
 
 import pytest
@@ -14,6 +13,7 @@ from swiftspec_core.kernels import build
 
 sys.path.insert(0, str(build.CUDA_DIR.parent))
 from paper_figures import cluster_occupancy as probe  # noqa: E402
+from nvcc_compile import compile_text  # noqa: E402
 from script_checks import assert_main_fails  # noqa: E402
 
 
@@ -32,11 +32,7 @@ def test_a_cluster_launch_config_holds_its_attribute():
 def test_the_kernel_compiles(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    src = tmp_path / "meet.cu"
-    src.write_text(probe.SOURCE)
-    done = subprocess.run(build.nvcc_command(str(src), str(tmp_path / "meet.cubin"), "sm_90a"),
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
+    compile_text(probe.SOURCE, tmp_path, "meet")
 
 
 @pytest.mark.parametrize("argv", [["--shared", "0"], ["--shared", str(300 * 1024)]])

@@ -3,7 +3,6 @@ source gets its scope at its body's opening brace, the GEMM sources their stamps
 instrumented source compiles (nvcc, where it is on PATH) without moving the GEMMs' registers."""
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from paper_figures.forward_timeline import MARK_SETS, MARKED, MARKS, PRELUDE, _KERNEL, instrument  # noqa: E402
 from swiftspec_core.kernels import build  # noqa: E402
+from nvcc_compile import compile_text  # noqa: E402
 
 SCOPE = "SwiftspecTimeline swiftspec_tl_scope("
 
@@ -45,20 +45,13 @@ def test_a_toy_kernel_in_a_macro_stays_one_line_a_macro():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_an_instrumented_source_compiles(tmp_path):
-    source, cubin = tmp_path / "norm.cu", tmp_path / "norm.cubin"
-    source.write_text(instrument(build.source("norm"))[0])
-    done = subprocess.run(build.nvcc_command(str(source), str(cubin)), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    compile_text(instrument(build.source("norm"))[0], tmp_path, "norm")
 
 
 def _registers(source: str, tmp_path: Path, tag: str) -> dict[str, int]:
-    cu, cubin = tmp_path / f"{tag}.cu", tmp_path / f"{tag}.cubin"
-    cu.write_text(source)
-    done = subprocess.run(build.nvcc_command(str(cu), str(cubin), "sm_90a", "-Xptxas", "-v"), capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    names = re.findall(r"Compiling entry function '(\w+)'", done.stderr)
-    return dict(zip(names, map(int, re.findall(r"Used (\d+) registers", done.stderr))))
+    report = compile_text(source, tmp_path, tag, "-Xptxas", "-v")
+    names = re.findall(r"Compiling entry function '(\w+)'", report)
+    return dict(zip(names, map(int, re.findall(r"Used (\d+) registers", report))))
 
 
 def _g128_c1_only(source: str) -> str:

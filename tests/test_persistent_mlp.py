@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -20,6 +19,7 @@ from swiftspec_core.kernels import persistent as layouts
 sys.path.insert(0, str(build.CUDA_DIR.parent))
 from paper_figures import persistent_mlp as probe  # noqa: E402
 from paper_figures import persistent_tree as tree  # noqa: E402
+from nvcc_compile import compile_text  # noqa: E402
 from script_checks import assert_main_fails  # noqa: E402
 
 
@@ -73,15 +73,12 @@ def test_shared_bytes_is_the_kernels(page_k, depth, rows, shape, target, tmp_pat
     check = (f"\nstatic_assert(SMEM_BYTES == {layouts.shared_bytes(page_k, depth, rows, shape, target)}, \"shared_bytes\");\n"
              f"static_assert(MASK_WORDS == {layouts.MASK_WORDS}, \"MASK_WORDS\");\n"
              f"static_assert(HID == {shape.hidden} && FFN == {shape.ffn} && QKV == {shape.qkv}, \"shape\");\n")
-    src = tmp_path / "persistent.cu"
-    src.write_text(layouts.kernel_source(page_k, depth, rows, shape, target) + check)
-    cmd = build.nvcc_command(str(src), str(tmp_path / "p.cubin"), "sm_90a", "-Xptxas", "-v")
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    spills = re.search(r"(\d+) bytes spill stores", done.stdout + done.stderr)
+    report = compile_text(layouts.kernel_source(page_k, depth, rows, shape, target) + check, tmp_path, "persistent",
+                          "-Xptxas", "-v")
+    spills = re.search(r"(\d+) bytes spill stores", report)
     # The draft's builds spill nothing; the target build's GEMM phases beside its attention call a
     # few words at 168 registers (9 warps' cap).
-    assert spills and int(spills[1]) <= (64 if target else 0), done.stdout + done.stderr
+    assert spills and int(spills[1]) <= (64 if target else 0), report
 
 
 def test_kernel_source_has_its_defines_first_and_every_header_once():
