@@ -32,8 +32,8 @@ SHAPES = {"qkv": (10240, 8192), "o": (8192, 8192), "gate_up": (57344, 8192), "do
           "gate_up_swiglu": (57344, 8192)}  # Llama-3-70B
 COPIES = ("copy16_streamed(stage + c.copy_dst, copy_group + 1024 * p, streamed);",
           "copy16_streamed(stage + copy_dst16(c.copy_dst), copy_group + 1024 * p + 512, streamed);",
-          "copy16_streamed(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + 16 * lane, meta_next, "
-          "streamed);")
+          "if (lane < 10)\n        copy16_streamed(meta_s + (unsigned)(ordinal & (AWQ_STAGES - 1)) * AWQ_META_BYTES + "
+          "16 * lane, meta_next, streamed);")  # the whole statement, its guard with it
 
 
 def source_without_copies() -> str:
