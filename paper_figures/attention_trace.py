@@ -29,6 +29,7 @@ from swiftspec_core.graphs import spans
 from swiftspec_core.kernels import attention as attn
 from swiftspec_core.kernels.build import launch_ex, compile_source, source
 from swiftspec_core.models.rope import rope_tables
+from timing import fail
 
 # Phases in the order a block passes them; those inside the item and merge loops are stamped by
 # thread 0 in each it takes (the last one's stamp stays: at M = 8 a warp takes one item, a merging
@@ -81,10 +82,9 @@ def instrumented_source() -> str:
 def trace(model: str, m: int, context: int, append: bool = True, cold: bool = False, code_warm: bool = False) -> None:
     """cold: the L2 cache emptied of the call's buffers before the traced call (a buffer of twice its
     size read through it), as a forward's layer finds them after its weights went by (~440 MB a 70B
-    AWQ layer). code_warm
-    (with cold): then one call of the same kernel on copies of every input and its own partials, so
-    that the kernel's code is fetched again and the traced call's data is not (only the merge
-    counters, one per device, are shared)."""
+    AWQ layer). code_warm (with cold): then one call of the same kernel on copies of every input and
+    its own partials, so that the kernel's code is fetched again and the traced call's data is not
+    (only the merge counters, one per device, are shared)."""
     import cupy
 
     a = shard_args(model, 1)
@@ -179,7 +179,7 @@ def main() -> None:
                         "inputs, which fetches the kernel's code again and not the traced call's data")
     args = parser.parse_args()
     if args.code_warm and not args.cold:
-        parser.error("--code-warm goes with --cold (the L2 is warm without it)")
+        fail("--code-warm goes with --cold (the L2 is warm without it)")
     for model in args.models.split(","):
         trace(model, args.m, args.context, append=not args.no_append, cold=args.cold, code_warm=args.code_warm)
 

@@ -21,6 +21,7 @@ from swiftspec_bench.kernel_bench import REPLAYS, build_shard, forward_graph, me
 from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, ROW_PARALLEL, gemm_shape, shard_args
 from swiftspec_core.kernels import awq_gemm
 from swiftspec_core.models.awq import GROUP
+from timing import fail
 
 PLAN = awq_gemm.plan  # plan()'s own, before planned_as replaces the module's
 # At TP 1 the row-parallel projections' GEMMs carry the residual and the next RMSNorm
@@ -54,12 +55,12 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    shapes = [tuple(int(v) if v.isdigit() else -1 for v in s.split("x")) for s in args.shapes.split(",")]
     if any(len(s) != 2 or s[1] not in awq_gemm.CLUSTERS or s[0] not in awq_gemm.SPLITS for s in shapes):
-        parser.error(f"--shapes: S x C with S in 1..{max(awq_gemm.SPLITS)}, C in {awq_gemm.CLUSTERS}")
+        fail(f"--shapes: S x C with S in 1..{max(awq_gemm.SPLITS)}, C in {awq_gemm.CLUSTERS} (got {args.shapes})")
     if args.op in WITHOUT_CLUSTERS and any(c > 1 for _, c in shapes):
-        parser.error(f"--shapes: {args.op} runs without clusters in the forward (its GEMM carries the residual "
-                     "and the next norm): C must be 1")
+        fail(f"--shapes: {args.op} runs without clusters in the forward (its GEMM carries the residual and the next "
+             "norm): C must be 1")
     for model in args.models.split(","):
         nk = weight_nk(model, args.op)
         sms = torch.cuda.get_device_properties(0).multi_processor_count

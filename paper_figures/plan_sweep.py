@@ -28,7 +28,7 @@ from swiftspec_bench.kernel_shapes import AWQ_PROJECTIONS, PROJECTIONS, Case, fl
 from swiftspec_core.kernels import awq_gemm, gemm
 from swiftspec_core.models.args import awq_bytes
 from swiftspec_core.models.awq import GROUP
-from timing import ab_gemm, device_line
+from timing import ab_gemm, device_line, fail
 
 
 class Kernel(NamedTuple):
@@ -104,7 +104,7 @@ def main() -> None:
     kernel = KERNELS[args.kernel]
     ops = args.ops.split(",") if args.ops else list(kernel.projections)
     if unknown := set(ops) - set(kernel.projections):
-        parser.error(f"unknown ops {sorted(unknown)} for --kernel {args.kernel}; known: {', '.join(kernel.projections)}")
+        fail(f"unknown ops {sorted(unknown)} for --kernel {args.kernel}; known: {', '.join(kernel.projections)}")
     started = time.perf_counter()
     bandwidth, sms = device_line()
     print("| model | tp | op | M | shape | plan()'s score | us | % of copy bw | / plan()'s | max rel. diff |")

@@ -2,7 +2,6 @@
 instrumented copy of cuda/attention.cu (an anchor line that changed fails here, not on the device),
 and that copy compiles."""
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
 
 import attention_trace  # noqa: E402
 from nvcc_compile import compile_text  # noqa: E402
+from script_checks import assert_main_fails  # noqa: E402
 
 
 def test_every_phase_is_stamped_once():
@@ -26,8 +26,6 @@ def test_the_instrumented_copy_compiles(tmp_path):
     compile_text(attention_trace.instrumented_source(), tmp_path, "attention")
 
 
-def test_code_warm_without_cold_is_refused_before_any_device_work():
-    script = Path(__file__).resolve().parents[1] / "paper_figures" / "attention_trace.py"
-    done = subprocess.run([sys.executable, str(script), "--code-warm"], capture_output=True, text=True)
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].endswith("error: --code-warm goes with --cold (the L2 is warm without it)")
+def test_code_warm_without_cold_is_refused_before_any_device_work(monkeypatch, capsys):
+    line = assert_main_fails(attention_trace.main, ["attention_trace.py", "--code-warm"], monkeypatch, capsys)
+    assert line == "error: --code-warm goes with --cold (the L2 is warm without it)"

@@ -1,16 +1,14 @@
 """paper_figures/plan_in_forward.py: its plan() answers the asked shape for one weight only, and
 refuses a cluster where the forward launches that weight without clusters (CPU)."""
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
-SCRIPT = Path(__file__).resolve().parents[1] / "paper_figures" / "plan_in_forward.py"
 
 import plan_in_forward  # noqa: E402
+from script_checks import assert_main_fails  # noqa: E402
 from swiftspec_core.kernels import awq_gemm  # noqa: E402
 
 
@@ -29,10 +27,16 @@ def test_planned_as_moves_one_weight_and_stacks_on_plans_own(monkeypatch):
 
 
 @pytest.mark.parametrize("op", ["o", "down"])
-def test_a_cluster_for_a_weight_without_clusters_is_refused_before_anything_runs(op):
+def test_a_cluster_for_a_weight_without_clusters_is_refused_before_anything_runs(op, monkeypatch, capsys):
     """One `error:` line, exit 2, from the arguments alone (no GPU here: nothing was built)."""
-    run = subprocess.run([sys.executable, str(SCRIPT), "--op", op, "--shapes", "16x1,8x2"], capture_output=True,
-                         text=True, cwd=SCRIPT.parents[1], env={**os.environ, "PYTHONPATH": str(SCRIPT.parents[1])})
-    assert run.returncode == 2, run.stderr
-    assert run.stderr.strip().splitlines()[-1].endswith(f"error: --shapes: {op} runs without clusters in the forward "
-                                                       "(its GEMM carries the residual and the next norm): C must be 1")
+    line = assert_main_fails(plan_in_forward.main, ["plan_in_forward.py", "--op", op, "--shapes", "16x1,8x2"],
+                             monkeypatch, capsys)
+    assert line == (f"error: --shapes: {op} runs without clusters in the forward (its GEMM carries the residual and "
+                    "the next norm): C must be 1")
+
+
+@pytest.mark.parametrize("shapes", ["3x1,2", "3xa", "0x1", "3x3"])
+def test_a_malformed_shape_is_one_error_line(shapes, monkeypatch, capsys):
+    line = assert_main_fails(plan_in_forward.main, ["plan_in_forward.py", "--op", "gate_up", "--shapes", shapes],
+                             monkeypatch, capsys)
+    assert line.startswith("error: --shapes: S x C with S in 1..") and line.endswith(f"(got {shapes})")
