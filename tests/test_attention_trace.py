@@ -2,16 +2,12 @@
 instrumented copy of cuda/attention.cu (an anchor line that changed fails here, not on the device),
 and that copy compiles."""
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
-
-import attention_trace  # noqa: E402
-from nvcc_compile import compile_text  # noqa: E402
-from script_checks import assert_main_fails  # noqa: E402
+import attention_trace
+from nvcc_compile import compile_text
+from script_checks import assert_main_fails
 
 
 def test_every_phase_is_stamped_once():

@@ -1,15 +1,11 @@
 """paper_figures/awq_fp16_probe.py (CPU): its ablation (awq_gemm.cu without the weight copies) finds
 each copy it removes exactly once, leaves none behind, and compiles."""
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
-
-import awq_fp16_probe  # noqa: E402
-from nvcc_compile import compile_text  # noqa: E402
+import awq_fp16_probe
+from nvcc_compile import compile_text
 
 
 def test_the_ablation_removes_every_weight_copy():

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import sys
 
 import pytest
 
 from swiftspec_core.kernels import build
 
-sys.path.insert(0, str(build.CUDA_DIR.parent))
-from paper_figures import cluster_occupancy as probe  # noqa: E402
-from nvcc_compile import compile_text  # noqa: E402
-from script_checks import assert_main_fails  # noqa: E402
+from paper_figures import cluster_occupancy as probe
+from nvcc_compile import compile_text
+from script_checks import assert_main_fails
 
 
 def test_a_cluster_launch_config_holds_its_attribute():

@@ -1,16 +1,11 @@
 """paper_figures/forward_ablation.py's parts that need no GPU: which launches each op skips, and that
 the skipping wrapper restores every module's launch."""
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from engine_fixtures import engine, target_state  # noqa: E402
-from paper_figures.forward_ablation import LAUNCHERS, ops_of, skipping  # noqa: E402
-from swiftspec_core.kernels import attention, build, gemm  # noqa: E402
+from engine_fixtures import engine, target_state
+from paper_figures.forward_ablation import LAUNCHERS, ops_of, skipping
+from swiftspec_core.kernels import attention, build, gemm
 
 
 def test_each_op_names_its_own_launches():

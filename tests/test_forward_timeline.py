@@ -3,16 +3,13 @@ source gets its scope at its body's opening brace, the GEMM sources their stamps
 instrumented source compiles (nvcc, where it is on PATH) without moving the GEMMs' registers."""
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from paper_figures.forward_timeline import MARK_SETS, MARKED, MARKS, PRELUDE, _KERNEL, instrument  # noqa: E402
-from swiftspec_core.kernels import build  # noqa: E402
-from nvcc_compile import compile_text  # noqa: E402
+from paper_figures.forward_timeline import MARK_SETS, MARKED, MARKS, PRELUDE, _KERNEL, instrument
+from swiftspec_core.kernels import build
+from nvcc_compile import compile_text
 
 SCOPE = "SwiftspecTimeline swiftspec_tl_scope("
 

@@ -1,12 +1,9 @@
 """paper_figures/graft_probe.py's draft vocabulary cut and its configurations, on the CPU."""
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine_fixtures import engine, prompt, target_state  # noqa: E402
-from paper_figures.graft_probe import configs, draft_vocabulary  # noqa: E402
-from swiftspec_core.decoders.base import SpecSettings  # noqa: E402
+from engine_fixtures import engine, prompt, target_state
+from paper_figures.graft_probe import configs, draft_vocabulary
+from swiftspec_core.decoders.base import SpecSettings
 
 
 def test_draft_vocabulary_is_a_view_of_the_heads_first_rows_and_is_restored():

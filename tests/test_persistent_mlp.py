@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 
 import numpy as np
 import pytest
 import torch
 
-from swiftspec_core.kernels import build
 from swiftspec_core.kernels import persistent as layouts
 
-sys.path.insert(0, str(build.CUDA_DIR.parent))
-from paper_figures import persistent_mlp as probe  # noqa: E402
-from paper_figures import persistent_tree as tree  # noqa: E402
-from nvcc_compile import compile_text  # noqa: E402
-from script_checks import assert_main_fails  # noqa: E402
+from paper_figures import persistent_mlp as probe
+from paper_figures import persistent_tree as tree
+from nvcc_compile import compile_text
+from script_checks import assert_main_fails
 
 
 @pytest.mark.parametrize("page_k", [512, 1024])

@@ -2,15 +2,10 @@
 names, and stamps that are not whole layers are refused."""
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
-from swiftspec_core.kernels import build
-
-sys.path.insert(0, str(build.CUDA_DIR.parent))
-from paper_figures import persistent_timeline as timeline  # noqa: E402
+from paper_figures import persistent_timeline as timeline
 
 
 def stamps_of(work_ns: list[list[int]], release_ns: int, layers: int, fence_ns: int = 200) -> np.ndarray:

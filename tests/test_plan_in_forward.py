@@ -1,15 +1,11 @@
 """paper_figures/plan_in_forward.py: its plan() answers the asked shape for one weight only, and
 refuses a cluster where the forward launches that weight without clusters (CPU)."""
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
-
-import plan_in_forward  # noqa: E402
-from script_checks import assert_main_fails  # noqa: E402
-from swiftspec_core.kernels import awq_gemm  # noqa: E402
+import plan_in_forward
+from script_checks import assert_main_fails
+from swiftspec_core.kernels import awq_gemm
 
 
 def test_planned_as_moves_one_weight_and_stacks_on_plans_own(monkeypatch):

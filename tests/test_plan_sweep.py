@@ -1,12 +1,9 @@
 """paper_figures/plan_sweep.py (CPU): an op its kernel does not run is one `error:` line, exit 2,
 before any device work."""
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_figures"))
 
-import plan_sweep  # noqa: E402
-from script_checks import assert_main_fails  # noqa: E402
+import plan_sweep
+from script_checks import assert_main_fails
 
 
 def test_an_unknown_op_is_one_error_line(monkeypatch, capsys):

@@ -1,13 +1,9 @@
 """paper_figures/profile_decode.py's tables of a profiled decode (fake profiler events, no GPU)."""
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from torch.autograd import DeviceType
 
-from torch.autograd import DeviceType  # noqa: E402
-
-from paper_figures.profile_decode import idle_tables, kernel_table  # noqa: E402
+from paper_figures.profile_decode import idle_tables, kernel_table
 
 
 def event(name, start, end, device=DeviceType.CUDA, parent=None):

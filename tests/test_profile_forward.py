@@ -1,10 +1,7 @@
 """paper_figures/profile_forward.py's labelling of a forward's kernels by place (no GPU needed)."""
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from paper_figures.profile_forward import label_kernels  # noqa: E402
+from paper_figures.profile_forward import label_kernels
 
 EMBED = "vectorized_elementwise_kernel"
 

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from paper_figures.profile_host import StagedStub  # noqa: E402
 from swiftspec_core.graphs import PaddedForward  # noqa: E402
