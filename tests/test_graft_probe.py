@@ -1,6 +1,4 @@
 """paper_figures/graft_probe.py's draft vocabulary cut and its configurations, on the CPU."""
-
-
 from engine_fixtures import engine, prompt, target_state
 from paper_figures.graft_probe import configs, draft_vocabulary
 from swiftspec_core.decoders.base import SpecSettings

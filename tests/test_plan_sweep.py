@@ -1,7 +1,5 @@
 """paper_figures/plan_sweep.py (CPU): an op its kernel does not run is one `error:` line, exit 2,
 before any device work."""
-
-
 import plan_sweep
 from script_checks import assert_main_fails
 

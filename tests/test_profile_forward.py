@@ -1,6 +1,4 @@
 """paper_figures/profile_forward.py's labelling of a forward's kernels by place (no GPU needed)."""
-
-
 from paper_figures.profile_forward import label_kernels
 
 EMBED = "vectorized_elementwise_kernel"

@@ -7,13 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from paper_figures.profile_host import StagedStub
+from swiftspec_core.graphs import PaddedForward
+
+from engine_fixtures import engine, target_state
+
 ROOT = Path(__file__).resolve().parents[1]
-
-from paper_figures.profile_host import StagedStub  # noqa: E402
-from swiftspec_core.graphs import PaddedForward  # noqa: E402
-
-from engine_fixtures import engine, target_state  # noqa: E402
-
 REPLAY = ROOT / "paper_figures/results/2026-12-01-cpu-qwen-pair-graft-paths-bs12"
 
 
