@@ -1,25 +1,32 @@
 """How fast the AWQ GEMM's access pattern can stream its codes with no arithmetic, by load mechanism
-(NOTES v90): `PYTHONPATH=. python3 paper_figures/read_probe.py` on a GPU.
+(NOTES v90, v291): `PYTHONPATH=. python3 paper_figures/read_probe.py [--shapes o,qkv]` on a GPU.
 
 The pattern is awq_gemm's (cuda/awq_gemm.cu) at C = 1: a block of S warps on one tile of K * 32
 bytes of codes, warp s reading the tile's 4 KB groups s, s + S, ..., each as four 1 KB chunks, a
-lane 16 bytes at lane * 16 and 512 + lane * 16 of each chunk. Two mechanisms, each keeping D chunks
+lane 16 bytes at lane * 16 and 512 + lane * 16 of each chunk. Three mechanisms, each keeping D chunks
 in flight a warp and folding every loaded word into an xor that is written out (so no load is
 dead): `ldg`, 16-byte loads straight into registers (ld.global.nc.L1::no_allocate, as the bf16
-GEMM reads its weights), and `cp.async`, the GEMM's per-warp shared-memory ring of D + 1 stages
-(D in flight while one is read back, cp.async.wait_group D - 1). The shapes are the 70B's gate_up
-(896 tiles of K = 8192, plan() S = 3) and down (128 tiles of K = 28672, S = 19), each also at
-twice the warps a tile (at most 32). A table of median us a call (20 calls in one CUDA graph, kernel_bench
-.time_calls) and TB/s against runtime/floor.py's copy bandwidth.
+GEMM reads its weights), `cp_async`, the GEMM's per-warp shared-memory ring of D + 1 stages
+(D in flight while one is read back, cp.async.wait_group D - 1), and `cp_async_pdl`, that ring
+launched as the GEMM launches (programmatic dependent launch: its first D chunks' copies issued,
+then griddepcontrol.wait and launch_dependents, as awq_gemm_block.cuh's pdl_start()), so a launch
+pays the boundary the GEMM pays and nothing of its arithmetic or epilogue: the most a launch of this
+pattern can stream. The shapes are the 70B's (TP 1, plan()'s S): gate_up (896 tiles of K = 8192,
+S = 3), down (128 tiles of K = 28672, S = 19), o (128 tiles of K = 8192, S = 22) and qkv (160 tiles
+of K = 8192, S = 11), each also at twice the warps a tile (at most 32). A table of median us a call
+(graph replays, kernel_bench.time_calls; copies of the codes past twice the L2) and TB/s against
+runtime/floor.py's copy bandwidth.
 """
 from __future__ import annotations
 
-import cupy
+import argparse
+
 import numpy as np
 import torch
 
 from swiftspec_bench.kernel_bench import time_calls
-from swiftspec_core.kernels.build import compile_source
+from paper_figures.timing import fail
+from swiftspec_core.kernels.build import compile_source, launch_ex
 from swiftspec_core.runtime.floor import copy_bandwidth
 
 DEPTHS = (1, 2, 3, 4)
@@ -67,7 +74,7 @@ __device__ void read_ldg(const unsigned char* codes, unsigned* sink, int K) {
   sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
-template <int D>
+template <int D, bool kPdl>
 __device__ void read_cp_async(const unsigned char* codes, unsigned* sink, int K) {
   constexpr int kStages = D + 1;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -84,6 +91,10 @@ __device__ void read_cp_async(const unsigned char* codes, unsigned* sink, int K)
   for (int n = 0; n < D; ++n) {
     if (n < chunks) copy_chunk(n);
     asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  if (kPdl) {  // as pdl_start(): the launch before ends, then the next may start
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   }
   for (int n = 0; n < chunks; ++n) {
     asm volatile("cp.async.wait_group %0;\n" :: "n"(D - 1) : "memory");
@@ -102,7 +113,10 @@ __device__ void read_cp_async(const unsigned char* codes, unsigned* sink, int K)
     read_ldg<D>(c, s, K);                                                                                  \
   }                                                                                                        \
   extern "C" __global__ void __launch_bounds__(1024) read_cp_async_d##D(const unsigned char* c, unsigned* s, int K) { \
-    read_cp_async<D>(c, s, K);                                                                             \
+    read_cp_async<D, false>(c, s, K);                                                                      \
+  }                                                                                                        \
+  extern "C" __global__ void __launch_bounds__(1024) read_cp_async_pdl_d##D(const unsigned char* c, unsigned* s, int K) { \
+    read_cp_async<D, true>(c, s, K);                                                                       \
   }
 PROBES(1)
 PROBES(2)
@@ -110,38 +124,61 @@ PROBES(3)
 PROBES(4)
 """
 
-SHAPES = {"gate_up": (896, 8192, 3), "down": (128, 28672, 19)}  # tiles, K, plan()'s S (70B, TP 1)
+# tiles, K, plan()'s S (70B, TP 1)
+SHAPES = {"gate_up": (896, 8192, 3), "down": (128, 28672, 19), "o": (128, 8192, 22), "qkv": (160, 8192, 11)}
+MECHANISMS = ("ldg", "cp_async", "cp_async_pdl")
 
 
-def main() -> None:
+def parse_shapes(text: str) -> list[str]:
+    """--shapes: a comma-separated list of SHAPES' names; SystemExit (timing.fail) on any other."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SHAPES]
+    if not names or unknown:
+        fail(f"--shapes {text!r}: name some of {', '.join(SHAPES)}")
+    return names
+
+
+def read(fn, mechanism: str, depth: int, codes: torch.Tensor, sink: torch.Tensor, tiles: int, k: int,
+         splits: int) -> None:
+    """One launch of probe `fn` (read_{mechanism}_d{depth} of SOURCE) over `tiles` tiles of K = k codes
+    at `splits` warps a tile, on torch's current stream; each thread's xor into sink [tiles * 32 S]."""
+    shared = splits * (depth + 1) * 1024 if mechanism != "ldg" else 0  # the ring's D + 1 stages a warp
+    if shared > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = shared
+    launch_ex(fn.ptr, (tiles,), (32 * splits,), (np.uint64(codes.data_ptr()), np.uint64(sink.data_ptr()), np.int32(k)),
+              shared, torch.cuda.current_stream().cuda_stream, pdl=mechanism.endswith("pdl"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="the AWQ GEMM's access pattern, no arithmetic")
+    parser.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated, of " + ", ".join(SHAPES))
+    shapes = parse_shapes(parser.parse_args(argv).shapes)
     module = compile_source(SOURCE)
     bandwidth = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e12:.3f} TB/s\n")
     print("| shape | warps a tile | mechanism | chunks in flight a warp | us | TB/s | of the copy bandwidth |")
     print("|---|---|---|---|---|---|---|")
-    for name, (tiles, k, splits) in SHAPES.items():
+    for name in shapes:
+        tiles, k, splits = SHAPES[name]
         nbytes = tiles * k * 32
         copies = max(1, -(-2 * 50 * 2**20 // nbytes))  # reads in a row past twice the L2
         codes = [torch.randint(-2**31, 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
                  for _ in range(copies)]
         for s in (splits, min(2 * splits, 32)):  # a block holds at most 32 warps
             sink = torch.empty(tiles * 32 * s, dtype=torch.int32, device="cuda")
-            for mechanism in ("ldg", "cp_async"):
+            for mechanism in MECHANISMS:
                 for depth in DEPTHS:
                     fn = module.get_function(f"read_{mechanism}_d{depth}")
-                    shared = s * (depth + 1) * 1024 if mechanism == "cp_async" else 0
-                    if shared > 48 * 1024:
-                        fn.max_dynamic_shared_size_bytes = shared
 
-                    def call(i, fn=fn, shared=shared, s=s, sink=sink):  # on torch's stream (a graph's, when captured)
-                        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                            fn((tiles,), (32 * s,), (codes[i % copies].data_ptr(), sink.data_ptr(), np.int32(k)),
-                               shared_mem=shared)
+                    def call(i, fn=fn, s=s, sink=sink, mechanism=mechanism, depth=depth):
+                        read(fn, mechanism, depth, codes[i % copies], sink, tiles, k, s)
 
                     us = time_calls(call, max(20, copies))
                     tbs = nbytes / (us * 1e-6) / 1e12
                     print(f"| {name} | {s} | {mechanism} | {depth} | {us:.1f} | {tbs:.2f} | "
                           f"{nbytes / (us * 1e-6) / bandwidth:.0%} |", flush=True)
+        codes.clear()
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":
