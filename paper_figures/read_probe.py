@@ -145,7 +145,7 @@ def read(fn, mechanism: str, depth: int, codes: torch.Tensor, sink: torch.Tensor
     shared = splits * (depth + 1) * 1024 if mechanism != "ldg" else 0  # the ring's D + 1 stages a warp
     if shared > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = shared
-    launch_ex(fn.ptr, (tiles,), (32 * splits,), (np.uint64(codes.data_ptr()), np.uint64(sink.data_ptr()), np.int32(k)),
+    launch_ex(fn.kernel.ptr, (tiles,), (32 * splits,), (np.uint64(codes.data_ptr()), np.uint64(sink.data_ptr()), np.int32(k)),
               shared, torch.cuda.current_stream().cuda_stream, pdl=mechanism.endswith("pdl"))
 
 
