@@ -25,6 +25,15 @@ def test_unknown_shapes_are_refused_before_any_gpu_work(shapes, monkeypatch, cap
     assert "--shapes" in line and "gate_up" in line
 
 
+def test_the_gemm_occupancy_fits_as_many_blocks_as_awq_gemms_registers():
+    from swiftspec_core.kernels.awq_gemm import SHARED_PER_SM, WARPS_PER_SM
+
+    for splits in (3, 11, 19, 22):
+        blocks, shared = WARPS_PER_SM // splits, read_probe.gemm_occupancy_shared(splits) + 1024
+        assert blocks * shared <= SHARED_PER_SM < (blocks + 1) * shared
+        assert splits * 4 * 1024 <= shared - 1024  # the ring (3 in flight) fits in it
+
+
 def test_the_shapes_are_the_plans_of_the_70b_layers():
     from swiftspec_core.kernels.awq_gemm import plan
     from swiftspec_core.models.awq import TILE_COLUMNS
@@ -37,14 +46,15 @@ def test_the_shapes_are_the_plans_of_the_70b_layers():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("mechanism", read_probe.MECHANISMS)
 @pytest.mark.parametrize("depth", read_probe.DEPTHS)
-def test_every_code_word_is_read_once(mechanism, depth):
+@pytest.mark.parametrize("shared, hold", [(0, 0), (113 * 1024, 1000)])
+def test_every_code_word_is_read_once(mechanism, depth, shared, hold):
     from swiftspec_core.kernels.build import compile_source
 
     fn = compile_source(read_probe.SOURCE).get_function(f"read_{mechanism}_d{depth}")
     tiles, k, splits = 3, 1024, 3  # 8 groups a tile over 3 warps: 3, 3 and 2 groups
     codes = torch.randint(-2**31, 2**31 - 1, (tiles * k * 32 // 4,), dtype=torch.int32, device="cuda")
     sink = torch.full((tiles * 32 * splits,), -1, dtype=torch.int32, device="cuda")  # poisoned
-    read_probe.read(fn, mechanism, depth, codes, sink, tiles, k, splits)
+    read_probe.read(fn, mechanism, depth, codes, sink, tiles, k, splits, shared, hold)
     torch.cuda.synchronize()
 
     def xor_all(t: torch.Tensor) -> int:
