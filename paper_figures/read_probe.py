@@ -14,7 +14,8 @@ then griddepcontrol.wait and launch_dependents, as awq_gemm_block.cuh's pdl_star
 pays the boundary the GEMM pays and nothing of its arithmetic or epilogue: the most a launch of this
 pattern can stream. The shapes are the 70B's (TP 1, plan()'s S): gate_up (896 tiles of K = 8192,
 S = 3), down (128 tiles of K = 28672, S = 19), o (128 tiles of K = 8192, S = 22) and qkv (160 tiles
-of K = 8192, S = 11), each also at twice the warps a tile (at most 32). A table of median us a call
+of K = 8192, S = 11), each also at twice the warps a tile (at most 32); and, by name only, qkv's codes
+split along K across 2 or 4 blocks a tile (SPLIT_SHAPES). A table of median us a call
 (graph replays, kernel_bench.time_calls; copies of the codes past twice the L2) and TB/s against
 runtime/floor.py's copy bandwidth. --boundary times only the GEMM's launch (cp_async_pdl, 3 in
 flight, plan()'s S) at two occupancies, the probe's own and awq_gemm's, each with the block held
@@ -144,6 +145,9 @@ PROBES(4)
 
 # tiles, K, plan()'s S (70B, TP 1)
 SHAPES = {"gate_up": (896, 8192, 3), "down": (128, 28672, 19), "o": (128, 8192, 22), "qkv": (160, 8192, 11)}
+# qkv's codes split along K across C blocks a tile (as the C > 1 kernels split it, but launched with PDL:
+# a fixed-order combine through global memory, not a cluster's): C x 160 blocks of K / C, S warps each
+SPLIT_SHAPES = {"qkv_c2_s8": (320, 4096, 8), "qkv_c2_s11": (320, 4096, 11), "qkv_c4_s4": (640, 2048, 4)}
 MECHANISMS = ("ldg", "cp_async", "cp_async_pdl")
 # --boundary: the GEMM's launch (cp_async_pdl, 3 chunks in flight, plan()'s S), with the probe's own
 # occupancy (few registers: blocks of the next launch sit beside this launch's from its start) and
@@ -164,9 +168,9 @@ def gemm_occupancy_shared(splits: int) -> int:
 def parse_shapes(text: str) -> list[str]:
     """--shapes: a comma-separated list of SHAPES' names; SystemExit (timing.fail) on any other."""
     names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in SHAPES]
+    unknown = [name for name in names if name not in SHAPES | SPLIT_SHAPES]
     if not names or unknown:
-        fail(f"--shapes {text!r}: name some of {', '.join(SHAPES)}")
+        fail(f"--shapes {text!r}: name some of {', '.join(SHAPES | SPLIT_SHAPES)}")
     return names
 
 
@@ -204,7 +208,8 @@ def time_reads(fn, mechanism: str, depth: int, codes: list[torch.Tensor], tiles:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="the AWQ GEMM's access pattern, no arithmetic")
-    parser.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated, of " + ", ".join(SHAPES))
+    parser.add_argument("--shapes", default=",".join(SHAPES),
+                        help="comma-separated, of " + ", ".join(SHAPES | SPLIT_SHAPES))
     parser.add_argument("--boundary", action="store_true",
                         help="only the GEMM's launch, at the probe's occupancy and awq_gemm's, with holds after the loop")
     args = parser.parse_args(argv)
@@ -222,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
         print("| shape | warps a tile | mechanism | chunks in flight a warp | us | TB/s | of the copy bandwidth |")
     print("|---|---|---|---|---|---|---|")
     for name in shapes:
-        tiles, k, splits = SHAPES[name]
+        tiles, k, splits = (SHAPES | SPLIT_SHAPES)[name]
         nbytes = tiles * k * 32
         codes = codes_past_l2(nbytes)
         if args.boundary:

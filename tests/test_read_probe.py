@@ -25,6 +25,13 @@ def test_unknown_shapes_are_refused_before_any_gpu_work(shapes, monkeypatch, cap
     assert "--shapes" in line and "gate_up" in line
 
 
+def test_the_split_shapes_read_qkvs_codes():
+    tiles, k, _ = read_probe.SHAPES["qkv"]
+    for name, (split_tiles, split_k, splits) in read_probe.SPLIT_SHAPES.items():
+        assert split_tiles * split_k == tiles * k, name  # the same bytes
+        assert split_k // 128 >= splits, name  # every warp with a group
+
+
 def test_the_gemm_occupancy_fits_as_many_blocks_as_awq_gemms_registers():
     from swiftspec_core.kernels.awq_gemm import SHARED_PER_SM, WARPS_PER_SM
 
