@@ -1,5 +1,6 @@
-"""paper_figures/plan_in_forward.py: its plan() answers the asked shape for one weight only, and
-refuses a cluster where the forward launches that weight without clusters (CPU)."""
+"""paper_figures/plan_in_forward.py: its plan() answers the asked shape for one weight only, its
+`p` shapes launch clusters with PDL and the others as the runtime does, and it refuses a cluster
+where the forward launches that weight without clusters (CPU)."""
 
 import pytest
 
@@ -31,8 +32,27 @@ def test_a_cluster_for_a_weight_without_clusters_is_refused_before_anything_runs
                     "the next norm): C must be 1")
 
 
-@pytest.mark.parametrize("shapes", ["3x1,2", "3xa", "0x1", "3x3"])
+@pytest.mark.parametrize("shapes", ["3x1,2", "3xa", "0x1", "3x3", "3x1p", "8x2pp", "p"])
 def test_a_malformed_shape_is_one_error_line(shapes, monkeypatch, capsys):
     line = assert_main_fails(plan_in_forward.main, ["plan_in_forward.py", "--op", "gate_up", "--shapes", shapes],
                              monkeypatch, capsys)
     assert line.startswith("error: --shapes: S x C with S in 1..") and line.endswith(f"(got {shapes})")
+
+
+def test_a_p_shape_launches_clusters_with_pdl_and_the_next_as_the_runtime(monkeypatch):
+    launches = []
+    monkeypatch.setattr(plan_in_forward, "LAUNCH", lambda *args, pdl=True, **kwargs: launches.append(pdl))
+    monkeypatch.setattr(awq_gemm, "launch", awq_gemm.launch)  # restored after the test
+    assert plan_in_forward.parse_shape("8x2p") == (8, 2, True) and plan_in_forward.parse_shape("11x1") == (11, 1, False)
+    for on in (True, False):
+        plan_in_forward.clusters_with_pdl(on)
+        awq_gemm.launch("awq_gemm", "kernel", (1,), (32,), (), pdl=False)  # launch_shape's cluster launch
+        awq_gemm.launch("awq_gemm", "kernel", (1,), (32,), ())
+    assert launches == [True, True, False, True]
+    assert awq_gemm.launch is plan_in_forward.LAUNCH  # off: the runtime's own launch back
+
+
+def test_a_shape_named_twice_is_refused(monkeypatch, capsys):
+    line = assert_main_fails(plan_in_forward.main, ["plan_in_forward.py", "--op", "qkv", "--shapes", "11x1,8x2p,8x2p"],
+                             monkeypatch, capsys)
+    assert line == "error: --shapes: a shape named twice (got 11x1,8x2p,8x2p)"
