@@ -11,8 +11,8 @@ GEMM reads its weights), `cp_async`, the GEMM's per-warp shared-memory ring of D
 (D in flight while one is read back, cp.async.wait_group D - 1), and `cp_async_pdl`, that ring
 launched as the GEMM launches (programmatic dependent launch: its first D chunks' copies issued,
 then griddepcontrol.wait and launch_dependents, as awq_gemm_block.cuh's pdl_start()), so a launch
-pays the boundary the GEMM pays and nothing of its arithmetic or epilogue: the most a launch of this
-pattern can stream. The shapes are the 70B's (TP 1, plan()'s S): gate_up (896 tiles of K = 8192,
+pays the boundary the GEMM pays and nothing of its arithmetic or epilogue (the probe's few registers
+let more of its blocks share an SM than awq_gemm's do: --boundary also runs it at awq_gemm's). The shapes are the 70B's (TP 1, plan()'s S): gate_up (896 tiles of K = 8192,
 S = 3), down (128 tiles of K = 28672, S = 19), o (128 tiles of K = 8192, S = 22) and qkv (160 tiles
 of K = 8192, S = 11), each also at twice the warps a tile (at most 32); and, by name only, qkv's codes
 split along K across 2 or 4 blocks a tile (SPLIT_SHAPES). A table of median us a call
@@ -145,8 +145,8 @@ PROBES(4)
 
 # tiles, K, plan()'s S (70B, TP 1)
 SHAPES = {"gate_up": (896, 8192, 3), "down": (128, 28672, 19), "o": (128, 8192, 22), "qkv": (160, 8192, 11)}
-# qkv's codes split along K across C blocks a tile (as the C > 1 kernels split it, but launched with PDL:
-# a fixed-order combine through global memory, not a cluster's): C x 160 blocks of K / C, S warps each
+# qkv's codes split along K across C blocks a tile, as the C > 1 kernels split them (here plain blocks
+# launched with PDL; the runtime's are clusters, launched without): C x 160 blocks of K / C, S warps each
 SPLIT_SHAPES = {"qkv_c2_s8": (320, 4096, 8), "qkv_c2_s11": (320, 4096, 11), "qkv_c4_s4": (640, 2048, 4)}
 MECHANISMS = ("ldg", "cp_async", "cp_async_pdl")
 # --boundary: the GEMM's launch (cp_async_pdl, 3 chunks in flight, plan()'s S), with the probe's own
