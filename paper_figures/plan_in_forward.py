@@ -10,9 +10,8 @@ a shape, in the order run (alternated, so a drifting clock moves every shape ali
 A shape `SxCp` (C > 1) launches its clusters with PDL, where the runtime launches them without
 (awq_gemm.launch_shape): every cluster launch of that forward's graph, which in the 70B forward at
 TP 1 (no projection planned with clusters) is the shape's alone. The first shape is the reference,
-normally plan()'s. Other shapes sum K's groups in another order,
-so their tokens may differ from plan()'s by a few bf16 ulps: a timing probe, never a runtime
-setting. Random AWQ weights (kernel_bench.build_shard, quant awq), labelled in the output."""
+normally plan()'s. Other shapes sum K's groups in another order, so their tokens may differ from
+plan()'s by a few bf16 ulps: a timing probe, never a runtime setting. Random AWQ weights (kernel_bench.build_shard, quant awq), labelled in the output."""
 from __future__ import annotations
 
 import argparse
