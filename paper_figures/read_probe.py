@@ -28,8 +28,9 @@ import argparse
 import numpy as np
 import torch
 
-from swiftspec_bench.kernel_bench import time_calls
 from paper_figures.timing import fail
+from swiftspec_bench.kernel_bench import time_calls
+from swiftspec_bench.kernel_ops import input_copies
 from swiftspec_core.kernels.awq_gemm import SHARED_PER_SM, WARPS_PER_SM
 from swiftspec_core.kernels.build import compile_source, launch_ex
 from swiftspec_core.runtime.floor import copy_bandwidth
@@ -190,8 +191,9 @@ def read(fn, mechanism: str, depth: int, codes: torch.Tensor, sink: torch.Tensor
 
 
 def codes_past_l2(nbytes: int) -> list[torch.Tensor]:
-    """Copies of `nbytes` of random codes, enough that reads in a row pass twice the L2 (50 MB)."""
-    copies = max(1, -(-2 * 50 * 2**20 // nbytes))
+    """Copies of `nbytes` of random codes, as many as the kernel rows take (kernel_ops.input_copies:
+    reads in a row pass twice this GPU's L2)."""
+    copies = input_copies(nbytes)
     return [torch.randint(-2**31, 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda") for _ in range(copies)]
 
 
